@@ -1,0 +1,31 @@
+"""jaxonnx: ONNX operators and models as exact, differentiable, jit-compilable JAX functions."""
+
+from jaxonnx import ops as ops
+from jaxonnx._errors import JaxOnnxError as JaxOnnxError
+from jaxonnx._errors import ModelLoadError as ModelLoadError
+from jaxonnx._errors import NodeError as NodeError
+from jaxonnx._errors import OnnxTypeError as OnnxTypeError
+from jaxonnx._errors import OnnxValidationError as OnnxValidationError
+from jaxonnx._errors import StaticValueError as StaticValueError
+from jaxonnx._errors import UnsupportedOpError as UnsupportedOpError
+from jaxonnx._registry import OpVersion as OpVersion
+from jaxonnx._registry import get_op as get_op
+from jaxonnx._registry import register as register
+from jaxonnx._registry import supported_ops as supported_ops
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "JaxOnnxError",
+    "ModelLoadError",
+    "NodeError",
+    "OnnxTypeError",
+    "OnnxValidationError",
+    "OpVersion",
+    "StaticValueError",
+    "UnsupportedOpError",
+    "get_op",
+    "ops",
+    "register",
+    "supported_ops",
+]

@@ -1,0 +1,47 @@
+"""Exceptions raised by jaxonnx.
+
+Every error is a sentence that names the op (and, from the interpreter, the node,
+the resolved version and the input shapes) and shows the offending value.
+"""
+
+from __future__ import annotations
+
+
+class JaxOnnxError(Exception):
+    """Base class of every error jaxonnx raises on purpose."""
+
+
+class OnnxValidationError(JaxOnnxError, ValueError):
+    """An attribute or input value that the op's specification does not allow."""
+
+
+class OnnxTypeError(JaxOnnxError, TypeError):
+    """An input whose element type the op version (or the graph) does not accept."""
+
+
+class StaticValueError(JaxOnnxError, ValueError):
+    """A value that decides an output shape is traced, so its value is unknown at trace time."""
+
+
+class UnsupportedOpError(JaxOnnxError, NotImplementedError):
+    """An op, domain or opset that jaxonnx does not implement."""
+
+
+class ModelLoadError(JaxOnnxError, ValueError):
+    """A model file or protobuf that cannot be loaded safely."""
+
+
+class NodeError(JaxOnnxError):
+    """A failure inside a graph node whose cause is not a jaxonnx error (re-raised with context)."""
+
+
+def with_context(error: BaseException, context: str) -> BaseException:
+    """Returns an exception of the same jaxonnx type with ``context`` prepended.
+
+    Errors that jaxonnx did not raise on purpose become a :class:`NodeError`, so the
+    caller always learns which node failed; the original stays chained as ``__cause__``.
+    """
+    message = f"{context}: {error}"
+    if isinstance(error, JaxOnnxError):
+        return type(error)(message)
+    return NodeError(f"{message} ({type(error).__name__})")

@@ -1,0 +1,118 @@
+"""Compress: versions 9, 11 and 28 (28 only adds bfloat16)."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxonnx._errors import OnnxTypeError, OnnxValidationError, StaticValueError
+from jaxonnx._registry import register
+from jaxonnx.ops._common import is_traced, normalize_axis, public_array
+
+_OP = "Compress"
+
+
+def _raise_if_overflow(count, size):
+    if int(count) > int(size):
+        raise OnnxValidationError(
+            f"{_OP} selected {int(count)} slices at run time but its output was given size={int(size)}; "
+            "the result would be truncated, so it is refused. Give a larger size (hint)."
+        )
+
+
+def _compress(data, condition, axis=None, *, size=None, fill_value=0, negative_axis=True, version=28):
+    op = _OP if version == 28 else f"{_OP}-{version}"
+    if condition.dtype != np.bool_:
+        raise OnnxTypeError(f"{op} needs a bool `condition`, got dtype {condition.dtype}.")
+    if condition.ndim != 1:
+        raise OnnxValidationError(f"{op} needs a 1-D `condition`, got shape {tuple(condition.shape)}.")
+    if axis is None:
+        data = data.reshape(-1)
+        axis = 0
+    else:
+        if data.ndim == 0:
+            raise OnnxValidationError(f"{op} needs `input` of rank >= 1 when `axis` is given, got a scalar.")
+        axis = normalize_axis(axis, data.ndim, op=op, allow_negative=negative_axis)
+    dim = data.shape[axis]
+    if condition.shape[0] > dim:
+        raise OnnxValidationError(
+            f"{op} got a `condition` of length {condition.shape[0]}, longer than axis {axis} "
+            f"of `input` (size {dim}, input shape {tuple(data.shape)})."
+        )
+    if size is not None and (not isinstance(size, (int, np.integer)) or size < 0):
+        raise OnnxValidationError(f"{op} needs a non-negative int `size`, got {size!r}.")
+    xp = np if isinstance(data, np.ndarray) else jnp
+
+    if not is_traced(condition):
+        selected = np.flatnonzero(np.asarray(condition))
+        if size is not None and len(selected) > size:
+            raise OnnxValidationError(
+                f"{op} selected {len(selected)} slices but `size`={size}; the result would be "
+                "truncated, so it is refused. Give a larger size."
+            )
+        if xp is jnp:
+            selected = selected.astype(np.int32 if dim < 2**31 else np.int64)
+        out = xp.take(data, selected, axis=axis)
+        if size is None or size == len(selected):
+            return out
+        pad_shape = list(out.shape)
+        pad_shape[axis] = size - len(selected)
+        return xp.concatenate([out, xp.full(pad_shape, fill_value, dtype=data.dtype)], axis=axis)
+
+    if size is None:
+        raise StaticValueError(
+            f"{op} cannot decide its output shape under `jax.jit`: `condition` is traced "
+            f"(shape {tuple(condition.shape)}), so the number of selected slices is unknown at trace "
+            "time. Make `condition` static (a numpy array or Python value), or pass `size=` "
+            "(the output length along the axis) and optionally `fill_value=`."
+        )
+    (selected,) = jnp.nonzero(condition, size=size, fill_value=dim)
+    jax.debug.callback(_raise_if_overflow, jnp.count_nonzero(condition), size)
+    return jnp.take(data, selected, axis=axis, mode="fill", fill_value=fill_value)
+
+
+def compress(data, condition, axis: int | None = None, *, size: int | None = None, fill_value=0):
+    """Implements ONNX Compress: the slices of ``data`` along ``axis`` where ``condition`` is true.
+
+    The output length depends on the values of ``condition``. A concrete ``condition``
+    (numpy, Python, or a JAX array outside ``jax.jit``) gives the exact result, also
+    under ``jax.jit`` when it is closed over. A traced ``condition`` needs ``size``, like
+    ``jnp.compress``: the output then has ``size`` slices along ``axis``, the selected
+    ones first and the rest ``fill_value``; selecting more than ``size`` raises at run
+    time instead of truncating.
+
+    Args:
+        data: the array to select from.
+        condition: 1-D bool array, at most as long as the axis; slices past its end are dropped.
+        axis: the axis to select along, in ``[-rank, rank - 1]``; ``None`` flattens ``data`` first.
+        size: the static output length along ``axis`` (needed for a traced ``condition``).
+        fill_value: the value of the padding slices when ``size`` is given.
+
+    Returns:
+        The selected slices, with the dtype of ``data``.
+
+    Example:
+        >>> jaxonnx.ops.compress(jnp.array([[1, 2], [3, 4], [5, 6]]), np.array([False, True]), axis=0)
+        Array([[3, 4]], dtype=int32)
+    """
+    return _compress(
+        public_array(data, op=_OP, name="input"),
+        public_array(condition, op=_OP, name="condition"),
+        axis,
+        size=size,
+        fill_value=fill_value,
+    )
+
+
+@register(_OP, 11, 28)
+def _compress_11(data, condition, *, axis=None, size=None, fill_value=0):
+    return _compress(data, condition, axis, size=size, fill_value=fill_value)
+
+
+@register(_OP, 9)
+def _compress_9(data, condition, *, axis=None, size=None, fill_value=0):
+    return _compress(data, condition, axis, size=size, fill_value=fill_value, negative_axis=False, version=9)
+
+
+__all__ = ["compress"]
