@@ -8,6 +8,8 @@ from jaxonnx._errors import OnnxTypeError as OnnxTypeError
 from jaxonnx._errors import OnnxValidationError as OnnxValidationError
 from jaxonnx._errors import StaticValueError as StaticValueError
 from jaxonnx._errors import UnsupportedOpError as UnsupportedOpError
+from jaxonnx._interpreter import Model as Model
+from jaxonnx._interpreter import load as load
 from jaxonnx._registry import OpVersion as OpVersion
 from jaxonnx._registry import get_op as get_op
 from jaxonnx._registry import register as register
@@ -17,6 +19,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "JaxOnnxError",
+    "Model",
     "ModelLoadError",
     "NodeError",
     "OnnxTypeError",
@@ -25,6 +28,7 @@ __all__ = [
     "StaticValueError",
     "UnsupportedOpError",
     "get_op",
+    "load",
     "ops",
     "register",
     "supported_ops",

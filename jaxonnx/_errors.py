@@ -22,6 +22,9 @@ class OnnxTypeError(JaxOnnxError, TypeError):
 class StaticValueError(JaxOnnxError, ValueError):
     """A value that decides an output shape is traced, so its value is unknown at trace time."""
 
+    #: The name of the op argument that is traced, where the op knows it (e.g. ``"starts"``).
+    argument: str | None = None
+
 
 class UnsupportedOpError(JaxOnnxError, NotImplementedError):
     """An op, domain or opset that jaxonnx does not implement."""

@@ -6,8 +6,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxonnx._dtypes import as_jax
-from jaxonnx._errors import OnnxValidationError, StaticValueError
+from jaxonnx._dtypes import as_jax, is_string_array
+from jaxonnx._errors import OnnxTypeError, OnnxValidationError, StaticValueError
 
 
 def namespace(*arrays):
@@ -15,6 +15,31 @@ def namespace(*arrays):
     if all(a is None or isinstance(a, (np.ndarray, np.generic)) for a in arrays):
         return np
     return jnp
+
+
+def common_namespace(*named, op: str):
+    """Puts the ``(name, array)`` pairs ``named`` in one array namespace; returns it and the arrays.
+
+    numpy when every array is numpy (static values stay exact). Otherwise jax.numpy, with
+    the numpy arrays converted by :func:`~jaxonnx._dtypes.as_jax`, which refuses to narrow
+    64-bit values when ``jax_enable_x64`` is off (``jnp`` would do it silently). String
+    tensors stay numpy on the eager path, where concrete JAX arrays beside them become
+    numpy too; a traced array beside a string tensor is refused.
+    """
+    arrays = [value for _, value in named]
+    if all(a is None or isinstance(a, (np.ndarray, np.generic)) for a in arrays):
+        return np, arrays
+    strings = [name for name, value in named if is_string_array(value)]
+    if strings:
+        traced = [name for name, value in named if is_traced(value)]
+        if traced:
+            raise OnnxTypeError(
+                f"{op} got the string tensor `{strings[0]}` with the traced `{traced[0]}`; JAX cannot "
+                "hold strings, so string tensors run only on the eager path (numpy or concrete "
+                "inputs, outside `jax.jit`)."
+            )
+        return np, [None if a is None else np.asarray(a) for a in arrays]
+    return jnp, [None if a is None else as_jax(a, what=f"`{name}` of {op}") for name, a in named]
 
 
 def public_array(x, *, op: str, name: str):
@@ -35,11 +60,13 @@ def is_traced(x) -> bool:
 def static_array(x, *, op: str, name: str, hint: str = "") -> np.ndarray:
     """The concrete numpy value of ``x``; raises a trace-time error naming ``name`` if it is traced."""
     if is_traced(x):
-        raise StaticValueError(
+        error = StaticValueError(
             f"{op} needs the value of `{name}` to decide its output shape, but `{name}` is "
             f"traced (shape {tuple(x.shape)}, dtype {x.dtype}) so its value is unknown at trace "
             f"time. Pass it as a Python value or a numpy array{hint}."
         )
+        error.argument = name
+        raise error
     return np.asarray(x)
 
 

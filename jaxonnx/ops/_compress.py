@@ -61,12 +61,14 @@ def _compress(data, condition, axis=None, *, size=None, fill_value=0, negative_a
         return xp.concatenate([out, xp.full(pad_shape, fill_value, dtype=data.dtype)], axis=axis)
 
     if size is None:
-        raise StaticValueError(
+        error = StaticValueError(
             f"{op} cannot decide its output shape under `jax.jit`: `condition` is traced "
             f"(shape {tuple(condition.shape)}), so the number of selected slices is unknown at trace "
             "time. Make `condition` static (a numpy array or Python value), or pass `size=` "
             "(the output length along the axis) and optionally `fill_value=`."
         )
+        error.argument = "condition"
+        raise error
     (selected,) = jnp.nonzero(condition, size=size, fill_value=dim)
     jax.debug.callback(_raise_if_overflow, jnp.count_nonzero(condition), size)
     return jnp.take(data, selected, axis=axis, mode="fill", fill_value=fill_value)

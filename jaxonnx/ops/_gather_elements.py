@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
 from jaxonnx._errors import OnnxTypeError, OnnxValidationError
 from jaxonnx._registry import register
-from jaxonnx.ops._common import is_traced, normalize_axis, public_array
+from jaxonnx.ops._common import common_namespace, is_traced, normalize_axis, public_array
 
 _OP = "GatherElements"
 
@@ -40,18 +41,22 @@ def _gather_elements(data, indices, axis=0):
                 f"{_OP} got index {concrete[where]} at position {where} of `indices`, outside "
                 f"[{-dim}, {dim - 1}] for axis {axis} of `data` with shape {tuple(data.shape)}."
             )
-        indices = concrete
+        concrete = np.where(concrete < 0, concrete + dim, concrete)
+        if dim < 2**31:
+            concrete = concrete.astype(np.int32)  # exact: every value is in [0, dim).
+        indices = jnp.asarray(concrete) if isinstance(indices, jax.Array) else concrete
     elif dim == 0 and indices.size:
         raise OnnxValidationError(
             f"{_OP} gathers along axis {axis} of size 0 with {indices.size} indices; every index is out of bounds."
         )
     # Non-axis dims of `indices` may be shorter than `data`'s: only that corner is read.
     corner = tuple(slice(None) if d == axis else slice(0, n) for d, n in enumerate(indices.shape))
+    xp, (data, indices) = common_namespace(("data", data), ("indices", indices), op=_OP)
     data = data[corner]
-    if isinstance(data, np.ndarray) and isinstance(indices, np.ndarray):
-        return np.take_along_axis(data, np.where(indices < 0, indices + dim, indices), axis)
-    if isinstance(indices, np.ndarray) and dim < 2**31:
-        indices = indices.astype(np.int32)  # exact: every value is in range.
+    if xp is np:
+        return np.take_along_axis(data, indices, axis)
+    if not is_traced(indices):
+        return jnp.take_along_axis(data, indices, axis)
     indices = jnp.where(indices < 0, indices + dim, indices)
     return jnp.take_along_axis(data, indices, axis, mode="clip")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from jaxonnx._errors import OnnxTypeError, OnnxValidationError
-from jaxonnx.ops._common import namespace, public_array
+from jaxonnx.ops._common import common_namespace, public_array
 from jaxonnx._registry import register
 
 _OP = "Where"
@@ -14,7 +14,7 @@ _OP = "Where"
 def _where(condition, x, y):
     if condition.dtype != np.bool_:
         raise OnnxTypeError(f"{_OP} needs a bool `condition`, got dtype {condition.dtype}.")
-    if x.dtype != y.dtype:
+    if x.dtype != y.dtype and not (x.dtype.kind in "OUS" and y.dtype.kind in "OUS"):
         raise OnnxTypeError(f"{_OP} needs `X` and `Y` of one dtype, got {x.dtype} and {y.dtype}.")
     try:
         shape = np.broadcast_shapes(condition.shape, x.shape, y.shape)
@@ -23,9 +23,8 @@ def _where(condition, x, y):
             f"{_OP} cannot broadcast `condition` {tuple(condition.shape)}, `X` {tuple(x.shape)} "
             f"and `Y` {tuple(y.shape)} to one shape."
         ) from None
-    xp = namespace(condition, x, y)
-    if x.dtype.kind in "OUS":
-        xp = np
+    # Mixed numpy/JAX inputs become JAX exactly (64-bit numpy values are not narrowed).
+    xp, (condition, x, y) = common_namespace(("condition", condition), ("X", x), ("Y", y), op=_OP)
     out = xp.where(condition, x, y)
     return out if out.shape == shape else xp.broadcast_to(out, shape)
 

@@ -1,0 +1,404 @@
+"""The ONNX model interpreter: an ONNX graph as a pure JAX function.
+
+Read top to bottom:
+
+1. ``load`` reads a path, bytes or ``onnx.ModelProto`` safely and checks it.
+2. ``Model.__init__`` prepares the graph once: resolves every node's op for the model's
+   opset, converts initializers to exact numpy arrays, and validates size hints.
+3. ``Model.__call__`` / ``run`` / ``apply`` check the inputs against the graph's declared
+   types and walk the nodes in order, each inside ``jax.named_scope``.
+
+Values known at trace time (initializers, ``Constant`` outputs and everything computed
+only from them) stay numpy while the graph runs, so Slice bounds and Compress conditions
+derived from them are static under ``jax.jit``. Anything that touches a graph input
+becomes a JAX value, and ``jax.jit(model)`` traces the whole graph into one computation.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import jax
+import numpy as np
+import onnx
+from google.protobuf.message import DecodeError
+
+from jaxonnx import ops as _ops  # noqa: F401  (registers every op)
+from jaxonnx._dtypes import as_jax, is_string_array, numpy_dtype, onnx_type_name, x64_hint
+from jaxonnx._errors import (
+    ModelLoadError,
+    OnnxTypeError,
+    OnnxValidationError,
+    StaticValueError,
+    UnsupportedOpError,
+    with_context,
+)
+from jaxonnx._registry import OpVersion, canonical_domain, get_op, supported_ops
+from jaxonnx.ops._common import is_traced
+from jaxonnx.ops._constant import tensor_to_numpy
+
+# Ops that can take a size hint for a data-dependent output length.
+_SIZE_HINT_OPS = frozenset({"Compress"})
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def load(model, *, size_hints: Mapping[str, int] | None = None, base_dir: str | os.PathLike | None = None) -> Model:
+    """Loads an ONNX model as a :class:`Model`, a pure JAX function of its graph inputs.
+
+    Args:
+        model: a path to an ``.onnx`` file, its bytes, or an ``onnx.ModelProto``.
+        size_hints: output length along the selection axis for Compress outputs whose
+            condition is only known at run time, by output name, e.g. ``{"kept": 128}``.
+            The output then always has that length: the selected slices first, the rest
+            zeros; selecting more raises at run time rather than truncating.
+        base_dir: the folder that external data is read from when ``model`` is bytes or a
+            ModelProto (a path's own folder is used otherwise). Locations that resolve
+            outside it are refused.
+
+    Returns:
+        The prepared model. ``jax.jit(model)`` compiles the whole graph at once.
+
+    Example:
+        >>> model = jaxonnx.load("model.onnx")
+        >>> (y,) = jax.jit(model)(x)
+    """
+    if isinstance(model, onnx.ModelProto):
+        proto = model
+    elif isinstance(model, (bytes, bytearray, memoryview)):
+        proto = _parse(bytes(model), "the given bytes")
+    elif isinstance(model, (str, os.PathLike)):
+        path = os.fspath(model)
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except OSError as e:
+            raise ModelLoadError(f"Cannot read the ONNX model {path!r}: {e.strerror}.") from e
+        proto = _parse(data, repr(path))
+        if base_dir is None:
+            base_dir = os.path.dirname(os.path.abspath(path))
+    else:
+        raise ModelLoadError(
+            f"`load` takes a path, bytes or an onnx.ModelProto, got {type(model).__name__}."
+        )
+    return Model(proto, size_hints=size_hints, base_dir=base_dir)
+
+
+def _parse(data: bytes, source: str) -> onnx.ModelProto:
+    proto = onnx.ModelProto()
+    try:
+        proto.ParseFromString(data)
+    except (DecodeError, RuntimeError, ValueError) as e:
+        raise ModelLoadError(
+            f"{source} is not a valid ONNX model: the protobuf could not be decoded ({e}); "
+            "the file may be truncated or not an ONNX file."
+        ) from None
+    if not proto.HasField("graph"):
+        raise ModelLoadError(f"{source} is not a valid ONNX model: it has no graph (is it truncated?).")
+    return proto
+
+
+def _load_external_data(proto: onnx.ModelProto, base_dir) -> None:
+    tensors = [t for t in _all_tensors(proto.graph) if t.data_location == onnx.TensorProto.EXTERNAL]
+    if not tensors:
+        return
+    if base_dir is None:
+        raise ModelLoadError(
+            "The model keeps tensors in external data files, but it was given as bytes or a "
+            "ModelProto; pass `base_dir=` (the folder of the files) or load it from its path."
+        )
+    root = os.path.realpath(base_dir)
+    for tensor in tensors:
+        location = next((e.value for e in tensor.external_data if e.key == "location"), "")
+        resolved = os.path.realpath(os.path.join(root, location))
+        if os.path.isabs(location) or os.path.commonpath([root, resolved]) != root:
+            raise ModelLoadError(
+                f"The initializer {tensor.name!r} points at external data {location!r}, which "
+                f"resolves outside the model's folder {root!r}; refusing to read it."
+            )
+        if not os.path.isfile(resolved):
+            raise ModelLoadError(f"The external data file {location!r} of initializer {tensor.name!r} does not exist.")
+    onnx.external_data_helper.load_external_data_for_model(proto, root)
+
+
+def _all_tensors(graph: onnx.GraphProto):
+    yield from graph.initializer
+    for node in graph.node:
+        for attribute in node.attribute:
+            if attribute.type == onnx.AttributeProto.TENSOR:
+                yield attribute.t
+
+
+# --------------------------------------------------------------------------- the prepared graph
+
+
+@dataclasses.dataclass(frozen=True)
+class _Input:
+    name: str
+    dtype: np.dtype | None
+    shape: tuple[int | str | None, ...] | None  # None: rank unknown
+
+    def describe(self) -> str:
+        type_name = onnx_type_name(self.dtype) if self.dtype is not None else "?"
+        dims = "?" if self.shape is None else "[" + ", ".join("?" if d is None else str(d) for d in self.shape) + "]"
+        return f"{self.name}: tensor({type_name}){dims}"
+
+
+@dataclasses.dataclass(frozen=True)
+class _Node:
+    name: str
+    op: OpVersion
+    inputs: tuple[str, ...]  # "" for an omitted optional input
+    outputs: tuple[str, ...]
+    attributes: dict[str, Any]
+    size: int | None  # the size hint of a Compress output
+
+
+def _declared_input(value_info: onnx.ValueInfoProto) -> _Input:
+    tensor_type = value_info.type.tensor_type
+    if not value_info.type.HasField("tensor_type"):
+        raise UnsupportedOpError(
+            f"The graph input {value_info.name!r} is not a tensor ({value_info.type.WhichOneof('value')}); "
+            "jaxonnx runs tensor graphs only."
+        )
+    dtype = numpy_dtype(tensor_type.elem_type) if tensor_type.elem_type else None
+    shape = None
+    if tensor_type.HasField("shape"):
+        shape = tuple(
+            d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in tensor_type.shape.dim
+        )
+    return _Input(value_info.name, dtype, shape)
+
+
+class Model:
+    """An ONNX model prepared once as a pure JAX function. Create it with :func:`jaxonnx.load`.
+
+    ``model(*inputs)`` takes the graph inputs that have no initializer, in graph order,
+    and returns a tuple with one array per graph output. ``model.run({name: value})``
+    takes inputs by name (initializer-backed inputs included) and returns ``{name: output}``.
+    ``model.apply(params, *inputs)`` runs with ``params`` (see :attr:`params`) in place of
+    the stored initializers, for gradients with respect to the model's weights.
+    """
+
+    def __init__(self, proto: onnx.ModelProto, *, size_hints=None, base_dir=None):
+        proto_copy = onnx.ModelProto()
+        proto_copy.CopyFrom(proto)
+        _load_external_data(proto_copy, base_dir)
+        try:
+            onnx.checker.check_model(proto_copy)
+        except (onnx.checker.ValidationError, ValueError) as e:
+            raise ModelLoadError(f"The ONNX model does not pass onnx's checker: {e}") from None
+        graph = proto_copy.graph
+        self.opsets = {canonical_domain(o.domain): o.version for o in proto_copy.opset_import}
+        self.graph_name = graph.name
+
+        self.initializers: dict[str, np.ndarray] = {}
+        for tensor in graph.initializer:
+            try:
+                self.initializers[tensor.name] = tensor_to_numpy(tensor)
+            except (OnnxTypeError, ValueError, TypeError) as e:
+                raise ModelLoadError(f"The initializer {tensor.name!r} cannot be read: {e}") from None
+        for sparse in graph.sparse_initializer:
+            from jaxonnx.ops._constant import sparse_to_numpy
+
+            self.initializers[sparse.values.name] = sparse_to_numpy(sparse)
+
+        self._initializer_types = {
+            name: _Input(name, value.dtype, tuple(value.shape)) for name, value in self.initializers.items()
+        }
+        declared = [_declared_input(v) for v in graph.input]
+        self._declared = {i.name: i for i in declared}
+        self.input_names = tuple(i.name for i in declared if i.name not in self.initializers)
+        self.output_names = tuple(o.name for o in graph.output)
+
+        self.nodes = self._resolve_nodes(graph, dict(size_hints or {}))
+
+    def _resolve_nodes(self, graph: onnx.GraphProto, size_hints: dict[str, int]) -> tuple[_Node, ...]:
+        problems, nodes = [], []
+        for index, node in enumerate(graph.node):
+            domain = canonical_domain(node.domain)
+            opset = self.opsets.get(domain)
+            try:
+                if opset is None:
+                    raise UnsupportedOpError(f"the model imports no opset for domain {node.domain!r}")
+                op = get_op(node.op_type, opset, domain)
+            except UnsupportedOpError as e:
+                problems.append(f"node {node.name or index!r} ({node.op_type}): {e}")
+                continue
+            size = None
+            hinted = [o for o in node.output if o in size_hints]
+            if hinted:
+                if node.op_type not in _SIZE_HINT_OPS:
+                    raise OnnxValidationError(
+                        f"A size hint was given for {hinted[0]!r}, the output of node "
+                        f"{node.name or index!r} ({node.op_type}); only outputs of "
+                        f"{', '.join(sorted(_SIZE_HINT_OPS))} take size hints."
+                    )
+                size = size_hints.pop(hinted[0])
+            attributes = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+            nodes.append(
+                _Node(
+                    name=node.name or f"{node.op_type}_{index}",
+                    op=op,
+                    inputs=tuple(node.input),
+                    outputs=tuple(node.output),
+                    attributes=attributes,
+                    size=size,
+                )
+            )
+        if problems:
+            supported = ", ".join(f"{op} {versions}" for op, versions in supported_ops().items())
+            raise UnsupportedOpError(
+                "The model uses ops jaxonnx does not support: " + "; ".join(problems) + f". Supported: {supported}."
+            )
+        if size_hints:
+            compress_outputs = [o for n in nodes if n.op.op_type in _SIZE_HINT_OPS for o in n.outputs]
+            raise OnnxValidationError(
+                f"Size hints were given for {sorted(size_hints)}, which no node produces; "
+                f"outputs that take size hints: {compress_outputs or 'none'}."
+            )
+        return tuple(nodes)
+
+    # ----------------------------------------------------------------------- calling
+
+    @property
+    def params(self) -> dict[str, jax.Array]:
+        """The floating-point initializers as JAX arrays, by name: the model's trainable weights.
+
+        Integer and bool initializers (indices, Slice bounds, conditions) are not params: they
+        stay static, so the shapes they decide are known at trace time.
+        """
+        return {
+            name: as_jax(value, what=f"initializer {name!r}")
+            for name, value in self.initializers.items()
+            if jax.numpy.issubdtype(value.dtype, jax.numpy.inexact)
+        }
+
+    def __call__(self, *inputs) -> tuple:
+        if len(inputs) != len(self.input_names):
+            raise OnnxValidationError(
+                f"The model takes {len(self.input_names)} inputs ({', '.join(self.input_names) or 'none'}), "
+                f"got {len(inputs)}."
+            )
+        return self._evaluate(dict(zip(self.input_names, inputs)), {})
+
+    def run(self, feed: Mapping[str, Any]) -> dict[str, Any]:
+        """Runs the model on inputs given by name; returns ``{output name: value}``."""
+        unknown = sorted(set(feed) - set(self._declared))
+        missing = sorted(set(self.input_names) - set(feed))
+        if unknown or missing:
+            raise OnnxValidationError(
+                f"The model's inputs are {', '.join(self._declared)}; got unknown {unknown} and "
+                f"missing {missing}."
+            )
+        return dict(zip(self.output_names, self._evaluate(dict(feed), {})))
+
+    def apply(self, params: Mapping[str, Any], *inputs) -> tuple:
+        """Like calling the model, with ``params`` in place of the initializers of those names."""
+        unknown = sorted(set(params) - set(self.initializers))
+        if unknown:
+            raise OnnxValidationError(f"`params` names {unknown}, which are not initializers of the model.")
+        if len(inputs) != len(self.input_names):
+            raise OnnxValidationError(
+                f"The model takes {len(self.input_names)} inputs ({', '.join(self.input_names)}), got {len(inputs)}."
+            )
+        return self._evaluate(dict(zip(self.input_names, inputs)), dict(params))
+
+    def _evaluate(self, feed: dict[str, Any], params: dict[str, Any]) -> tuple:
+        values: dict[str, Any] = dict(self.initializers)
+        for name, value in params.items():
+            values[name] = self._checked_input(self._initializer_types[name], value, kind="param")
+        for name, value in feed.items():
+            values[name] = self._checked_input(self._declared[name], value, kind="input")
+        for node in self.nodes:
+            self._run_node(node, values)
+        return tuple(self._output(name, values[name]) for name in self.output_names)
+
+    @staticmethod
+    def _checked_input(declared: _Input, value, *, kind: str):
+        if not isinstance(value, jax.Array):
+            value = np.asarray(value)
+            if is_string_array(value):
+                value = value.astype(object)
+        if declared.dtype is not None and value.dtype != declared.dtype:
+            expected = f"tensor({onnx_type_name(declared.dtype)})"
+            hint = ""
+            if not jax.config.jax_enable_x64 and jax.dtypes.canonicalize_dtype(declared.dtype) != declared.dtype:
+                hint = f"; {x64_hint(declared.dtype)}"
+            raise OnnxTypeError(
+                f"The {kind} {declared.name!r} is declared {expected} but got dtype {value.dtype}; "
+                f"jaxonnx does not cast inputs{hint}."
+            )
+        if declared.shape is not None:
+            shape = tuple(value.shape)
+            mismatch = len(shape) != len(declared.shape) or any(
+                isinstance(d, int) and d != s for d, s in zip(declared.shape, shape)
+            )
+            if mismatch:
+                raise OnnxValidationError(
+                    f"The {kind} {declared.name!r} is declared with shape {list(declared.shape)} but got shape {list(shape)}."
+                )
+        return value
+
+    @staticmethod
+    def _output(name: str, value):
+        if is_string_array(value) or isinstance(value, jax.Array):
+            return value
+        return as_jax(value, what=f"graph output {name!r}")
+
+    def _run_node(self, node: _Node, values: dict[str, Any]) -> None:
+        args = [values[name] if name else None for name in node.inputs]
+        extra = {"size": node.size} if node.size is not None else {}
+        with jax.named_scope(node.name):
+            try:
+                results = node.op(*args, **node.attributes, **extra)
+            except Exception as error:
+                raise self._node_error(node, args, error) from error
+        if not isinstance(results, tuple):
+            results = (results,)
+        for name, result in zip(node.outputs, results):
+            if name:
+                values[name] = result
+
+    def _node_error(self, node: _Node, args, error: Exception) -> Exception:
+        shapes = ", ".join(
+            f"{name or '<omitted>'}: "
+            + ("None" if a is None else f"{onnx_type_name(a.dtype)}{list(np.shape(a))}{' traced' if is_traced(a) else ''}")
+            for name, a in zip(node.inputs, args)
+        )
+        context = f"Node {node.name!r} ({node.op.name}, inputs {shapes}) failed"
+        if isinstance(error, StaticValueError):
+            formals = [formal.name for formal in node.op.schema.inputs]
+            traced = [
+                name
+                for formal, name, a in zip(formals, node.inputs, args)
+                if name and is_traced(a) and error.argument in (None, formal)
+            ]
+            way_out = (
+                f"or give a size hint, `jaxonnx.load(model, size_hints={{{node.outputs[0]!r}: <length>}})`"
+                if node.op.op_type in _SIZE_HINT_OPS
+                else "or run the model outside `jax.jit`, where every value is concrete"
+            )
+            return StaticValueError(
+                f"{context}: {error} In the graph, the input {', '.join(map(repr, traced))} depends on "
+                f"graph inputs, so it is only known at run time. Two ways out: make it an initializer or "
+                f"the output of Constant nodes (then jaxonnx knows it at trace time), {way_out}."
+            )
+        return with_context(error, context)
+
+    # ----------------------------------------------------------------------- description
+
+    def __repr__(self) -> str:
+        inputs = ", ".join(self._declared[n].describe() for n in self.input_names)
+        return (
+            f"Model({self.graph_name!r}, opset {self.opsets.get('', '?')}, {len(self.nodes)} nodes, "
+            f"inputs ({inputs}), outputs {list(self.output_names)})"
+        )
+
+    def describe_nodes(self) -> list[tuple[str, str, str]]:
+        """``(node name, op type, resolved version)`` for every node, in graph order."""
+        return [(n.name, n.op.op_type, n.op.name) for n in self.nodes]

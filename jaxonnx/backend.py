@@ -1,0 +1,130 @@
+"""The ONNX backend API (``onnx.backend.base``) on top of :func:`jaxonnx.load`.
+
+Example:
+    >>> import jaxonnx.backend
+    >>> rep = jaxonnx.backend.prepare(model_proto, device="CPU")
+    >>> (y,) = rep.run([x])
+
+The backend takes concrete numpy inputs, so it runs the model op by op on JAX arrays
+(the eager path): every value is known, shape-deciding inputs work, and out-of-bounds
+GatherElements indices raise. It turns 64-bit types on for its own calls only (ONNX
+models use int64 throughout) and returns numpy arrays.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import jax
+import numpy as np
+import onnx
+import onnx.backend.base as onnx_backend
+
+from jaxonnx._dtypes import as_jax, is_string_array
+from jaxonnx._errors import OnnxValidationError, with_context
+from jaxonnx._interpreter import Model, load
+from jaxonnx._registry import canonical_domain, get_op
+
+_PLATFORMS = {"CPU": ("cpu",), "CUDA": ("gpu", "cuda"), "GPU": ("gpu", "cuda", "rocm"), "TPU": ("tpu",)}
+
+
+def _jax_device(device: str):
+    kind = str(device).split(":")[0].upper()
+    index = int(str(device).split(":")[1]) if ":" in str(device) else 0
+    for platform in _PLATFORMS.get(kind, ()):
+        try:
+            devices = jax.devices(platform)
+        except RuntimeError:
+            continue
+        if index < len(devices):
+            return devices[index]
+    return None
+
+
+@contextlib.contextmanager
+def _on(device: str):
+    target = _jax_device(device)
+    if target is None:
+        raise OnnxValidationError(f"The device {device!r} is not available to JAX here; devices: {jax.devices()}.")
+    with jax.enable_x64(True), jax.default_device(target):
+        yield
+
+
+def _to_jax(value, name):
+    value = np.asarray(value) if not isinstance(value, jax.Array) else value
+    if is_string_array(value):
+        return value.astype(object)
+    return as_jax(value, what=f"input {name!r}")
+
+
+def _to_numpy(value):
+    return value if isinstance(value, np.ndarray) else np.asarray(value)
+
+
+class JaxOnnxRep(onnx_backend.BackendRep):
+    """A prepared model: ``run`` takes a list (graph order) or a dict (by name) of inputs."""
+
+    def __init__(self, model: Model, device: str):
+        self.model = model
+        self.device = device
+
+    def run(self, inputs, **kwargs):
+        with _on(self.device):
+            if isinstance(inputs, dict):
+                feed = {name: _to_jax(v, name) for name, v in inputs.items()}
+            else:
+                inputs = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
+                names = self.model.input_names
+                if len(inputs) != len(names):
+                    raise OnnxValidationError(
+                        f"The model takes {len(names)} inputs ({', '.join(names)}), got {len(inputs)}."
+                    )
+                feed = {name: _to_jax(v, name) for name, v in zip(names, inputs)}
+            outputs = self.model.run(feed)
+            return onnx_backend.namedtupledict("Outputs", list(outputs))(*map(_to_numpy, outputs.values()))
+
+
+class JaxOnnxBackend(onnx_backend.Backend):
+    """jaxonnx as an ``onnx.backend.base.Backend``."""
+
+    @classmethod
+    def is_compatible(cls, model, device="CPU", **kwargs):
+        return cls.supports_device(device)
+
+    @classmethod
+    def prepare(cls, model, device="CPU", **kwargs):
+        super().prepare(model, device, **kwargs)
+        with _on(device):
+            return JaxOnnxRep(load(model, size_hints=kwargs.get("size_hints")), device)
+
+    @classmethod
+    def run_model(cls, model, inputs, device="CPU", **kwargs):
+        return cls.prepare(model, device, **kwargs).run(inputs)
+
+    @classmethod
+    def run_node(cls, node, inputs, device="CPU", outputs_info=None, **kwargs):
+        super().run_node(node, inputs, device=device, outputs_info=outputs_info, **kwargs)
+        opset = kwargs.get("opset_version", onnx.defs.onnx_opset_version())
+        op = get_op(node.op_type, opset, canonical_domain(node.domain))
+        attributes = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+        with _on(device):
+            if isinstance(inputs, dict):
+                inputs = [inputs[name] for name in node.input]
+            args = [_to_jax(v, name) for name, v in zip(node.input, inputs)]
+            try:
+                results = op(*args, **attributes)
+            except Exception as error:
+                raise with_context(error, f"Node {node.name!r} ({op.name})") from error
+        results = results if isinstance(results, tuple) else (results,)
+        return tuple(map(_to_numpy, results))
+
+    @classmethod
+    def supports_device(cls, device: str) -> bool:
+        return _jax_device(device) is not None
+
+
+prepare = JaxOnnxBackend.prepare
+run_model = JaxOnnxBackend.run_model
+run_node = JaxOnnxBackend.run_node
+supports_device = JaxOnnxBackend.supports_device
+is_compatible = JaxOnnxBackend.is_compatible

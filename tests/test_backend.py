@@ -1,0 +1,98 @@
+"""onnx's own BackendTest through `jaxonnx.backend`, for every node case whose ops are all supported.
+
+The regex of included cases is built from the registry, so registering an op brings its
+onnx node cases in automatically. Cases that are not included (and device variants this
+machine has no device for) are removed rather than left as skips.
+"""
+
+import re
+import unittest
+import warnings
+
+import numpy as np
+import onnx
+import onnx.backend.test
+import pytest
+from onnx.backend.test.case.node import collect_testcases
+
+import jaxonnx
+import jaxonnx.backend
+
+
+def _supported_case_names() -> list[str]:
+    supported = set(jaxonnx.supported_ops())
+    names = []
+    for case in _onnx_node_cases():
+        graph = case.model.graph
+        ops = {node.op_type for node in graph.node}
+        tensors_only = all(v.type.HasField("tensor_type") for v in [*graph.input, *graph.output])
+        if ops <= supported and tensors_only:
+            names.append(case.name)
+    return sorted(names)
+
+
+def _onnx_node_cases():
+    # onnx computes some expected values of cases for other ops with overflows and
+    # divisions by zero; those warnings are onnx's, not ours.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return collect_testcases(None)
+
+
+SUPPORTED_CASES = _supported_case_names()
+_DEVICES = [d for d in ("cpu", "cuda") if jaxonnx.backend.supports_device(d.upper())]
+_PATTERN = re.compile("^(" + "|".join(map(re.escape, SUPPORTED_CASES)) + ")_(" + "|".join(_DEVICES) + ")$")
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", RuntimeWarning)
+    _backend_test = onnx.backend.test.BackendTest(jaxonnx.backend, __name__)
+# BackendTest would turn every excluded case into a skip; keep only ours instead.
+for _category, _items in _backend_test._test_items.items():
+    for _name in [n for n in _items if not _PATTERN.match(n)]:
+        del _items[_name]
+globals().update(_backend_test.test_cases)
+
+
+def test_every_supported_node_case_is_collected():
+    # onnx 1.23 has 27 node cases built from only Compress, Flatten, GatherElements, Where,
+    # Slice, and more for Constant and Identity on tensors.
+    five_ops = {"Compress", "Flatten", "GatherElements", "Where", "Slice"}
+    only_five = [
+        c for c in _onnx_node_cases() if {n.op_type for n in c.model.graph.node} <= five_ops
+    ]
+    assert len(only_five) >= 27
+    assert {c.name for c in only_five} <= set(SUPPORTED_CASES)
+    collected = {name for items in _backend_test._test_items.values() for name in items}
+    assert collected == {f"{name}_{device}" for name in SUPPORTED_CASES for device in _DEVICES}
+
+
+def test_backend_reports_devices():
+    assert jaxonnx.backend.supports_device("CPU")
+    assert not jaxonnx.backend.supports_device("TPU")
+
+
+def test_backend_validates_concrete_inputs_like_the_eager_path():
+    from onnx import TensorProto, helper
+
+    node = helper.make_node("GatherElements", ["data", "indices"], ["y"], axis=0)
+    graph = helper.make_graph(
+        [node],
+        "g",
+        [helper.make_tensor_value_info("data", TensorProto.FLOAT, [2, 2]),
+         helper.make_tensor_value_info("indices", TensorProto.INT64, [2, 2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 2])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    rep = jaxonnx.backend.prepare(model)
+    data = np.arange(4, dtype=np.float32).reshape(2, 2)
+    (y,) = rep.run([data, np.array([[1, 0], [0, -1]], dtype=np.int64)])
+    np.testing.assert_array_equal(y, [[2, 1], [0, 3]])
+    with pytest.raises(jaxonnx.OnnxValidationError, match=r"index 2 at position \(1, 1\)"):
+        rep.run([data, np.array([[1, 0], [0, 2]], dtype=np.int64)])
+    # The failed call left nothing behind.
+    (y,) = rep.run({"data": data, "indices": np.zeros((2, 2), np.int64)})
+    np.testing.assert_array_equal(y, [[0, 1], [0, 1]])
+
+
+if __name__ == "__main__":
+    unittest.main()
