@@ -8,7 +8,7 @@ import numpy as np
 
 from jaxonnx._errors import OnnxTypeError, OnnxValidationError, StaticValueError
 from jaxonnx._registry import register
-from jaxonnx.ops._common import is_traced, normalize_axis, public_array
+from jaxonnx.ops._common import common_namespace, is_traced, normalize_axis, public_array
 
 _OP = "Compress"
 
@@ -17,7 +17,7 @@ def _raise_if_overflow(count, size):
     if int(count) > int(size):
         raise OnnxValidationError(
             f"{_OP} selected {int(count)} slices at run time but its output was given size={int(size)}; "
-            "the result would be truncated, so it is refused. Give a larger size (hint)."
+            "the result would be truncated, so it is refused. Give a larger `size`."
         )
 
 
@@ -42,14 +42,18 @@ def _compress(data, condition, axis=None, *, size=None, fill_value=0, negative_a
         )
     if size is not None and (not isinstance(size, (int, np.integer)) or size < 0):
         raise OnnxValidationError(f"{op} needs a non-negative int `size`, got {size!r}.")
-    xp = np if isinstance(data, np.ndarray) else jnp
+    # `condition` decides the output shape: it is never converted, so a numpy condition
+    # stays static under jax.jit (jnp.asarray inside a trace would make it a tracer).
+    xp, (data,) = common_namespace(("input", data), op=op) if is_traced(condition) else (
+        (np, (data,)) if isinstance(data, np.ndarray) else (jnp, (data,))
+    )
 
     if not is_traced(condition):
         selected = np.flatnonzero(np.asarray(condition))
         if size is not None and len(selected) > size:
             raise OnnxValidationError(
                 f"{op} selected {len(selected)} slices but `size`={size}; the result would be "
-                "truncated, so it is refused. Give a larger size."
+                "truncated, so it is refused. Give a larger `size`."
             )
         if xp is jnp:
             selected = selected.astype(np.int32 if dim < 2**31 else np.int64)

@@ -1,0 +1,3 @@
+from jaxonnx._cli import main
+
+raise SystemExit(main())
