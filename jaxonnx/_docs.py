@@ -1,0 +1,71 @@
+"""Documentation generated from the registry: the README's op / since_version / dtype table.
+
+``python -m jaxonnx._docs`` rewrites the table in README.md; a test checks it is current.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from jaxonnx._registry import get_op, supported_ops
+
+_START, _END = "<!-- support-table:start -->", "<!-- support-table:end -->"
+
+# In the order they are listed; a group whose types are all allowed gets one short label.
+_GROUPS = [
+    ("bool", ["bool"]),
+    ("int8–int64", ["int8", "int16", "int32", "int64"]),
+    ("uint8–uint64", ["uint8", "uint16", "uint32", "uint64"]),
+    ("float16, float, double", ["float16", "float", "double"]),
+    ("bfloat16", ["bfloat16"]),
+    ("complex64/128", ["complex64", "complex128"]),
+    ("float8 (e4m3fn, e4m3fnuz, e5m2, e5m2fnuz)", ["float8e4m3fn", "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz"]),
+    ("float8e8m0", ["float8e8m0"]),
+    ("int4/uint4", ["int4", "uint4"]),
+    ("float4e2m1", ["float4e2m1"]),
+    ("int2/uint2", ["int2", "uint2"]),
+    ("string (eager only)", ["string"]),
+]
+
+
+def _describe(types: set[str]) -> str:
+    parts = []
+    for label, group in _GROUPS:
+        present = [t for t in group if t in types]
+        parts += [label] if len(present) == len(group) else present
+    parts += sorted(types - {t for _, group in _GROUPS for t in group})
+    return ", ".join(parts)
+
+
+def support_table() -> str:
+    """A markdown table: op, since_version, the element types of its data input (from onnx's schema)."""
+    rows = ["| Op | since_version | element types of the data input |", "|---|---|---|"]
+    for op_type, versions in supported_ops().items():
+        for version in versions:
+            op = get_op(op_type, version)
+            schema = op.schema
+            constraints = {c.type_param_str: c.allowed_type_strs for c in schema.type_constraints}
+            formals = schema.outputs if op_type == "Constant" else schema.inputs
+            # The data input is the one with the widest type list (Where's condition is bool only).
+            allowed = max((constraints[f.type_str] for f in formals), key=len)
+            types = {t[len("tensor(") : -1] for t in allowed if t.startswith("tensor(")}
+            rows.append(f"| {op_type} | {version} | {_describe(types)} |")
+    return "\n".join(rows)
+
+
+def update_readme(path: str) -> bool:
+    """Rewrites the table between the markers in ``path``; returns whether it changed."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    block = f"{_START}\n{support_table()}\n{_END}"
+    new = re.sub(re.escape(_START) + ".*?" + re.escape(_END), lambda _: block, text, flags=re.S)
+    if new != text:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(new)
+    return new != text
+
+
+if __name__ == "__main__":
+    readme = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "README.md")
+    print("README.md updated" if update_readme(readme) else "README.md already current")
