@@ -48,9 +48,13 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "check":
             return _check(args)
         return _demo()
-    except JaxOnnxError as error:
+    except (JaxOnnxError, _UsageError, jax.errors.JaxRuntimeError) as error:
         print(f"jaxonnx: error: {error}", file=sys.stderr)
         return 1
+
+
+class _UsageError(Exception):
+    """A command-line argument or file that the command cannot use (exit code 1, no traceback)."""
 
 
 def _summary(value) -> str:
@@ -88,7 +92,10 @@ def _run(args) -> int:
     hints = {}
     for item in args.size_hint:
         name, _, n = item.partition("=")
-        hints[name] = int(n)
+        try:
+            hints[name] = int(n)
+        except ValueError:
+            raise _UsageError(f"--size-hint needs OUTPUT=N with an integer N, got {item!r}.") from None
     model = jaxonnx.load(args.model, size_hints=hints)
     given = {}
     for item in args.input:
@@ -96,7 +103,10 @@ def _run(args) -> int:
         if not sep:
             print(f"jaxonnx: error: --input needs NAME=FILE.npy, got {item!r}", file=sys.stderr)
             return 2
-        given[name] = np.load(path, allow_pickle=False)
+        try:
+            given[name] = np.load(path, allow_pickle=False)
+        except (OSError, ValueError) as error:
+            raise _UsageError(f"cannot read --input {name}={path}: {error}") from None
     rng = np.random.default_rng(args.seed)
     feed = {
         name: given[name] if name in given else _random_input(model._declared[name], rng)
@@ -109,6 +119,12 @@ def _run(args) -> int:
         print(f"  input {name}: shape {list(value.shape)}, dtype {value.dtype} ({source})")
     fn = model.run
     if args.jit:
+        strings = [name for name, value in feed.items() if value.dtype == object]
+        if strings:
+            raise _UsageError(
+                f"the input {strings[0]!r} is a string tensor, which JAX cannot hold under jax.jit; "
+                "run without --jit (string tensors run on the eager path)."
+            )
         fn = jax.jit(model.run)
         feed = {k: (v if v.dtype == object else jax.numpy.asarray(v)) for k, v in feed.items()}
     start = time.perf_counter()
@@ -120,13 +136,16 @@ def _run(args) -> int:
 
 
 def _check(args) -> int:
-    import onnx
-
     import jaxonnx
     from jaxonnx._errors import UnsupportedOpError
+    from jaxonnx._interpreter import _parse
     from jaxonnx._registry import canonical_domain
 
-    proto = onnx.load(args.model, load_external_data=False)
+    try:
+        with open(args.model, "rb") as f:
+            proto = _parse(f.read(), repr(args.model))
+    except OSError as error:
+        raise _UsageError(f"cannot read the ONNX model {args.model!r}: {error.strerror}.") from None
     opsets = {canonical_domain(o.domain): o.version for o in proto.opset_import}
     print(f"{args.model}: opset {opsets}, {len(proto.graph.node)} nodes")
     unsupported = 0

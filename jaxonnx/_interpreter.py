@@ -188,13 +188,24 @@ class Model:
         proto_copy = onnx.ModelProto()
         proto_copy.CopyFrom(proto)
         _load_external_data(proto_copy, base_dir)
+        graph = proto_copy.graph
+        self.opsets = {canonical_domain(o.domain): o.version for o in proto_copy.opset_import}
+        self.graph_name = graph.name
+        # `jax.jit(model)` names its computation after this (`jit_<graph name>`).
+        self.__name__ = graph.name or "onnx_model"
+        unimported = sorted({canonical_domain(n.domain) for n in graph.node} - set(self.opsets))
+        if unimported:
+            raise ModelLoadError(
+                f"The model's nodes use the domains {unimported} but its opset_import names no version "
+                "for them (is the model truncated?)."
+            )
+        # Ops are resolved before onnx's checker runs, so an op used below its first
+        # version gets jaxonnx's error (which versions exist) rather than the checker's.
+        self.nodes = self._resolve_nodes(graph, dict(size_hints or {}))
         try:
             onnx.checker.check_model(proto_copy)
         except (onnx.checker.ValidationError, ValueError) as e:
             raise ModelLoadError(f"The ONNX model does not pass onnx's checker: {e}") from None
-        graph = proto_copy.graph
-        self.opsets = {canonical_domain(o.domain): o.version for o in proto_copy.opset_import}
-        self.graph_name = graph.name
 
         self.initializers: dict[str, np.ndarray] = {}
         for tensor in graph.initializer:
@@ -215,8 +226,6 @@ class Model:
         self.input_names = tuple(i.name for i in declared if i.name not in self.initializers)
         self.output_names = tuple(o.name for o in graph.output)
 
-        self.nodes = self._resolve_nodes(graph, dict(size_hints or {}))
-
     def _resolve_nodes(self, graph: onnx.GraphProto, size_hints: dict[str, int]) -> tuple[_Node, ...]:
         problems, nodes = [], []
         for index, node in enumerate(graph.node):
@@ -227,7 +236,7 @@ class Model:
                     raise UnsupportedOpError(f"the model imports no opset for domain {node.domain!r}")
                 op = get_op(node.op_type, opset, domain)
             except UnsupportedOpError as e:
-                problems.append(f"node {node.name or index!r} ({node.op_type}): {e}")
+                problems.append(f"node {node.name or index!r} ({node.op_type}): {str(e).rstrip('.')}")
                 continue
             size = None
             hinted = [o for o in node.output if o in size_hints]
@@ -239,6 +248,11 @@ class Model:
                         f"{', '.join(sorted(_SIZE_HINT_OPS))} take size hints."
                     )
                 size = size_hints.pop(hinted[0])
+                if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 0:
+                    raise OnnxValidationError(
+                        f"The size hint for {hinted[0]!r} must be a non-negative int, got {size!r}."
+                    )
+                size = int(size)
             attributes = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
             nodes.append(
                 _Node(
