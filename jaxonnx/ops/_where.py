@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import jax.numpy as jnp
 import numpy as np
 
 from jaxonnx._errors import OnnxTypeError, OnnxValidationError
@@ -17,7 +18,8 @@ def _where(condition, x, y):
     if x.dtype != y.dtype and not (x.dtype.kind in "OUS" and y.dtype.kind in "OUS"):
         raise OnnxTypeError(f"{_OP} needs `X` and `Y` of one dtype, got {x.dtype} and {y.dtype}.")
     try:
-        shape = np.broadcast_shapes(condition.shape, x.shape, y.shape)
+        # jnp's version also takes the symbolic dims of `jax.export` (shape polymorphism).
+        shape = jnp.broadcast_shapes(condition.shape, x.shape, y.shape)
     except ValueError:
         raise OnnxValidationError(
             f"{_OP} cannot broadcast `condition` {tuple(condition.shape)}, `X` {tuple(x.shape)} "
