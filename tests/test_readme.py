@@ -17,3 +17,20 @@ def test_readme_test_command_is_what_ci_runs():
     command = "pip install -q -e '.[test]' && python -m pytest -q"
     assert command in ci
     assert command in README
+
+
+def _python_block_after(heading: str) -> str:
+    section = README.split(heading, 1)[1]
+    return section.split("```python", 1)[1].split("```", 1)[0]
+
+
+def test_readme_gradients_and_transformations_example_runs():
+    namespace: dict = {}
+    exec(compile(_python_block_after("## Gradients and transformations"), "README.md", "exec"), namespace)
+    # The fine-tuning step changed the weights, and vmap/sharding/export agree with eager.
+    assert namespace["gx"].shape == (8, 3)
+    assert namespace["ys"].shape == (2, 8, 3)
+    (eager,) = namespace["model"](namespace["x"], namespace["keep"])
+    import numpy as np
+
+    np.testing.assert_array_equal(np.asarray(namespace["y"]), np.asarray(eager))
