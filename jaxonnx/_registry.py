@@ -114,15 +114,25 @@ def register(op_type: str, *since_versions: int, domain: str = DEFAULT_DOMAIN):
     domain = canonical_domain(domain)
 
     def decorate(fn):
-        versions = _REGISTRY.setdefault((domain, op_type), {})
+        # Check every version first, so that a refused call registers nothing.
+        versions = _REGISTRY.get((domain, op_type), {})
         for since in since_versions:
             if since in versions:
                 raise ValueError(f"{op_type}-{since} is already registered ({versions[since].fn}).")
-            schema = onnx.defs.get_schema(op_type, since, domain)
+            try:
+                schema = onnx.defs.get_schema(op_type, since, domain)
+            except onnx.defs.SchemaError:
+                raise ValueError(
+                    f"onnx defines no op {op_type!r} in domain {domain or 'ai.onnx'!r} at version {since}."
+                ) from None
             if schema.since_version != since:
                 raise ValueError(
                     f"onnx defines no {op_type} version {since}; the nearest is {schema.since_version}."
                 )
+        if len(set(since_versions)) != len(since_versions):
+            raise ValueError(f"{op_type} got a version twice in {since_versions}.")
+        versions = _REGISTRY.setdefault((domain, op_type), {})
+        for since in since_versions:
             versions[since] = OpVersion(op_type, since, domain, fn)
         return fn
 

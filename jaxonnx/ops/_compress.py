@@ -6,6 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxonnx._dtypes import as_jax, is_string_array
 from jaxonnx._errors import OnnxTypeError, OnnxValidationError, StaticValueError
 from jaxonnx._registry import register
 from jaxonnx.ops._common import common_namespace, is_traced, normalize_axis, public_array
@@ -42,11 +43,16 @@ def _compress(data, condition, axis=None, *, size=None, fill_value=0, negative_a
         )
     if size is not None and (not isinstance(size, (int, np.integer)) or size < 0):
         raise OnnxValidationError(f"{op} needs a non-negative int `size`, got {size!r}.")
-    # `condition` decides the output shape: it is never converted, so a numpy condition
-    # stays static under jax.jit (jnp.asarray inside a trace would make it a tracer).
-    xp, (data,) = common_namespace(("input", data), op=op) if is_traced(condition) else (
-        (np, (data,)) if isinstance(data, np.ndarray) else (jnp, (data,))
-    )
+    # `condition` decides the output shape: a concrete one is never converted, so a numpy
+    # condition stays static under jax.jit (jnp.asarray inside a trace would make it a
+    # tracer). Any JAX input still gives a JAX output, and numpy data becomes JAX exactly
+    # (no silent narrowing of 64-bit values; strings beside a traced condition refused).
+    if is_traced(condition):
+        xp, (data, condition) = common_namespace(("input", data), ("condition", condition), op=op)
+    elif isinstance(condition, jax.Array) and isinstance(data, np.ndarray) and not is_string_array(data):
+        xp, data = jnp, as_jax(data, what=f"`input` of {op}")
+    else:
+        xp = np if isinstance(data, np.ndarray) else jnp
 
     if not is_traced(condition):
         selected = np.flatnonzero(np.asarray(condition))
@@ -73,8 +79,16 @@ def _compress(data, condition, axis=None, *, size=None, fill_value=0, negative_a
         )
         error.argument = "condition"
         raise error
-    (selected,) = jnp.nonzero(condition, size=size, fill_value=dim)
-    jax.debug.callback(_raise_if_overflow, jnp.count_nonzero(condition), size)
+    if dim == 0:  # nothing to select (`condition` is empty too): all padding.
+        shape = list(data.shape)
+        shape[axis] = size
+        return jnp.full(shape, fill_value, dtype=data.dtype)
+    (selected,) = jnp.nonzero(condition, size=size)
+    count = jnp.count_nonzero(condition)
+    # Past `count`, point outside the axis so that `take` fills (jnp.nonzero ignores its own
+    # `fill_value` for an empty `condition`).
+    selected = jnp.where(jnp.arange(size) < count, selected, dim)
+    jax.debug.callback(_raise_if_overflow, count, size)
     return jnp.take(data, selected, axis=axis, mode="fill", fill_value=fill_value)
 
 

@@ -24,7 +24,7 @@ def flatten(data, axis: int = 1):
     """Implements ONNX Flatten: ``data`` as a matrix whose rows are the leading ``axis`` dims.
 
     Args:
-        data: an array of any rank (rank 0 gives shape ``(1, 1)``).
+        data: an array of any rank (a scalar, with ``axis=0``, gives shape ``(1, 1)``).
         axis: dims ``[0, axis)`` make the rows, ``[axis, rank)`` the columns; in ``[-rank, rank]``.
 
     Returns:
@@ -42,10 +42,15 @@ def _flatten_11(data, *, axis=1):
     return _flatten(data, axis)
 
 
-@register(_OP, 1, 9)
+@register(_OP, 9)
+def _flatten_9(data, *, axis=1):
+    # Flatten-1 and -9 accept only axis in [0, rank]; the registry checks their type lists
+    # (Flatten-1: floats only).
+    return _flatten(data, axis, negative_axis=False, version=9)
+
+
+@register(_OP, 1)
 def _flatten_1(data, *, axis=1):
-    # Flatten-1 and -9 accept only axis in [0, rank] (and, like all types but -1's floats,
-    # their type constraints are checked by the registry).
     return _flatten(data, axis, negative_axis=False, version=1)
 
 

@@ -55,9 +55,10 @@ def _gather_elements(data, indices, axis=0):
     data = data[corner]
     if xp is np:
         return np.take_along_axis(data, indices, axis)
-    if not is_traced(indices):
-        return jnp.take_along_axis(data, indices, axis)
-    indices = jnp.where(indices < 0, indices + dim, indices)
+    if is_traced(indices):
+        # Clamped here, in the indices' own dtype: jnp's "clip" mode would wrap a negative
+        # result once more, and may narrow 64-bit indices to int32 before clipping.
+        indices = jnp.clip(jnp.where(indices < 0, indices + dim, indices), 0, dim - 1)
     return jnp.take_along_axis(data, indices, axis, mode="clip")
 
 

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import builtins
 
+import jax
+import numpy as np
+
+from jaxonnx._dtypes import as_jax, is_string_array
 from jaxonnx._errors import OnnxValidationError
 from jaxonnx._registry import register
 from jaxonnx.ops._common import normalize_axis, public_array, static_ints
@@ -19,7 +23,9 @@ def slice_bounds(dim: int, start: int, end: int, step: int) -> builtins.slice:
 
     Example:
         >>> slice_bounds(4, -10, -10, -1)   # selects index 0 only
-        slice(0, None, -1)
+        slice(0, 1, 1)
+        >>> slice_bounds(10, 8, -2**63, -3)
+        slice(8, None, -3)
     """
     if start < 0:
         start += dim
@@ -33,14 +39,18 @@ def slice_bounds(dim: int, start: int, end: int, step: int) -> builtins.slice:
         start = min(max(start, 0), dim - 1)
         end = min(max(end, -1), dim - 1)
         count = max(0, -(-(start - end) // -step)) if dim else 0
-    stop = start + count * step
     if count == 0:
         return builtins.slice(0, 0, 1)
+    if count == 1:  # also keeps steps like INT64_MIN away from JAX, whose strides are int64.
+        return builtins.slice(start, start + 1, 1)
+    stop = start + count * step
     return builtins.slice(start, stop if stop >= 0 else None, step)
 
 
 def _slice(data, starts, ends, axes=None, steps=None, *, negative_axes=True, version=13):
     op = f"{_OP}-{version}" if version != 13 else _OP
+    # Any JAX input gives a JAX output (concrete JAX bounds are read like numpy ones).
+    jax_bounds = any(isinstance(v, jax.Array) for v in (starts, ends, axes, steps))
     starts = static_ints(starts, op=op, name="starts")
     ends = static_ints(ends, op=op, name="ends")
     rank = data.ndim
@@ -56,6 +66,8 @@ def _slice(data, starts, ends, axes=None, steps=None, *, negative_axes=True, ver
         raise OnnxValidationError(f"{op} got repeated `axes` {list(axes)}; each axis may appear once.")
     if 0 in steps:
         raise OnnxValidationError(f"{op} got `steps`={list(steps)}; a step may not be 0.")
+    if jax_bounds and isinstance(data, np.ndarray) and not is_string_array(data):
+        data = as_jax(data, what=f"`data` of {op}")
     index = [builtins.slice(None)] * rank
     for axis, start, end, step in zip(axes, starts, ends, steps):
         index[axis] = slice_bounds(data.shape[axis], start, end, step)

@@ -1,0 +1,234 @@
+"""The op registry against onnx's schemas: the versions, resolution, type constraints and attributes."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import onnx
+import onnx.defs
+import pytest
+from _spec import ALL_DTYPES, schema_types
+
+import jaxonnx
+from jaxonnx import OnnxTypeError, OnnxValidationError, UnsupportedOpError
+from jaxonnx import _registry
+from jaxonnx._dtypes import onnx_type_name
+
+OUR_OPS = ("Compress", "Constant", "Flatten", "GatherElements", "Identity", "Slice", "Where")
+
+
+def onnx_since_versions(op: str) -> list[int]:
+    return sorted(
+        s.since_version for s in onnx.defs.get_all_schemas_with_history() if s.name == op and s.domain == ""
+    )
+
+
+@pytest.mark.parametrize("op", OUR_OPS)
+def test_registered_versions_are_exactly_onnxs_since_versions(op):
+    # A new onnx release that adds a version (a new type, a changed signature) fails here
+    # until the version is registered (and, where its signature changed, adapted).
+    assert jaxonnx.supported_ops()[op] == tuple(onnx_since_versions(op))
+
+
+def test_the_documented_version_lists():
+    supported = jaxonnx.supported_ops()
+    assert supported["Compress"] == (9, 11, 28)
+    assert supported["Flatten"] == (1, 9, 11, 13, 21, 23, 24, 25)
+    assert supported["GatherElements"] == (11, 13)
+    assert supported["Where"] == (9, 16)
+    assert supported["Slice"] == (1, 10, 11, 13)
+    assert set(OUR_OPS) <= set(supported)
+
+
+@pytest.mark.parametrize("op", OUR_OPS)
+def test_resolution_is_the_largest_since_version_not_above_the_opset(op):
+    versions = onnx_since_versions(op)
+    for opset in range(versions[0], onnx.defs.onnx_opset_version() + 6):
+        expected = max(v for v in versions if v <= opset)
+        resolved = jaxonnx.get_op(op, opset)
+        assert resolved.since_version == expected, opset
+        assert resolved.op_type == op
+        assert resolved.name == f"{op}-{expected}"
+        assert resolved.schema.since_version == expected
+        # The same version object, whichever opset resolved to it.
+        assert resolved is jaxonnx.get_op(op, expected)
+
+
+@pytest.mark.parametrize(
+    "op, opset, since",
+    [
+        ("Slice", 12, 11),
+        ("Slice", 10, 10),
+        ("Slice", 9, 1),
+        ("Flatten", 22, 21),
+        ("Flatten", 10, 9),
+        ("Flatten", 100, 25),
+        ("Compress", 27, 11),
+        ("Compress", 28, 28),
+        ("Where", 15, 9),
+        ("GatherElements", 12, 11),
+        ("Slice", 100, 13),
+    ],
+)
+def test_resolution_examples(op, opset, since):
+    assert jaxonnx.get_op(op, opset).since_version == since
+    assert jaxonnx.get_op(op, opset, domain="ai.onnx").since_version == since
+
+
+@pytest.mark.parametrize("op, opset", [("Slice", 0), ("Compress", 8), ("GatherElements", 10), ("Where", 1)])
+def test_an_opset_below_the_first_version_names_op_opset_and_versions(op, opset):
+    versions = ", ".join(map(str, onnx_since_versions(op)))
+    with pytest.raises(UnsupportedOpError, match=rf"'{op}' does not exist at opset {opset}; its versions are {versions}"):
+        jaxonnx.get_op(op, opset)
+
+
+def test_an_unknown_op_lists_the_supported_ops():
+    listing = ", ".join(sorted(jaxonnx.supported_ops()))
+    with pytest.raises(UnsupportedOpError, match=r"'NoSuchOp' \(domain 'ai.onnx'\) is not supported") as info:
+        jaxonnx.get_op("NoSuchOp", 13)
+    assert f"supported ops: {listing}." in str(info.value)
+    for op in OUR_OPS:
+        assert op in str(info.value)
+
+
+def test_an_unknown_domain_is_unsupported():
+    with pytest.raises(UnsupportedOpError, match=r"'Slice' \(domain 'com.example'\) is not supported; supported ops: \.$"):
+        jaxonnx.get_op("Slice", 13, domain="com.example")
+
+
+@pytest.fixture
+def scratch_registry(monkeypatch):
+    """A copy of the registry that the test may change; the real one is restored after."""
+    copy = {key: dict(versions) for key, versions in _registry._REGISTRY.items()}
+    monkeypatch.setattr(_registry, "_REGISTRY", copy)
+    return copy
+
+
+def test_registering_a_version_twice_raises_and_changes_nothing(scratch_registry):
+    original = jaxonnx.get_op("Slice", 13)
+    with pytest.raises(ValueError, match=r"^Slice-13 is already registered"):
+        jaxonnx.register("Slice", 13)(lambda *args: None)
+    assert jaxonnx.get_op("Slice", 13) is original
+    # A refused call registers none of its versions, not even those checked before the refusal.
+    jaxonnx.register("Relu", 6)(lambda x: x)
+    with pytest.raises(ValueError, match=r"^Relu-6 is already registered"):
+        jaxonnx.register("Relu", 13, 6)(lambda x: x)
+    assert jaxonnx.supported_ops()["Relu"] == (6,)
+
+
+def test_registering_where_onnx_has_no_version_raises(scratch_registry):
+    before = jaxonnx.supported_ops()
+    with pytest.raises(ValueError, match=r"onnx defines no Relu version 7; the nearest is 6"):
+        jaxonnx.register("Relu", 6, 7)(lambda x: x)
+    with pytest.raises(ValueError, match=r"onnx defines no op 'NoSuchOp' in domain 'ai.onnx' at version 1"):
+        jaxonnx.register("NoSuchOp", 1)(lambda x: x)
+    with pytest.raises(ValueError, match=r"got a version twice"):
+        jaxonnx.register("Relu", 6, 6)(lambda x: x)
+    assert jaxonnx.supported_ops() == before
+
+
+def test_a_newly_registered_op_resolves(scratch_registry):
+    def relu(x):
+        return np.maximum(x, 0)
+
+    assert jaxonnx.register("Relu", 6, 13, 14)(relu) is relu
+    assert jaxonnx.supported_ops()["Relu"] == (6, 13, 14)
+    assert jaxonnx.get_op("Relu", 15).since_version == 14
+    np.testing.assert_array_equal(jaxonnx.get_op("Relu", 13)(np.array([-1.0, 2.0])), [0.0, 2.0])
+
+
+# ------------------------------------------------------------------------------ type constraints
+
+
+def _all_versions():
+    return [(op, v) for op in ("Compress", "Flatten", "GatherElements", "Slice", "Where") for v in onnx_since_versions(op)]
+
+
+@pytest.mark.parametrize("op, version", _all_versions())
+def test_input_types_are_onnxs_type_constraints(op, version):
+    ov = jaxonnx.get_op(op, version)
+    schema = onnx.defs.get_schema(op, version, "")
+    for formal, spec in enumerate(schema.inputs):
+        allowed = schema_types(op, version, formal)
+        for dtype in (*ALL_DTYPES, np.dtype(object)):
+            inputs = [None] * formal + [np.zeros((0,), dtype=dtype)]
+            name = onnx_type_name(dtype)
+            if name in allowed:
+                ov.check_inputs(inputs)
+            else:
+                message = (
+                    f"{op}-{version} does not accept tensor({name}) for input `{spec.name}`; "
+                    f"it accepts {', '.join(sorted(allowed))}."
+                )
+                with pytest.raises(OnnxTypeError, match=re.escape(message)):
+                    ov.check_inputs(inputs)
+
+
+@pytest.mark.parametrize(
+    "op, version, inputs, attrs",
+    [
+        ("Flatten", 1, [np.zeros((2, 3), np.int32)], {}),
+        ("Flatten", 1, [np.array([["a"]], dtype=object)], {}),
+        ("Flatten", 11, [np.zeros((2, 3), "bfloat16")], {}),
+        ("Flatten", 13, [np.zeros((2, 3), "float8_e4m3fn")], {}),
+        ("Flatten", 21, [np.zeros((2, 3), "float4_e2m1fn")], {}),
+        ("Compress", 11, [np.zeros((2,), "bfloat16"), np.array([True])], {}),
+        ("Compress", 9, [np.zeros((2,), np.float32), np.array([1], np.int64)], {}),
+        ("Where", 9, [np.array([True]), np.zeros((1,), "bfloat16"), np.zeros((1,), "bfloat16")], {}),
+        ("Where", 16, [np.array([1], np.uint8), np.zeros((1,)), np.zeros((1,))], {}),
+        ("GatherElements", 11, [np.zeros((2,), "bfloat16"), np.array([0])], {}),
+        ("GatherElements", 13, [np.zeros((2,)), np.array([0], np.int16)], {}),
+        ("GatherElements", 13, [np.zeros((2,)), np.array([0], np.uint32)], {}),
+        ("Slice", 11, [np.zeros((2,), "bfloat16"), np.array([0]), np.array([1])], {}),
+        ("Slice", 13, [np.zeros((2,)), np.array([0.0]), np.array([1])], {}),
+        ("Slice", 13, [np.zeros((2,)), np.array([0]), np.array([1], np.uint64)], {}),
+    ],
+)
+def test_refused_types_raise_onnx_type_error_naming_the_version(op, version, inputs, attrs):
+    with pytest.raises(OnnxTypeError, match=rf"^{op}-{version} does not accept tensor\("):
+        jaxonnx.get_op(op, version)(*inputs, **attrs)
+
+
+@pytest.mark.parametrize(
+    "op, version, inputs",
+    [
+        ("Compress", 28, [np.array([1, 2], "bfloat16"), np.array([False, True])]),
+        ("Where", 16, [np.array([True, False]), np.array([1, 2], "bfloat16"), np.array([3, 4], "bfloat16")]),
+        ("GatherElements", 13, [np.array([1, 2], "bfloat16"), np.array([1])]),
+        ("Slice", 13, [np.array([1, 2], "bfloat16"), np.array([1]), np.array([2])]),
+        ("Flatten", 13, [np.array([1, 2], "bfloat16")]),
+        ("Flatten", 21, [np.array([1, 2], "float8_e4m3fn")]),
+        ("Flatten", 24, [np.array([1, 2], "float8_e8m0fnu")]),
+        ("Flatten", 25, [np.array([1, -2], "int2")]),
+    ],
+)
+def test_the_version_that_adds_a_type_accepts_it(op, version, inputs):
+    dtype = inputs[1 if op == "Where" else 0].dtype
+    out = jaxonnx.get_op(op, version)(*inputs)
+    assert isinstance(out, np.ndarray) and out.dtype == dtype
+    # ...and so does every later opset.
+    assert jaxonnx.get_op(op, 100)(*inputs).dtype == dtype
+
+
+def test_too_many_inputs():
+    with pytest.raises(OnnxValidationError, match=r"^Slice-1 takes at most 1 inputs, got 3\.$"):
+        jaxonnx.get_op("Slice", 1)(np.zeros(3), np.array([0]), np.array([1]))
+    with pytest.raises(OnnxValidationError, match=r"^Where-16 takes at most 3 inputs, got 4\.$"):
+        jaxonnx.get_op("Where", 16)(np.array([True]), np.zeros(1), np.zeros(1), np.zeros(1))
+
+
+@pytest.mark.parametrize(
+    "op, version, inputs, attrs, known",
+    [
+        ("Slice", 10, [np.zeros(3), np.array([0]), np.array([1])], {"starts": [0]}, "none"),
+        ("Slice", 1, [np.zeros(3)], {"starts": [0], "ends": [1], "steps": [1]}, "axes, ends, starts"),
+        ("Flatten", 13, [np.zeros((2, 2))], {"axes": 1}, "axis"),
+        ("Compress", 11, [np.zeros(2), np.array([True])], {"axiz": 0}, "axis"),
+        ("Where", 16, [np.array([True]), np.zeros(1), np.zeros(1)], {"axis": 0}, "none"),
+    ],
+)
+def test_unknown_attributes_are_refused_listing_the_known_ones(op, version, inputs, attrs, known):
+    (name,) = [k for k in attrs if k not in onnx.defs.get_schema(op, version, "").attributes]
+    with pytest.raises(OnnxValidationError, match=rf"^{op}-{version} has no attribute '{name}'; its attributes are: {known}\.$"):
+        jaxonnx.get_op(op, version)(*inputs, **attrs)
