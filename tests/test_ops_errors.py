@@ -433,3 +433,12 @@ def test_x64_off_nothing_is_narrowed_silently():
         ):
             with pytest.raises(OnnxTypeError, match="`jax_enable_x64` is off"):
                 call(x)
+
+
+def test_public_ops_keep_a_closed_over_numpy_condition_and_indices_static_under_jit():
+    x = jnp.arange(6.0).reshape(3, 2)
+    kept = jax.jit(lambda v: ops.compress(v, np.array([True, False, True]), axis=0))(x)
+    np.testing.assert_array_equal(kept, [[0.0, 1.0], [4.0, 5.0]])
+    # numpy indices are concrete at trace time, so they are bounds-checked there too.
+    with pytest.raises(OnnxValidationError, match=r"index 5 at position \(0, 0\)"):
+        jax.jit(lambda v: ops.gather_elements(v, np.array([[5, 0]]), axis=0))(x)

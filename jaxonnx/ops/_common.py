@@ -53,6 +53,13 @@ def public_array(x, *, op: str, name: str):
     return as_jax(x, what=f"`{name}` of {op}")
 
 
+def public_static(x):
+    """How ``jaxonnx.ops`` functions take a value whose contents matter at trace time
+    (a Compress condition, GatherElements indices): numpy stays numpy, so that it is still
+    concrete under ``jax.jit`` (``jnp.asarray`` inside a trace would make it a tracer)."""
+    return x if isinstance(x, jax.Array) else np.asarray(x)
+
+
 def is_traced(x) -> bool:
     return isinstance(x, jax.core.Tracer)
 

@@ -9,7 +9,7 @@ import numpy as np
 from jaxonnx._dtypes import as_jax, is_string_array
 from jaxonnx._errors import OnnxTypeError, OnnxValidationError, StaticValueError
 from jaxonnx._registry import register
-from jaxonnx.ops._common import common_namespace, is_traced, normalize_axis, public_array
+from jaxonnx.ops._common import common_namespace, is_traced, normalize_axis, public_array, public_static
 
 _OP = "Compress"
 
@@ -118,7 +118,7 @@ def compress(data, condition, axis: int | None = None, *, size: int | None = Non
     """
     return _compress(
         public_array(data, op=_OP, name="input"),
-        public_array(condition, op=_OP, name="condition"),
+        public_static(condition),
         axis,
         size=size,
         fill_value=fill_value,

@@ -8,7 +8,7 @@ import numpy as np
 
 from jaxonnx._errors import OnnxTypeError, OnnxValidationError
 from jaxonnx._registry import register
-from jaxonnx.ops._common import common_namespace, is_traced, normalize_axis, public_array
+from jaxonnx.ops._common import common_namespace, is_traced, normalize_axis, public_array, public_static
 
 _OP = "GatherElements"
 
@@ -85,7 +85,7 @@ def gather_elements(data, indices, axis: int = 0):
                [4, 3]], dtype=int32)
     """
     return _gather_elements(
-        public_array(data, op=_OP, name="data"), public_array(indices, op=_OP, name="indices"), axis
+        public_array(data, op=_OP, name="data"), public_static(indices), axis
     )
 
 
