@@ -1,6 +1,7 @@
 """jaxonnx: ONNX operators and models as exact, differentiable, jit-compilable JAX functions."""
 
 from jaxonnx import ops as ops
+from jaxonnx._demo import demo_model_path as demo_model_path
 from jaxonnx._errors import JaxOnnxError as JaxOnnxError
 from jaxonnx._errors import ModelLoadError as ModelLoadError
 from jaxonnx._errors import NodeError as NodeError
@@ -27,6 +28,7 @@ __all__ = [
     "OpVersion",
     "StaticValueError",
     "UnsupportedOpError",
+    "demo_model_path",
     "get_op",
     "load",
     "ops",

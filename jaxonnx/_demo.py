@@ -14,6 +14,17 @@ from onnx import TensorProto, helper, numpy_helper
 DEMO_PATH = os.path.join(os.path.dirname(__file__), "data", "demo.onnx")
 
 
+def demo_model_path() -> str:
+    """The path of the demo model bundled with jaxonnx: all five ops in one small graph.
+
+    Example:
+        >>> model = jaxonnx.load(jaxonnx.demo_model_path())
+        >>> model.input_names, model.output_names
+        (('x',), ('y',))
+    """
+    return DEMO_PATH
+
+
 def make_demo_model() -> onnx.ModelProto:
     """x[4, 6] -> Slice (every other column) -> GatherElements -> Where -> Compress -> Flatten."""
 

@@ -64,8 +64,10 @@ def load(model, *, size_hints: Mapping[str, int] | None = None, base_dir: str | 
         The prepared model. ``jax.jit(model)`` compiles the whole graph at once.
 
     Example:
-        >>> model = jaxonnx.load("model.onnx")
-        >>> (y,) = jax.jit(model)(x)
+        >>> model = jaxonnx.load(jaxonnx.demo_model_path())
+        >>> (y,) = jax.jit(model)(jnp.ones((4, 6), jnp.float32))
+        >>> y.shape
+        (1, 9)
     """
     if isinstance(model, onnx.ModelProto):
         proto = model

@@ -104,9 +104,10 @@ _REGISTRY: dict[tuple[str, str], dict[int, OpVersion]] = {}
 def register(op_type: str, *since_versions: int, domain: str = DEFAULT_DOMAIN):
     """Registers ``fn`` as the implementation of ``op_type`` at each of ``since_versions``.
 
-    Example:
-        >>> @register("Where", 9, 16)   # Where-16 only added bfloat16 to the types
-        ... def where(condition, x, y): ...
+    Example (how ``jaxonnx/ops/_where.py`` registers Where; Where-16 only added bfloat16)::
+
+        @register("Where", 9, 16)
+        def _where(condition, x, y): ...
 
     Raises:
         ValueError: if a version is registered twice or onnx defines no such version.
@@ -169,7 +170,12 @@ def get_op(op_type: str, opset: int, domain: str = DEFAULT_DOMAIN) -> OpVersion:
 
 
 def supported_ops(domain: str = DEFAULT_DOMAIN) -> dict[str, tuple[int, ...]]:
-    """The registered ops of ``domain`` and the since_versions of each, e.g. ``{"Slice": (1, 10, 11, 13)}``."""
+    """The registered ops of ``domain`` and the since_versions of each.
+
+    Example:
+        >>> jaxonnx.supported_ops()["Slice"]
+        (1, 10, 11, 13)
+    """
     domain = canonical_domain(domain)
     return {
         op_type: tuple(sorted(versions))

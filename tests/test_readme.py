@@ -34,3 +34,10 @@ def test_readme_gradients_and_transformations_example_runs():
     import numpy as np
 
     np.testing.assert_array_equal(np.asarray(namespace["y"]), np.asarray(eager))
+
+
+def test_readme_quickstart_runs():
+    namespace: dict = {}
+    exec(compile(_python_block_after("## Quickstart"), "README.md", "exec"), namespace)
+    assert namespace["y"].shape == (1, 9)
+    assert namespace["g"].shape == (4, 6)

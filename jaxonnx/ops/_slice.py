@@ -22,9 +22,9 @@ def slice_bounds(dim: int, start: int, end: int, step: int) -> builtins.slice:
     negative step and a start below ``-dim`` (ONNX clamps it to 0; numpy selects nothing).
 
     Example:
-        >>> slice_bounds(4, -10, -10, -1)   # selects index 0 only
+        >>> jaxonnx.ops.slice_bounds(4, -10, -10, -1)   # selects index 0 only
         slice(0, 1, 1)
-        >>> slice_bounds(10, 8, -2**63, -3)
+        >>> jaxonnx.ops.slice_bounds(10, 8, -2**63, -3)
         slice(8, None, -3)
     """
     if start < 0:

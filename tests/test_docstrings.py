@@ -1,0 +1,40 @@
+"""The examples in the public docstrings run and print what they say (JAX's default 32-bit mode)."""
+
+import doctest
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxonnx
+import jaxonnx.backend
+
+PUBLIC = [
+    jaxonnx.ops.compress,
+    jaxonnx.ops.flatten,
+    jaxonnx.ops.gather_elements,
+    jaxonnx.ops.slice,
+    jaxonnx.ops.slice_bounds,
+    jaxonnx.ops.where,
+    jaxonnx.get_op,
+    jaxonnx.supported_ops,
+    jaxonnx.load,
+    jaxonnx.register,
+    jaxonnx.demo_model_path,
+]
+
+
+@pytest.mark.parametrize("function", PUBLIC, ids=lambda f: f.__name__)
+def test_docstring_examples_run(function):
+    assert function.__doc__, f"{function.__name__} has no docstring"
+    assert "Args:" in function.__doc__ or "Returns:" in function.__doc__ or "Example" in function.__doc__
+    tests = doctest.DocTestFinder(recurse=False).find(
+        function, globs={"jax": jax, "jnp": jnp, "np": np, "jaxonnx": jaxonnx}
+    )
+    runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+    with jax.enable_x64(False):
+        for test in tests:
+            runner.run(test)
+    results = runner.summarize(verbose=False)
+    assert results.failed == 0
