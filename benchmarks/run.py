@@ -13,13 +13,17 @@ alternately in one process and the medians are reported; the outputs are checked
 Environment. Fresh output buffers page-fault on CPU: XLA allocates every output with
 ``malloc``, which for large sizes maps new pages from the kernel on every call, while
 onnxruntime serves its outputs from its own arena. The setting in ``TUNED_ENV`` makes
-glibc's malloc reuse freed memory the same way. The script measures twice, in two child
-processes: once with the environment it was started with (minus that setting) and once
-with the setting, and reports both (``--env default`` or ``--env tuned`` runs one only).
+glibc's malloc reuse freed memory the same way (and lowers memcpy's non-temporal store
+threshold). glibc reads it at process start, so the script measures in child processes:
+once with the setting and once without (the environment it was started with, minus that
+variable), and reports both (``--env tuned`` or ``--env default`` runs one only).
 
-Machine noise: the script reports the load average before and after; on a shared machine
-other processes take cores and memory bandwidth from both runtimes alike, which is why
-the runtimes alternate run by run.
+Machine noise: both runtimes' thread pools spin after a parallel section, so each timed
+run starts after a short pause (``GAP_S``); the script reports how many cores other
+processes kept busy during each case (``/proc/stat``), and ``--wait-quiet S`` waits up to
+S seconds before each case for the machine to be idle. On a shared machine the figures
+move by tens of percent with other people's work; alternating run by run keeps the
+ratios fairer than the absolute times.
 """
 
 from __future__ import annotations
@@ -65,6 +69,7 @@ TARGETS = {
     "8x8 model latency": 1.0,
 }
 COMPILE_CASE = "100-node graph compile"
+GAP_S = 0.05  # idle time before each timed run (see _time_case)
 COMPILE_TARGET_S = 2.0
 
 
@@ -276,6 +281,35 @@ def _compile_model(n_nodes: int):
 # --------------------------------------------------------------------------- measuring
 
 
+def _cpu_snapshot():
+    """(busy jiffies of the whole machine, CPU seconds of this process, wall time)."""
+    import resource
+
+    with open("/proc/stat") as f:
+        fields = [int(v) for v in f.readline().split()[1:]]
+    idle = fields[3] + fields[4]  # idle + iowait
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return sum(fields[:8]) - idle, usage.ru_utime + usage.ru_stime, time.perf_counter()
+
+
+def _others_cores(before, after) -> float:
+    """Average number of cores that other processes kept busy between two snapshots."""
+    hz = os.sysconf("SC_CLK_TCK")
+    busy = (after[0] - before[0]) / hz
+    return max(0.0, busy - (after[1] - before[1])) / max(1e-9, after[2] - before[2])
+
+
+def _wait_quiet(max_wait: float, threshold: float = 0.3) -> float:
+    """Waits (up to ``max_wait`` s) until other processes use < ``threshold`` cores; returns their use."""
+    deadline = time.perf_counter() + max_wait
+    while True:
+        before = _cpu_snapshot()
+        time.sleep(1.0)
+        others = _others_cores(before, _cpu_snapshot())
+        if others < threshold or time.perf_counter() > deadline:
+            return others
+
+
 def _median(values):
     import numpy as np
 
@@ -344,11 +378,16 @@ def _time_case(name, proto, inputs, nbytes, ref_runs, runs, quick):
     t_jax, t_ort, t_ref = [], [], []
     for r in range(runs):
         for fn_, times in ((run_jax, t_jax), (run_ort, t_ort)):
+            # Both runtimes' worker threads spin for a while after a parallel section
+            # (onnxruntime's by default, XLA's Eigen pool too); a pause keeps one runtime's
+            # spinning threads from taking the cores the other one just started on.
+            time.sleep(GAP_S)
             start = time.perf_counter()
             for _ in range(batch):
                 fn_()
             times.append((time.perf_counter() - start) / batch)
         if ref_error is None and (ref_runs is None or r < ref_runs):
+            time.sleep(GAP_S)
             start = time.perf_counter()
             for _ in range(max(1, batch // 10)):
                 run_ref()
@@ -380,16 +419,18 @@ def _time_donated(model, inputs, runs):
     import jax
 
     fn = jax.jit(model, donate_argnums=0)
-    times = []
+    times, aliased = [], 0
     for r in range(runs + 3):
         (x,) = [jax.device_put(inputs[n]) for n in model.input_names]
         x.block_until_ready()
+        pointer = x.unsafe_buffer_pointer()
         start = time.perf_counter()
-        out = jax.block_until_ready(fn(x))
+        (out,) = jax.block_until_ready(fn(x))
         if r >= 3:
             times.append(time.perf_counter() - start)
-        del out
-    return _median(times)
+            aliased += out.unsafe_buffer_pointer() == pointer
+        del out, x
+    return _median(times), aliased / runs
 
 
 def _time_compile(n_nodes, repeats):
@@ -458,10 +499,16 @@ def measure(args) -> dict:
         if args.cases and not any(c.lower() in name.lower() for c in args.cases):
             continue
         case_runs = runs if nbytes is not None else max(runs, 15 if not quick else 3)
+        if args.wait_quiet:
+            _wait_quiet(args.wait_quiet)
+        before = _cpu_snapshot()
         results.append(_time_case(name, proto, inputs, nbytes, ref_runs, case_runs, quick))
+        results[-1]["others_cores"] = _others_cores(before, _cpu_snapshot())
         _print_row(results[-1], bandwidth)
     if not args.cases or any(c.lower() in COMPILE_CASE.lower() for c in args.cases):
+        before = _cpu_snapshot()
         results.append(_time_compile(20 if quick else 100, 2 if quick else 3))
+        results[-1]["others_cores"] = _others_cores(before, _cpu_snapshot())
         _print_row(results[-1], bandwidth)
     return {
         "results": results,
@@ -522,7 +569,7 @@ def _table(results, bandwidth) -> str:
 
 
 def _print_row(r, bandwidth):
-    print("  " + " | ".join(_row_cells(r, bandwidth)), flush=True)
+    print("  " + " | ".join(_row_cells(r, bandwidth)) + f"   (other processes: {r['others_cores']:.2f} cores)", flush=True)
 
 
 def _machine() -> dict:
@@ -586,7 +633,7 @@ def _chart(passes: dict, path: str) -> None:
     ax.legend(fontsize=8)
     ax2.axhline(COMPILE_TARGET_S, color="red", linestyle="--", linewidth=1.5)
     ax2.set_xticks(range(len(passes)))
-    ax2.set_xticklabels([label.split(" ")[0] for label in passes], fontsize=8)
+    ax2.set_xticklabels([label.split(":")[0] for label in passes], fontsize=8)
     ax2.set_ylabel("seconds (lower is better)")
     ax2.set_title(f"{COMPILE_CASE}\n(load+trace+compile+1st run)", fontsize=9)
     fig.tight_layout()
@@ -626,14 +673,17 @@ def _write_report(passes: dict, machine: dict, path: str) -> None:
                 extra.append(f"- {r['case']}: per call, inputs on the device (jaxonnx) or numpy (onnxruntime); "
                              f"min jaxonnx {_ms(r['jax_min_s'])} ms, min onnxruntime {_ms(r['ort_min_s'])} ms.")
             if r.get("donated_s") is not None:
-                extra.append(f"- Flatten with the input donated (`jax.jit(model, donate_argnums=0)`, the output is a "
-                             f"bitcast of the input buffer, no copy): {_ms(r['donated_s'])} ms (not the target row: "
-                             "the caller loses its input).")
+                seconds, aliased = r["donated_s"]
+                extra.append(f"- Flatten with the input donated (`jax.jit(model, donate_argnums=0)`; XLA compiles it to a "
+                             f"bitcast, the output reusing the input's buffer in {aliased:.0%} of the runs): "
+                             f"{_ms(seconds)} ms (not the target row: the caller loses its input).")
             if r.get("ref_error"):
                 extra.append(f"- {r['case']}: onnx.reference fails on this model: `{r['ref_error']}`.")
             if r["case"].startswith("GatherElements"):
                 extra.append(f"- GatherElements: XLA temporary buffers {r['xla_temp_bytes'] / 2**20:.1f} MiB for an output of "
                              f"{r['output_bytes'] / 2**20:.0f} MiB (memory O(output): no one-hot, no index copies).")
+        others = ", ".join(f"{r['case'].split(' (')[0]} {r['others_cores']:.2f}" for r in data["results"])
+        extra.append(f"- Cores kept busy by other processes during each case (from /proc/stat): {others}.")
         mins = ", ".join(f"{r['case'].split(' (')[0]} {_ms(r['jax_min_s'])}/{_ms(r['ort_min_s'])}" for r in data["results"])
         extra.append(f"- Fastest single runs, jaxonnx/onnxruntime ms: {mins}.")
         paired = ", ".join(f"{r['case'].split(' (')[0]} {r['paired_ratio']:.2f}" for r in data["results"] if r.get("paired_ratio"))
@@ -689,6 +739,8 @@ def _child(args, env_name: str) -> dict:
             cmd += ["--runs", str(args.runs)]
         for c in args.cases or ():
             cmd += ["--case", c]
+        if args.wait_quiet:
+            cmd += ["--wait-quiet", str(args.wait_quiet)]
         print(f"== {env_name}: " + (" ".join(f"{k}={v}" for k, v in TUNED_ENV.items()) if env_name == "tuned" else "environment as started") + " (child process)", flush=True)
         print("  " + " | ".join(HEADER), flush=True)
         subprocess.run(cmd, env=env, check=True)
@@ -703,6 +755,8 @@ def main(argv=None) -> int:
     parser.add_argument("--case", dest="cases", action="append", help="only cases whose name contains this (repeatable)")
     parser.add_argument("--env", choices=["both", "tuned", "default"], default="both", help="which environment passes to run")
     parser.add_argument("--no-write", action="store_true", help="print only; do not rewrite results.md / chart.png")
+    parser.add_argument("--wait-quiet", type=float, default=0, metavar="S",
+                        help="before each case, wait up to S seconds for other processes to use < 0.3 cores")
     parser.add_argument("--child", metavar="JSON", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 
@@ -713,7 +767,7 @@ def main(argv=None) -> int:
         return 0
 
     passes = {}
-    names = {"tuned": "With the malloc setting (tuned)", "default": "Without it (default malloc)"}
+    names = {"tuned": "tuned: with GLIBC_TUNABLES", "default": "default: without it"}
     for env_name in (["tuned", "default"] if args.env == "both" else [args.env]):
         passes[names[env_name]] = _child(args, env_name)
     machine = _machine()
@@ -731,7 +785,11 @@ def main(argv=None) -> int:
         _write_report(passes, machine, os.path.join(HERE, "results.md"))
         _chart(passes, os.path.join(HERE, "chart.png"))
         print(f"\nwrote {os.path.join(HERE, 'results.md')} and {os.path.join(HERE, 'chart.png')}")
-    elif not args.no_write and args.quick:
+    differ = [r["case"] for data in passes.values() for r in data["results"] if not r["equal"]]
+    if differ:
+        print(f"\nOUTPUTS DIFFER: {', '.join(differ)}")
+        return 1
+    if not args.no_write and args.quick:
         out = os.path.join(tempfile.gettempdir(), "jaxonnx-bench-quick.png")
         _chart(passes, out)
         print(f"\nquick mode: results.md not rewritten; chart at {out}")
