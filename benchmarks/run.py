@@ -18,10 +18,10 @@ threshold). glibc reads it at process start, so the script measures in child pro
 once with the setting and once without (the environment it was started with, minus that
 variable), and reports both (``--env tuned`` or ``--env default`` runs one only).
 
-Machine noise: both runtimes' thread pools spin after a parallel section, so each timed
-run starts after a short pause (``GAP_S``); the script reports how many cores other
-processes kept busy during each case (``/proc/stat``), and ``--wait-quiet S`` waits up to
-S seconds before each case for the machine to be idle. On a shared machine the figures
+Machine noise: the runtimes alternate in blocks (an untimed call, then timed calls back to
+back), so that neither is timed while the other's thread pool still spins; the script
+reports how many cores other processes kept busy during each case (``/proc/stat``), and
+``--wait-quiet S`` waits up to S seconds before each case for the machine to be idle. On a shared machine the figures
 move by tens of percent with other people's work; alternating run by run keeps the
 ratios fairer than the absolute times.
 """
@@ -69,7 +69,6 @@ TARGETS = {
     "8x8 model latency": 1.0,
 }
 COMPILE_CASE = "100-node graph compile"
-GAP_S = 0.05  # idle time before each timed run (see _time_case)
 COMPILE_TARGET_S = 2.0
 
 
@@ -371,23 +370,27 @@ def _time_case(name, proto, inputs, nbytes, ref_runs, runs, quick):
     latency = nbytes is None
     # Latency: each sample is the mean of a batch of calls.
     batch = (20 if quick else 500) if latency else 1
-    # Warm up until the allocators reuse freed buffers (glibc's heap takes a few calls to
-    # hold holes big enough; onnxruntime's arena two).
-    for _ in range(2 if latency else 6):
+    # Warm up until the allocators reuse freed buffers: onnxruntime's arena takes two calls;
+    # glibc's heap (with the setting) grows and fragments for several calls, interleaved with
+    # onnxruntime's and Python's allocations, before it holds holes big enough for every output.
+    for _ in range(2 if latency else 10):
         run_jax(), run_ort()
+    # The runtimes alternate in blocks: one untimed call, then `block` timed calls back to
+    # back. The untimed call absorbs what the other runtime left behind: onnxruntime's worker
+    # threads spin for ~25 ms after a parallel section (30 ms of CPU measured after one
+    # GatherElements run), taking the cores XLA has just started on, and after an idle pause
+    # this VM's vCPUs are slow to get going again (a 50 ms sleep made a 6 ms XLA run 11 ms).
+    block = 1 if latency else 2
     t_jax, t_ort, t_ref = [], [], []
-    for r in range(runs):
+    for r in range(-(-runs // block)):
         for fn_, times in ((run_jax, t_jax), (run_ort, t_ort)):
-            # Both runtimes' worker threads spin for a while after a parallel section
-            # (onnxruntime's by default, XLA's Eigen pool too); a pause keeps one runtime's
-            # spinning threads from taking the cores the other one just started on.
-            time.sleep(GAP_S)
-            start = time.perf_counter()
-            for _ in range(batch):
-                fn_()
-            times.append((time.perf_counter() - start) / batch)
+            fn_()
+            for _ in range(block):
+                start = time.perf_counter()
+                for _ in range(batch):
+                    fn_()
+                times.append((time.perf_counter() - start) / batch)
         if ref_error is None and (ref_runs is None or r < ref_runs):
-            time.sleep(GAP_S)
             start = time.perf_counter()
             for _ in range(max(1, batch // 10)):
                 run_ref()
@@ -404,6 +407,8 @@ def _time_case(name, proto, inputs, nbytes, ref_runs, runs, quick):
         "ref_s": _median(t_ref),
         "jax_min_s": min(t_jax),
         "ort_min_s": min(t_ort),
+        "jax_all_s": t_jax,
+        "ort_all_s": t_ort,
         "bytes": nbytes,
         "equal": equal,
         "xla_temp_bytes": int(temp_bytes),
@@ -419,9 +424,12 @@ def _time_donated(model, inputs, runs):
     import jax
 
     fn = jax.jit(model, donate_argnums=0)
+    # A buffer XLA owns: device_put shares a numpy array's memory when it is 64-byte aligned
+    # (depends on where malloc put it), and shared memory cannot be donated (XLA copies then).
+    owned_copy = jax.jit(lambda a: a.copy())
     times, aliased = [], 0
     for r in range(runs + 3):
-        (x,) = [jax.device_put(inputs[n]) for n in model.input_names]
+        (x,) = [owned_copy(jax.device_put(inputs[n])) for n in model.input_names]
         x.block_until_ready()
         pointer = x.unsafe_buffer_pointer()
         start = time.perf_counter()
@@ -652,7 +660,8 @@ def _write_report(passes: dict, machine: dict, path: str) -> None:
     lines.append("")
     lines.append("Ratio = onnxruntime time / jaxonnx time (higher is better); times are medians of runs that")
     lines.append("alternate between the runtimes in one process. GB/s = bytes read + written per run / jaxonnx time,")
-    lines.append("next to numpy's copy bandwidth measured in the same process. All outputs are checked equal.")
+    lines.append("next to numpy's (single-threaded) copy bandwidth measured in the same process; XLA uses both cores,")
+    lines.append("so it can exceed it. All outputs are checked equal.")
     lines.append("")
     for label, data in passes.items():
         env = ", ".join(f"`{k}={v}`" for k, v in data["env"].items()) or "none"
@@ -687,7 +696,7 @@ def _write_report(passes: dict, machine: dict, path: str) -> None:
         mins = ", ".join(f"{r['case'].split(' (')[0]} {_ms(r['jax_min_s'])}/{_ms(r['ort_min_s'])}" for r in data["results"])
         extra.append(f"- Fastest single runs, jaxonnx/onnxruntime ms: {mins}.")
         paired = ", ".join(f"{r['case'].split(' (')[0]} {r['paired_ratio']:.2f}" for r in data["results"] if r.get("paired_ratio"))
-        extra.append(f"- Median of per-run ratios (each onnxruntime run over the jaxonnx run just before it): {paired}.")
+        extra.append(f"- Median of per-run ratios (each onnxruntime run over the jaxonnx run of the same round): {paired}.")
         lines += extra + [""]
     if len(passes) > 1:
         labels = list(passes)
