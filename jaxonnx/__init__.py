@@ -15,6 +15,7 @@ from jaxonnx._registry import OpVersion as OpVersion
 from jaxonnx._registry import get_op as get_op
 from jaxonnx._registry import register as register
 from jaxonnx._registry import supported_ops as supported_ops
+from jaxonnx._tuning import tune_cpu_allocator as tune_cpu_allocator
 
 __version__ = "0.1.0"
 
@@ -34,4 +35,5 @@ __all__ = [
     "ops",
     "register",
     "supported_ops",
+    "tune_cpu_allocator",
 ]

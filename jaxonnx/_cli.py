@@ -1,7 +1,8 @@
 """The ``jaxonnx`` command line: a demo, ``run`` and ``check``.
 
 The command owns its process, so it turns on JAX's 64-bit types (ONNX models use
-int64 throughout); the library itself never changes JAX's configuration.
+int64 throughout) and tunes glibc's allocator for large outputs (``tune_cpu_allocator``);
+the library itself never changes JAX's configuration or the process's allocator.
 """
 
 from __future__ import annotations
@@ -37,6 +38,10 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    from jaxonnx._tuning import tune_cpu_allocator
+
+    # The command owns its process: reuse freed large buffers (see jaxonnx._tuning).
+    tune_cpu_allocator()
     import jax
 
     jax.config.update("jax_enable_x64", True)

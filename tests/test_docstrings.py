@@ -22,6 +22,7 @@ PUBLIC = [
     jaxonnx.load,
     jaxonnx.register,
     jaxonnx.demo_model_path,
+    jaxonnx.tune_cpu_allocator,
 ]
 
 
