@@ -11,9 +11,11 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
+import jax
 import numpy as np
+import onnx
 import onnx.defs
 
 from jaxonnx._dtypes import onnx_type_name
@@ -32,12 +34,16 @@ class OpVersion:
     """One registered version of an ONNX op.
 
     Calling it runs the op with that version's semantics: inputs positionally (``None``
-    for an omitted optional input), ONNX attributes as keyword arguments. Inputs of
-    element types outside the version's type constraints and attributes the version
-    does not define are refused with an error naming both.
+    for an omitted optional input), ONNX attributes as keyword arguments (``None`` for an
+    attribute means it is not given). Refused, with an error naming the version: fewer
+    inputs than the version requires (or ``None`` for a required one), inputs of element
+    types outside the version's type constraints, attributes the version does not
+    define, a missing required attribute, and attribute values of the wrong kind (an
+    ``INT`` attribute takes an int, not a bool or a float; ``INTS`` a sequence of ints).
 
     Numpy inputs stay numpy (this is how the interpreter evaluates values known at trace
-    time exactly); any JAX input makes the result a JAX array.
+    time exactly); any JAX input makes the result a JAX array. Other inputs (Python
+    scalars, lists) become numpy arrays with ``np.asarray``.
     """
 
     op_type: str
@@ -81,18 +87,114 @@ class OpVersion:
                     f"`{formal_name}`; it accepts {', '.join(sorted(allowed))}."
                 )
 
+    def check_required_inputs(self, inputs) -> None:
+        """Raises if an input the version requires (option ``Single``) is missing or ``None``."""
+        formals = self.schema.inputs
+        required = [i for i, formal in enumerate(formals) if formal.option == _SINGLE]
+        needed = required[-1] + 1 if required else 0
+        if len(inputs) < needed:
+            names = ", ".join(formal.name for formal in formals[:needed])
+            raise OnnxValidationError(
+                f"{self.name} needs at least {needed} inputs ({names}), got {len(inputs)}."
+            )
+        for i in required:
+            if inputs[i] is None:
+                raise OnnxValidationError(
+                    f"{self.name} needs its input `{formals[i].name}` (input {i}), got None; "
+                    "only optional inputs may be omitted."
+                )
+
     def check_attributes(self, attributes) -> None:
-        unknown = sorted(set(attributes) - set(self.schema.attributes))
+        """Raises for unknown attributes, missing required ones and values of the wrong kind."""
+        schema_attributes = self.schema.attributes
+        unknown = sorted(set(attributes) - set(schema_attributes))
         if unknown:
-            known = ", ".join(sorted(self.schema.attributes)) or "none"
+            known = ", ".join(sorted(schema_attributes)) or "none"
             raise OnnxValidationError(
                 f"{self.name} has no attribute {', '.join(map(repr, unknown))}; its attributes are: {known}."
             )
+        missing = sorted(name for name, a in schema_attributes.items() if a.required and name not in attributes)
+        if missing:
+            raise OnnxValidationError(
+                f"{self.name} needs the attribute{'s' if len(missing) > 1 else ''} "
+                f"{', '.join(f'`{name}`' for name in missing)}, which {'were' if len(missing) > 1 else 'was'} not given."
+            )
+        for name, value in attributes.items():
+            kind = schema_attributes[name].type
+            accepts, description = _ATTRIBUTE_KINDS.get(kind, (None, None))
+            if accepts is not None and not accepts(value):
+                shown = repr(value)
+                if len(shown) > 80:
+                    shown = shown[:77] + "..."
+                raise OnnxTypeError(
+                    f"{self.name} needs {description} for the attribute `{name}` ({kind.name}), "
+                    f"got {shown} ({type(value).__name__})."
+                )
 
     def __call__(self, *inputs, **attributes):
+        inputs = tuple(_as_input(value) for value in inputs)
+        attributes = {k: v for k, v in attributes.items() if v is not None}
+        self.check_required_inputs(inputs)
         self.check_inputs(inputs)
         self.check_attributes({k: v for k, v in attributes.items() if k not in _EXTRA_KEYWORDS})
         return self.fn(*inputs, **attributes)
+
+
+_SINGLE = onnx.defs.OpSchema.FormalParameterOption.Single
+
+
+def _as_input(value):
+    """JAX arrays (tracers included), numpy arrays and None as they are; anything else via np.asarray."""
+    if value is None or isinstance(value, (jax.Array, np.ndarray)):
+        return value
+    return np.asarray(value)
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def _is_float(value) -> bool:
+    return _is_int(value) or isinstance(value, (float, np.floating))
+
+
+def _is_string(value) -> bool:
+    return isinstance(value, (str, bytes))
+
+
+def _sequence_of(item):
+    def accepts(value):
+        if isinstance(value, np.ndarray):
+            return value.ndim == 1 and all(item(v) for v in value.tolist())
+        return isinstance(value, Sequence) and not _is_string(value) and all(item(v) for v in value)
+
+    return accepts
+
+
+def _instance_of(*types):
+    return lambda value: isinstance(value, types)
+
+
+_AttrType = onnx.defs.OpSchema.AttrType
+_ATTRIBUTE_KINDS = {
+    _AttrType.INT: (_is_int, "an int"),
+    _AttrType.INTS: (_sequence_of(_is_int), "a sequence of ints"),
+    _AttrType.FLOAT: (_is_float, "a float"),
+    _AttrType.FLOATS: (_sequence_of(_is_float), "a sequence of floats"),
+    _AttrType.STRING: (_is_string, "a string"),
+    _AttrType.STRINGS: (_sequence_of(_is_string), "a sequence of strings"),
+    _AttrType.TENSOR: (_instance_of(onnx.TensorProto), "an onnx.TensorProto"),
+    _AttrType.TENSORS: (_sequence_of(_instance_of(onnx.TensorProto)), "a sequence of onnx.TensorProto"),
+    _AttrType.SPARSE_TENSOR: (_instance_of(onnx.SparseTensorProto), "an onnx.SparseTensorProto"),
+    _AttrType.SPARSE_TENSORS: (
+        _sequence_of(_instance_of(onnx.SparseTensorProto)),
+        "a sequence of onnx.SparseTensorProto",
+    ),
+    _AttrType.GRAPH: (_instance_of(onnx.GraphProto), "an onnx.GraphProto"),
+    _AttrType.GRAPHS: (_sequence_of(_instance_of(onnx.GraphProto)), "a sequence of onnx.GraphProto"),
+    _AttrType.TYPE_PROTO: (_instance_of(onnx.TypeProto), "an onnx.TypeProto"),
+    _AttrType.TYPE_PROTOS: (_sequence_of(_instance_of(onnx.TypeProto)), "a sequence of onnx.TypeProto"),
+}
 
 
 # Keyword arguments the interpreter may pass that are not ONNX attributes.

@@ -29,9 +29,13 @@ _PLATFORMS = {"CPU": ("cpu",), "CUDA": ("gpu", "cuda"), "GPU": ("gpu", "cuda", "
 
 
 def _jax_device(device: str):
-    kind = str(device).split(":")[0].upper()
-    index = int(str(device).split(":")[1]) if ":" in str(device) else 0
-    for platform in _PLATFORMS.get(kind, ()):
+    """The JAX device for an ONNX device string such as ``"CPU"`` or ``"CUDA:1"``; None if
+    there is none here or the string does not parse."""
+    kind, colon, index = str(device).partition(":")
+    if colon and not (index.isascii() and index.isdecimal()):
+        return None
+    index = int(index) if colon else 0
+    for platform in _PLATFORMS.get(kind.upper(), ()):
         try:
             devices = jax.devices(platform)
         except RuntimeError:
@@ -51,6 +55,8 @@ def _on(device: str):
 
 
 def _to_jax(value, name):
+    if value is None:  # an omitted optional input
+        return None
     value = np.asarray(value) if not isinstance(value, jax.Array) else value
     if is_string_array(value):
         return value.astype(object)
@@ -84,6 +90,42 @@ class JaxOnnxRep(onnx_backend.BackendRep):
             return onnx_backend.namedtupledict("Outputs", list(outputs))(*map(_to_numpy, outputs.values()))
 
 
+def _node_arguments(node, op, inputs) -> list:
+    """The op's positional inputs for ``run_node``: ``inputs`` (a list in the order of the
+    node's non-empty input names, or a dict by name) with None for each omitted ("") input."""
+    given = [name for name in node.input if name]
+    where = f"Node {node.name!r} ({op.name})"
+    if isinstance(inputs, dict):
+        missing = [name for name in dict.fromkeys(given) if name not in inputs]
+        extra = [name for name in inputs if name not in given]
+        if missing or extra:
+            problems = []
+            if missing:
+                problems.append(f"no value for {', '.join(map(repr, missing))}")
+            if extra:
+                problems.append(f"values for {', '.join(map(repr, extra))}, which it does not take")
+            raise OnnxValidationError(
+                f"{where} takes the inputs {', '.join(map(repr, given)) or 'none'}; got "
+                f"{' and '.join(problems)}."
+            )
+        values = [inputs[name] for name in given]
+    else:
+        values = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
+        if len(values) != len(given):
+            omitted = len(node.input) - len(given)
+            note = ""
+            if omitted:
+                note = ' (the omitted input "" takes no value)' if omitted == 1 else (
+                    f' (the {omitted} omitted inputs "" take no value)'
+                )
+            raise OnnxValidationError(
+                f"{where} names {len(given)} inputs ({', '.join(given) or 'none'}){note}, "
+                f"got {len(values)} values."
+            )
+    values = iter(values)
+    return [_to_jax(next(values), name) if name else None for name in node.input]
+
+
 class JaxOnnxBackend(onnx_backend.Backend):
     """jaxonnx as an ``onnx.backend.base.Backend``."""
 
@@ -108,9 +150,7 @@ class JaxOnnxBackend(onnx_backend.Backend):
         op = get_op(node.op_type, opset, canonical_domain(node.domain))
         attributes = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
         with _on(device):
-            if isinstance(inputs, dict):
-                inputs = [inputs[name] for name in node.input]
-            args = [_to_jax(v, name) for name, v in zip(node.input, inputs)]
+            args = _node_arguments(node, op, inputs)
             try:
                 results = op(*args, **attributes)
             except Exception as error:

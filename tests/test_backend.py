@@ -68,7 +68,70 @@ def test_every_supported_node_case_is_collected():
 
 def test_backend_reports_devices():
     assert jaxonnx.backend.supports_device("CPU")
+    assert jaxonnx.backend.supports_device("cpu:0")
     assert not jaxonnx.backend.supports_device("TPU")
+
+
+@pytest.mark.parametrize("device", ["CUDA:abc", "CPU:", "CPU:-1", "CPU:0:1", "CPU:1.0", "CPU:99", "CPU:١", ""])
+def test_unparsable_or_absent_devices_are_unsupported(device):
+    assert jaxonnx.backend.supports_device(device) is False
+    assert jaxonnx.backend.is_compatible(None, device) is False
+
+
+X = np.arange(10, dtype=np.float32)
+STARTS, ENDS, STEPS = np.array([8]), np.array([0]), np.array([-2])
+# `axes` omitted: the 4th input name is "".
+SLICE = onnx.helper.make_node("Slice", ["x", "s", "e", "", "st"], ["y"], name="cut")
+
+
+def test_run_node_maps_inputs_onto_the_non_empty_input_names():
+    expected = X[8:0:-2]
+    (y,) = jaxonnx.backend.run_node(SLICE, [X, STARTS, ENDS, STEPS])
+    np.testing.assert_array_equal(y, expected)
+    (y,) = jaxonnx.backend.run_node(SLICE, {"x": X, "s": STARTS, "e": ENDS, "st": STEPS})
+    np.testing.assert_array_equal(y, expected)
+    # A None stays None: an omitted optional input.
+    node = onnx.helper.make_node("Slice", ["x", "s", "e", "a", "st"], ["y"])
+    (y,) = jaxonnx.backend.run_node(node, [X, STARTS, ENDS, None, STEPS])
+    np.testing.assert_array_equal(y, expected)
+    (y,) = jaxonnx.backend.run_node(node, {"x": X, "s": STARTS, "e": ENDS, "a": None, "st": None})
+    np.testing.assert_array_equal(y, X[8:0])
+
+
+@pytest.mark.parametrize(
+    "inputs, message",
+    [
+        (
+            [X, STARTS, ENDS],
+            r'^Node \'cut\' \(Slice-13\) names 4 inputs \(x, s, e, st\) \(the omitted input "" takes no value\), got 3 values\.$',
+        ),
+        (
+            [X, STARTS, ENDS, None, STEPS],
+            r'^Node \'cut\' \(Slice-13\) names 4 inputs \(x, s, e, st\) \(the omitted input "" takes no value\), got 5 values\.$',
+        ),
+        (
+            {"x": X, "s": STARTS, "e": ENDS, "st": STEPS, "": np.array([0])},
+            r"^Node 'cut' \(Slice-13\) takes the inputs 'x', 's', 'e', 'st'; got values for '', which it does not take\.$",
+        ),
+        (
+            {"x": X, "s": STARTS, "st": STEPS},
+            r"^Node 'cut' \(Slice-13\) takes the inputs 'x', 's', 'e', 'st'; got no value for 'e'\.$",
+        ),
+        (
+            {"x": X, "s": STARTS, "st": STEPS, "axes": np.array([0])},
+            r"^Node 'cut' \(Slice-13\) takes the inputs 'x', 's', 'e', 'st'; got no value for 'e' and values for 'axes', which it does not take\.$",
+        ),
+    ],
+)
+def test_run_node_checks_the_number_of_inputs(inputs, message):
+    with pytest.raises(jaxonnx.OnnxValidationError, match=message):
+        jaxonnx.backend.run_node(SLICE, inputs)
+
+
+def test_run_node_refuses_none_for_a_required_input():
+    node = onnx.helper.make_node("Slice", ["x", "s", "e"], ["y"], name="cut")
+    with pytest.raises(jaxonnx.OnnxValidationError, match=r"^Node 'cut' \(Slice-13\): Slice-13 needs its input `starts` \(input 1\), got None"):
+        jaxonnx.backend.run_node(node, [X, None, ENDS])
 
 
 def test_backend_validates_concrete_inputs_like_the_eager_path():

@@ -144,9 +144,12 @@ def slice_cases(draw, version):
     return dtype, shape, starts, ends, (None if omit_axes else axes), steps, draw(_seed())
 
 
-def _index_array(values, draw_int32: bool):
-    fits = all(INT32_MIN <= v <= INT32_MAX for v in values)
-    return np.array(values, dtype=np.int32 if fits and draw_int32 else np.int64)
+def _index_arrays(bounds, draw_int32: bool):
+    # ONNX gives every index input one type (Tind): int32 only where all of them fit.
+    given = [v for v in bounds if v is not None]
+    fits = all(INT32_MIN <= v <= INT32_MAX for values in given for v in values)
+    dtype = np.int32 if fits and draw_int32 else np.int64
+    return [None if v is None else np.array(v, dtype=dtype) for v in bounds]
 
 
 @_versions("Slice")
@@ -162,7 +165,7 @@ def test_slice_matches_spec(version, case):
         _check_paths(exact, high, [x], attrs, expected, traced=[True])
         return
     int32 = case.draw(st.booleans())
-    bounds = [_index_array(v, int32) if v is not None else None for v in (starts, ends, axes, steps)]
+    bounds = _index_arrays([starts, ends, axes, steps], int32)
     while bounds and bounds[-1] is None:
         bounds.pop()
     public = None

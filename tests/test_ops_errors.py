@@ -67,8 +67,26 @@ X = jnp.arange(24, dtype=jnp.int32).reshape(2, 3, 4)
             r"^Slice-1 got `axes`=-3 for an input of rank 3; the accepted range is \[0, 2\]\.$",
         ),
         (
+            # Slice-1 has no `steps`, so its message does not mention them.
             lambda: jaxonnx.get_op("Slice", 1)(X, starts=[0, 0], ends=[1]),
-            r"^Slice-1 needs `starts`, `ends`, `axes` and `steps` of one length, got lengths 2, 1, 2 and 2\.$",
+            r"^Slice-1 needs `starts`, `ends` and `axes` of one length, got lengths 2, 1 and 2\.$",
+        ),
+        (
+            lambda: jaxonnx.get_op("Slice", 1)(X, starts=[0], ends=[1], axes=[0, 1]),
+            r"^Slice-1 needs `starts`, `ends` and `axes` of one length, got lengths 1, 1 and 2\.$",
+        ),
+        # Bounds given as arrays must be 1-D (ONNX's 1-D tensors), also 0-d ones.
+        (
+            lambda: jaxonnx.get_op("Slice", 13)(X, np.array(0), np.array(1)),
+            r"^Slice needs a 1-D `starts`, got shape \(\)\.$",
+        ),
+        (
+            lambda: ops.slice(X, [0], jnp.array(1)),
+            r"^Slice needs a 1-D `ends`, got shape \(\)\.$",
+        ),
+        (
+            lambda: jaxonnx.get_op("Slice", 10)(X, np.array([0]), np.array([1]), np.array(0)),
+            r"^Slice-10 needs a 1-D `axes`, got shape \(\)\.$",
         ),
         (
             lambda: ops.slice(X, [[0]], [[1]]),
@@ -83,6 +101,42 @@ X = jnp.arange(24, dtype=jnp.int32).reshape(2, 3, 4)
 def test_slice_validation_messages(call, message):
     with pytest.raises(OnnxValidationError, match=message):
         call()
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (
+            lambda: jaxonnx.get_op("Slice", 13)(X, np.array([0], np.int32), np.array([1], np.int64)),
+            r"^Slice needs its index inputs \(`starts`, `ends`, `axes`, `steps`\) to share one dtype, "
+            r"got `starts` int32 and `ends` int64\.$",
+        ),
+        (
+            lambda: jaxonnx.get_op("Slice", 10)(
+                X, np.array([0]), np.array([1]), np.array([0]), np.array([1], np.int32)
+            ),
+            r"^Slice-10 needs its index inputs \(`starts`, `ends`, `axes`, `steps`\) to share one dtype, "
+            r"got `starts` int64, `ends` int64, `axes` int64 and `steps` int32\.$",
+        ),
+        (
+            lambda: ops.slice(X, jnp.array([0], jnp.int32), np.array([1], np.int64)),
+            r"^Slice needs its index inputs \(`starts`, `ends`, `axes`, `steps`\) to share one dtype, "
+            r"got `starts` int32 and `ends` int64\.$",
+        ),
+    ],
+)
+def test_slice_index_inputs_share_one_dtype(call, message):
+    # ONNX gives `starts`, `ends`, `axes` and `steps` one type parameter, Tind.
+    with pytest.raises(OnnxTypeError, match=message):
+        call()
+
+
+def test_slice_public_bounds_may_mix_python_values_and_arrays():
+    # Only arguments given as arrays are compared; Python ints and lists are read as they are.
+    expected = np.asarray(X)[:1]
+    assert_exact(ops.slice(X, np.array([0], np.int32), [1]), expected, kind="jax")
+    assert_exact(ops.slice(X, 0, np.array([1], np.int64)), expected, kind="jax")
+    assert_exact(ops.slice(X, 0, 1), expected, kind="jax")
 
 
 def test_slice_negative_axes_are_accepted_from_version_11():
@@ -197,6 +251,98 @@ def test_compress_size_too_small_raises_at_run_time_under_jit():
     assert_exact(run(jnp.array([False, True])), np.concatenate([np.asarray(X)[:, :, [1]], np.zeros((2, 3, 1), np.int32)], axis=2))
     with pytest.raises(jax.errors.JaxRuntimeError, match=r"Compress selected 3 slices at run time but its output was given size=2; the result would be truncated"):
         np.asarray(run(jnp.array([True, True, False, True])))
+
+
+def test_compress_size_must_be_an_int_not_a_bool():
+    with pytest.raises(OnnxValidationError, match=r"^Compress needs a non-negative int `size`, got True\.$"):
+        ops.compress(X, [True], axis=0, size=True)
+    with pytest.raises(OnnxValidationError, match=r"^Compress-9 needs a non-negative int `size`, got False\.$"):
+        jaxonnx.get_op("Compress", 9)(np.zeros(2), np.array([True]), size=False)
+
+
+@pytest.mark.parametrize(
+    "data, fill_value",
+    [
+        (jnp.arange(3, dtype=jnp.int8), 1000),  # would wrap to -24
+        (jnp.arange(3, dtype=jnp.int8), np.uint8(232)),  # also -24
+        (jnp.arange(3, dtype=jnp.uint8), -1),
+        (jnp.arange(3, dtype=jnp.int32), 0.7),  # would truncate to 0
+        (jnp.arange(3, dtype=jnp.int32), float("nan")),
+        (jnp.arange(3, dtype=jnp.float32), 0.1),  # would round
+        (jnp.arange(3, dtype=jnp.float32), 1e300),  # would overflow to inf
+        (jnp.arange(3, dtype=jnp.float64), 2**53 + 1),
+        (jnp.arange(3, dtype=jnp.int64), 2**70),
+        (jnp.arange(3, dtype=jnp.float32), 1 + 2j),
+        (jnp.array([True, False, True]), 2),
+    ],
+)
+def test_compress_fill_value_must_be_exact_in_the_dtype_of_data(data, fill_value):
+    message = (
+        rf"^Compress got `fill_value`={re.escape(repr(fill_value))}, which dtype {data.dtype} of `input` "
+        rf"cannot hold exactly; the padding would not be {re.escape(repr(fill_value))}, so it is refused\.$"
+    )
+    with pytest.raises(OnnxValidationError, match=message):
+        ops.compress(data, np.array([False, True]), size=3, fill_value=fill_value)
+    # (no `$` under jit: JAX appends a note on its traceback filtering to the message)
+    with pytest.raises(OnnxValidationError, match=message[:-1]):
+        jax.jit(lambda c: ops.compress(data, c, size=3, fill_value=fill_value))(jnp.array([False, True]))
+
+
+@pytest.mark.parametrize(
+    "data, fill_value, padding",
+    [
+        (jnp.arange(3, dtype=jnp.int8), -128, -128),
+        (jnp.arange(3, dtype=jnp.int32), 3.0, 3),
+        (jnp.arange(3, dtype=jnp.float32), np.float32(0.1), np.float32(0.1)),
+        (jnp.arange(3, dtype=jnp.float32), 0.5, 0.5),
+        (jnp.arange(3, dtype=jnp.float32), float("nan"), np.nan),
+        (jnp.arange(3, dtype=jnp.bfloat16), float("-inf"), -np.inf),
+        (jnp.arange(3, dtype=jnp.uint64), 2**64 - 1, 2**64 - 1),
+        (jnp.array([True, False, True]), 1, True),
+    ],
+)
+def test_compress_exact_fill_values_pad_eagerly_and_under_jit(data, fill_value, padding):
+    expected = np.array([np.asarray(data)[1], padding, padding], dtype=data.dtype)
+    assert_exact(ops.compress(data, np.array([False, True]), size=3, fill_value=fill_value), expected, kind="jax")
+    run = jax.jit(lambda c: ops.compress(data, c, size=3, fill_value=fill_value))
+    assert_exact(run(jnp.array([False, True])), expected, kind="jax")
+
+
+def test_compress_pads_strings_with_strings():
+    strings = np.array(["a", "b", "c"], dtype=object)
+    # The default padding of string data is "", not the int 0.
+    out = ops.compress(strings, np.array([False, True]), size=3)
+    assert_exact(out, np.array(["b", "", ""], dtype=object), kind="numpy")
+    assert all(isinstance(v, str) for v in out)
+    out = jaxonnx.get_op("Compress", 11)(strings, np.array([True]), size=2, fill_value="pad")
+    assert_exact(out, np.array(["a", "pad"], dtype=object), kind="numpy")
+    for fill_value in (0, b"x"):
+        message = rf"^Compress pads string data \(dtype object\) with `fill_value`, which must be a string that the dtype holds, got {re.escape(repr(fill_value))}\.$"
+        with pytest.raises(OnnxTypeError, match=message):
+            ops.compress(strings, np.array([True]), size=2, fill_value=fill_value)
+    # A fixed-width str array cannot hold a longer string.
+    with pytest.raises(OnnxTypeError, match=r"^Compress pads string data \(dtype <U1\) with `fill_value`, which must be a string that the dtype holds, got 'xy'\.$"):
+        ops.compress(np.array(["a", "b"]), np.array([True]), size=2, fill_value="xy")
+
+
+def test_compress_fill_value_must_be_a_scalar_number():
+    with pytest.raises(OnnxTypeError, match=r"^Compress needs a scalar number `fill_value` for dtype int32, got \[1\]\.$"):
+        ops.compress(X, np.array([True]), axis=0, size=2, fill_value=[1])
+    with pytest.raises(OnnxTypeError, match=r"^Compress needs a scalar number `fill_value` for dtype int32, got 'a'\.$"):
+        ops.compress(X, np.array([True]), axis=0, size=2, fill_value="a")
+
+
+def test_compress_traced_condition_with_size_cannot_be_exported():
+    # Documented limitation: the run-time overflow check is a host callback, which
+    # jax.export cannot serialize. This fails if jax starts to allow it (then document that).
+    f = jax.jit(lambda c: ops.compress(X, c, axis=0, size=2))
+    np.testing.assert_array_equal(f(jnp.array([True, False])), np.asarray(X)[[0, 0]] * np.array([1, 0])[:, None, None])
+    with pytest.raises(NotImplementedError, match=r"^serialization of host_callbacks is not yet implemented$"):
+        jax.export.export(f)(jax.ShapeDtypeStruct((2,), jnp.bool_)).serialize()
+    # A static condition embeds no callback, so it exports and round trips.
+    g = jax.jit(lambda x: ops.compress(x, np.array([False, True]), axis=0, size=2))
+    restored = jax.export.deserialize(jax.export.export(g)(jax.ShapeDtypeStruct(X.shape, X.dtype)).serialize())
+    assert_exact(restored.call(X), g(X), kind="jax")
 
 
 # ------------------------------------------------------------------------------ GatherElements

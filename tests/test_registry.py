@@ -232,3 +232,98 @@ def test_unknown_attributes_are_refused_listing_the_known_ones(op, version, inpu
     (name,) = [k for k in attrs if k not in onnx.defs.get_schema(op, version, "").attributes]
     with pytest.raises(OnnxValidationError, match=rf"^{op}-{version} has no attribute '{name}'; its attributes are: {known}\.$"):
         jaxonnx.get_op(op, version)(*inputs, **attrs)
+
+
+# ------------------------------------------------------------------------------ calling a version
+
+
+def test_python_values_become_numpy_inputs():
+    # Lists and Python scalars are converted with np.asarray (numpy in, numpy out).
+    out = jaxonnx.get_op("Slice", 13)([1, 2, 3], [0], [1])
+    assert isinstance(out, np.ndarray) and out.tolist() == [1]
+    out = jaxonnx.get_op("Where", 16)(True, 1.0, 2.0)
+    assert isinstance(out, np.ndarray) and out.dtype == np.float64 and out.shape == () and out == 1.0
+    assert jaxonnx.get_op("Flatten", 13)([[1, 2], [3, 4]]).tolist() == [[1, 2], [3, 4]]
+    # The type constraints still apply to the converted values.
+    with pytest.raises(OnnxTypeError, match=r"^Slice-13 does not accept tensor\(double\) for input `starts`"):
+        jaxonnx.get_op("Slice", 13)([1, 2, 3], [0.0], [1])
+
+
+@pytest.mark.parametrize(
+    "op, version, inputs, message",
+    [
+        ("Slice", 13, [np.zeros(3)], r"^Slice-13 needs at least 3 inputs \(data, starts, ends\), got 1\.$"),
+        ("Slice", 10, [np.zeros(3), np.array([0])], r"^Slice-10 needs at least 3 inputs \(data, starts, ends\), got 2\.$"),
+        ("Where", 16, [np.array([True]), np.zeros(1)], r"^Where-16 needs at least 3 inputs \(condition, X, Y\), got 2\.$"),
+        ("Compress", 11, [np.zeros(2)], r"^Compress-11 needs at least 2 inputs \(input, condition\), got 1\.$"),
+        ("Flatten", 13, [], r"^Flatten-13 needs at least 1 inputs \(input\), got 0\.$"),
+        ("GatherElements", 13, [np.zeros(2)], r"^GatherElements-13 needs at least 2 inputs \(data, indices\), got 1\.$"),
+        (
+            "Slice",
+            13,
+            [np.zeros(3), None, np.array([1])],
+            r"^Slice-13 needs its input `starts` \(input 1\), got None; only optional inputs may be omitted\.$",
+        ),
+    ],
+)
+def test_missing_required_inputs_are_refused(op, version, inputs, message):
+    with pytest.raises(OnnxValidationError, match=message):
+        jaxonnx.get_op(op, version)(*inputs)
+
+
+def test_omitted_optional_inputs_are_fine():
+    x = np.arange(6)
+    assert jaxonnx.get_op("Slice", 13)(x, np.array([4]), np.array([0]), None, np.array([-2])).tolist() == [4, 2]
+    assert jaxonnx.get_op("Slice", 13)(x, np.array([1]), np.array([3]), None, None).tolist() == [1, 2]
+
+
+@pytest.mark.parametrize(
+    "op, version, inputs, attrs, message",
+    [
+        ("Flatten", 13, [np.zeros((2, 2))], {"axis": 1.0}, r"^Flatten-13 needs an int for the attribute `axis` \(INT\), got 1\.0 \(float\)\.$"),
+        ("Flatten", 13, [np.zeros((2, 2))], {"axis": True}, r"^Flatten-13 needs an int for the attribute `axis` \(INT\), got True \(bool\)\.$"),
+        ("Flatten", 13, [np.zeros((2, 2))], {"axis": "1"}, r"^Flatten-13 needs an int for the attribute `axis` \(INT\), got '1' \(str\)\.$"),
+        ("Compress", 11, [np.zeros(2), np.array([True])], {"axis": [0]}, r"^Compress-11 needs an int for the attribute `axis` \(INT\), got \[0\] \(list\)\.$"),
+        ("GatherElements", 13, [np.zeros(2), np.array([0])], {"axis": np.float32(0)}, r"^GatherElements-13 needs an int for the attribute `axis` \(INT\), got np\.float32\(0\.0\) \(float32\)\.$"),
+        ("Slice", 1, [np.zeros(3)], {"starts": 0, "ends": [1]}, r"^Slice-1 needs a sequence of ints for the attribute `starts` \(INTS\), got 0 \(int\)\.$"),
+        ("Slice", 1, [np.zeros(3)], {"starts": [0.0], "ends": [1]}, r"^Slice-1 needs a sequence of ints for the attribute `starts` \(INTS\), got \[0\.0\] \(list\)\.$"),
+        ("Slice", 1, [np.zeros(3)], {"starts": [0], "ends": [True]}, r"^Slice-1 needs a sequence of ints for the attribute `ends` \(INTS\), got \[True\] \(list\)\.$"),
+        ("Slice", 1, [np.zeros(3)], {"starts": [0], "ends": "1"}, r"^Slice-1 needs a sequence of ints for the attribute `ends` \(INTS\), got '1' \(str\)\.$"),
+        ("Constant", 13, [], {"value": np.zeros(2)}, r"^Constant-13 needs an onnx\.TensorProto for the attribute `value` \(TENSOR\), got array\(\[0\., 0\.\]\) \(ndarray\)\.$"),
+        ("Constant", 13, [], {"value_float": "1"}, r"^Constant-13 needs a float for the attribute `value_float` \(FLOAT\), got '1' \(str\)\.$"),
+        ("Constant", 13, [], {"value_string": 1}, r"^Constant-13 needs a string for the attribute `value_string` \(STRING\), got 1 \(int\)\.$"),
+        ("Constant", 13, [], {"value_strings": "ab"}, r"^Constant-13 needs a sequence of strings for the attribute `value_strings` \(STRINGS\), got 'ab' \(str\)\.$"),
+        ("Constant", 13, [], {"value_floats": [1.0, None]}, r"^Constant-13 needs a sequence of floats for the attribute `value_floats` \(FLOATS\), got \[1\.0, None\] \(list\)\.$"),
+    ],
+)
+def test_attribute_values_of_the_wrong_kind_are_refused(op, version, inputs, attrs, message):
+    with pytest.raises(OnnxTypeError, match=message):
+        jaxonnx.get_op(op, version)(*inputs, **attrs)
+
+
+def test_attribute_values_of_the_right_kind_are_accepted():
+    x = np.arange(6).reshape(2, 3)
+    assert jaxonnx.get_op("Flatten", 13)(x, axis=np.int64(0)).shape == (1, 6)
+    assert jaxonnx.get_op("Slice", 1)(x, starts=(0,), ends=np.array([1])).tolist() == [[0, 1, 2]]
+    assert jaxonnx.get_op("Constant", 13)(value_float=1).dtype == np.float32
+    assert jaxonnx.get_op("Constant", 13)(value_string=b"ab").tolist() == "ab"
+    assert jaxonnx.get_op("Constant", 13)(value_strings=["a", b"b"]).tolist() == ["a", "b"]
+    tensor = onnx.numpy_helper.from_array(np.array([1, 2], np.int64))
+    assert jaxonnx.get_op("Constant", 13)(value=tensor).tolist() == [1, 2]
+
+
+def test_a_none_attribute_is_not_given():
+    x = np.arange(6).reshape(2, 3, 1)
+    # Flatten's `axis` defaults to 1; Compress without `axis` flattens.
+    assert jaxonnx.get_op("Flatten", 13)(x, axis=None).shape == (2, 3)
+    assert jaxonnx.get_op("Compress", 11)(x, np.array([False, True]), axis=None).tolist() == [1]
+    # ...so a required attribute given as None is missing.
+    with pytest.raises(OnnxValidationError, match=r"^Slice-1 needs the attribute `ends`, which was not given\.$"):
+        jaxonnx.get_op("Slice", 1)(x, starts=[0], ends=None)
+
+
+def test_missing_required_attributes_are_refused():
+    with pytest.raises(OnnxValidationError, match=r"^Slice-1 needs the attributes `ends`, `starts`, which were not given\.$"):
+        jaxonnx.get_op("Slice", 1)(np.zeros(3))
+    with pytest.raises(OnnxValidationError, match=r"^Slice-1 needs the attribute `starts`, which was not given\.$"):
+        jaxonnx.get_op("Slice", 1)(np.zeros(3), ends=[1])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -22,7 +24,59 @@ def _raise_if_overflow(count, size):
         )
 
 
-def _compress(data, condition, axis=None, *, size=None, fill_value=0, negative_axis=True, version=28):
+def _fill(fill_value, dtype: np.dtype, op: str):
+    """``fill_value`` as a scalar of ``dtype``, refused unless ``dtype`` holds it exactly.
+
+    None gives the default: 0 (False for bool), or "" for string data.
+    """
+    if dtype.kind in "OUS":
+        if fill_value is None:
+            return ""
+        exact = isinstance(fill_value, str) and (
+            dtype.kind == "O" or str(np.asarray(fill_value).astype(dtype)[()]) == fill_value
+        )
+        if not exact:
+            raise OnnxTypeError(
+                f"{op} pads string data (dtype {dtype}) with `fill_value`, which must be a string "
+                f"that the dtype holds, got {fill_value!r}."
+            )
+        return fill_value
+    if fill_value is None:
+        return np.zeros((), dtype)[()]
+    refusal = OnnxValidationError(
+        f"{op} got `fill_value`={fill_value!r}, which dtype {dtype} of `input` cannot hold exactly; "
+        f"the padding would not be {fill_value!r}, so it is refused."
+    )
+    try:
+        value = np.asarray(fill_value)
+    except (OverflowError, TypeError, ValueError):
+        raise refusal from None
+    if value.dtype == object and isinstance(fill_value, int):  # an int beyond 64 bits
+        raise refusal
+    if value.ndim != 0 or value.dtype.kind in "OUSMm" or not _is_number_dtype(value.dtype):
+        raise OnnxTypeError(f"{op} needs a scalar number `fill_value` for dtype {dtype}, got {fill_value!r}.")
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        cast = value.astype(dtype)
+        back = cast.astype(value.dtype)
+        exact = bool(back == value) or (bool(back != back) and bool(value != value))  # NaN stays NaN
+    if exact and value.dtype.kind in "iub" and dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        exact = info.min <= int(value) <= info.max
+    if not exact:
+        raise refusal
+    return cast[()]
+
+
+def _is_number_dtype(dtype: np.dtype) -> bool:
+    try:
+        np.zeros((), dtype).astype(np.complex128)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def _compress(data, condition, axis=None, *, size=None, fill_value=None, negative_axis=True, version=28):
     op = _OP if version == 28 else f"{_OP}-{version}"
     if condition.dtype != np.bool_:
         raise OnnxTypeError(f"{op} needs a bool `condition`, got dtype {condition.dtype}.")
@@ -41,8 +95,9 @@ def _compress(data, condition, axis=None, *, size=None, fill_value=0, negative_a
             f"{op} got a `condition` of length {condition.shape[0]}, longer than axis {axis} "
             f"of `input` (size {dim}, input shape {tuple(data.shape)})."
         )
-    if size is not None and (not isinstance(size, (int, np.integer)) or size < 0):
+    if size is not None and (isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 0):
         raise OnnxValidationError(f"{op} needs a non-negative int `size`, got {size!r}.")
+    fill_value = _fill(fill_value, np.dtype(data.dtype), op)
     # `condition` decides the output shape: a concrete one is never converted, so a numpy
     # condition stays static under jax.jit (jnp.asarray inside a trace would make it a
     # tracer). Any JAX input still gives a JAX output, and numpy data becomes JAX exactly
@@ -92,7 +147,7 @@ def _compress(data, condition, axis=None, *, size=None, fill_value=0, negative_a
     return jnp.take(data, selected, axis=axis, mode="fill", fill_value=fill_value)
 
 
-def compress(data, condition, axis: int | None = None, *, size: int | None = None, fill_value=0):
+def compress(data, condition, axis: int | None = None, *, size: int | None = None, fill_value=None):
     """Implements ONNX Compress: the slices of ``data`` along ``axis`` where ``condition`` is true.
 
     The output length depends on the values of ``condition``. A concrete ``condition``
@@ -102,12 +157,20 @@ def compress(data, condition, axis: int | None = None, *, size: int | None = Non
     ones first and the rest ``fill_value``; selecting more than ``size`` raises at run
     time instead of truncating.
 
+    That run-time check is a host callback (``jax.debug.callback``) in the compiled
+    function, so a function that calls ``compress`` with a traced ``condition`` and
+    ``size=`` runs under ``jax.jit`` (also lowered and compiled ahead of time) but cannot
+    be exported: ``jax.export`` raises ``NotImplementedError`` because host callbacks
+    cannot be serialized. With a static ``condition`` there is no callback.
+
     Args:
         data: the array to select from.
         condition: 1-D bool array, at most as long as the axis; slices past its end are dropped.
         axis: the axis to select along, in ``[-rank, rank - 1]``; ``None`` flattens ``data`` first.
         size: the static output length along ``axis`` (needed for a traced ``condition``).
-        fill_value: the value of the padding slices when ``size`` is given.
+        fill_value: the value of the padding slices when ``size`` is given; it must be
+            exactly representable in the dtype of ``data`` (e.g. not 1000 for int8 or 0.5
+            for ints). Defaults to 0, or "" for string data.
 
     Returns:
         The selected slices, with the dtype of ``data``.
@@ -126,12 +189,12 @@ def compress(data, condition, axis: int | None = None, *, size: int | None = Non
 
 
 @register(_OP, 11, 28)
-def _compress_11(data, condition, *, axis=None, size=None, fill_value=0):
+def _compress_11(data, condition, *, axis=None, size=None, fill_value=None):
     return _compress(data, condition, axis, size=size, fill_value=fill_value)
 
 
 @register(_OP, 9)
-def _compress_9(data, condition, *, axis=None, size=None, fill_value=0):
+def _compress_9(data, condition, *, axis=None, size=None, fill_value=None):
     return _compress(data, condition, axis, size=size, fill_value=fill_value, negative_axis=False, version=9)
 
 

@@ -8,7 +8,7 @@ import jax
 import numpy as np
 
 from jaxonnx._dtypes import as_jax, is_string_array
-from jaxonnx._errors import OnnxValidationError
+from jaxonnx._errors import OnnxTypeError, OnnxValidationError
 from jaxonnx._registry import register
 from jaxonnx.ops._common import normalize_axis, public_array, static_ints
 
@@ -47,8 +47,28 @@ def slice_bounds(dim: int, start: int, end: int, step: int) -> builtins.slice:
     return builtins.slice(start, stop if stop >= 0 else None, step)
 
 
+def _check_bound_arrays(bounds: dict, *, op: str) -> None:
+    """The bounds given as numpy or JAX arrays must be 1-D and share one dtype (ONNX's
+    ``Tind``); Python ints and sequences are read as they are."""
+    arrays = {name: v for name, v in bounds.items() if isinstance(v, (np.ndarray, jax.Array))}
+    for name, value in arrays.items():
+        if value.ndim != 1:
+            raise OnnxValidationError(f"{op} needs a 1-D `{name}`, got shape {tuple(value.shape)}.")
+    dtypes = {name: np.dtype(value.dtype) for name, value in arrays.items()}
+    if len(set(dtypes.values())) > 1:
+        listing = [f"`{name}` {dtype}" for name, dtype in dtypes.items()]
+        raise OnnxTypeError(
+            f"{op} needs its index inputs ({', '.join(f'`{name}`' for name in bounds)}) to share one "
+            f"dtype, got {', '.join(listing[:-1])} and {listing[-1]}."
+        )
+
+
 def _slice(data, starts, ends, axes=None, steps=None, *, negative_axes=True, version=13):
     op = f"{_OP}-{version}" if version != 13 else _OP
+    bounds = {"starts": starts, "ends": ends, "axes": axes, "steps": steps}
+    if version == 1:  # Slice-1 has no `steps`
+        del bounds["steps"]
+    _check_bound_arrays(bounds, op=op)
     # Any JAX input gives a JAX output (concrete JAX bounds are read like numpy ones).
     jax_bounds = any(isinstance(v, jax.Array) for v in (starts, ends, axes, steps))
     starts = static_ints(starts, op=op, name="starts")
@@ -56,10 +76,13 @@ def _slice(data, starts, ends, axes=None, steps=None, *, negative_axes=True, ver
     rank = data.ndim
     axes = tuple(range(len(starts))) if axes is None else static_ints(axes, op=op, name="axes")
     steps = (1,) * len(starts) if steps is None else static_ints(steps, op=op, name="steps")
-    if not len(starts) == len(ends) == len(axes) == len(steps):
+    lengths = {"starts": len(starts), "ends": len(ends), "axes": len(axes), "steps": len(steps)}
+    lengths = {name: lengths[name] for name in bounds}
+    if len(set(lengths.values())) != 1:
+        names = [f"`{name}`" for name in lengths]
         raise OnnxValidationError(
-            f"{op} needs `starts`, `ends`, `axes` and `steps` of one length, got lengths "
-            f"{len(starts)}, {len(ends)}, {len(axes)} and {len(steps)}."
+            f"{op} needs {', '.join(names[:-1])} and {names[-1]} of one length, got lengths "
+            f"{', '.join(map(str, list(lengths.values())[:-1]))} and {list(lengths.values())[-1]}."
         )
     axes = tuple(normalize_axis(a, rank, op=op, name="axes", allow_negative=negative_axes) for a in axes)
     if len(set(axes)) != len(axes):
