@@ -63,6 +63,11 @@ def _fill(fill_value, dtype: np.dtype, op: str):
     if exact and value.dtype.kind in "iub" and dtype.kind in "iu":
         info = np.iinfo(dtype)
         exact = info.min <= int(value) <= info.max
+    if not exact and value.dtype.kind in "fc" and jnp.issubdtype(dtype, jnp.inexact):
+        # A float rounds to the nearest value of a float dtype, as JAX does with Python
+        # floats (0.1 for float32); only an overflow to infinity is refused.
+        with np.errstate(all="ignore"):
+            exact = bool(np.all(np.isfinite(cast.astype(np.complex128)))) or not bool(np.all(np.isfinite(value)))
     if not exact:
         raise refusal
     return cast[()]
@@ -168,9 +173,10 @@ def compress(data, condition, axis: int | None = None, *, size: int | None = Non
         condition: 1-D bool array, at most as long as the axis; slices past its end are dropped.
         axis: the axis to select along, in ``[-rank, rank - 1]``; ``None`` flattens ``data`` first.
         size: the static output length along ``axis`` (needed for a traced ``condition``).
-        fill_value: the value of the padding slices when ``size`` is given; it must be
-            exactly representable in the dtype of ``data`` (e.g. not 1000 for int8 or 0.5
-            for ints). Defaults to 0, or "" for string data.
+        fill_value: the value of the padding slices when ``size`` is given. Integer and
+            bool dtypes must hold it exactly (not 1000 for int8, not 0.5 for ints); a float
+            rounds to the nearest value of a float dtype, but may not overflow it. Defaults
+            to 0, or "" for string data.
 
     Returns:
         The selected slices, with the dtype of ``data``.
