@@ -63,7 +63,8 @@ def _fill(fill_value, dtype: np.dtype, op: str):
     if exact and value.dtype.kind in "iub" and dtype.kind in "iu":
         info = np.iinfo(dtype)
         exact = info.min <= int(value) <= info.max
-    if not exact and value.dtype.kind in "fc" and jnp.issubdtype(dtype, jnp.inexact):
+    rounds = value.dtype.kind == "f" or (value.dtype.kind == "c" and dtype.kind == "c")
+    if not exact and rounds and jnp.issubdtype(dtype, jnp.inexact):
         # A float rounds to the nearest value of a float dtype, as JAX does with Python
         # floats (0.1 for float32); only an overflow to infinity is refused.
         with np.errstate(all="ignore"):
