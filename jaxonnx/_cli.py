@@ -143,7 +143,7 @@ def _run(args) -> int:
 def _check(args) -> int:
     import jaxonnx
     from jaxonnx._errors import UnsupportedOpError
-    from jaxonnx._interpreter import _parse
+    from jaxonnx._interpreter import _parse, opset_versions
     from jaxonnx._registry import canonical_domain
 
     try:
@@ -151,7 +151,7 @@ def _check(args) -> int:
             proto = _parse(f.read(), repr(args.model))
     except OSError as error:
         raise _UsageError(f"cannot read the ONNX model {args.model!r}: {error.strerror}.") from None
-    opsets = {canonical_domain(o.domain): o.version for o in proto.opset_import}
+    opsets = opset_versions(proto)  # a domain imported twice is a ModelLoadError
     print(f"{args.model}: opset {opsets}, {len(proto.graph.node)} nodes")
     unsupported = 0
     for index, node in enumerate(proto.graph.node):

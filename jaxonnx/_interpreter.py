@@ -38,7 +38,7 @@ from jaxonnx._errors import (
 )
 from jaxonnx._registry import OpVersion, canonical_domain, get_op, supported_ops
 from jaxonnx.ops._common import is_traced
-from jaxonnx.ops._constant import tensor_to_numpy
+from jaxonnx.ops._constant import check_sparse, sparse_to_numpy, tensor_to_numpy
 
 # Ops that can take a size hint for a data-dependent output length.
 _SIZE_HINT_OPS = frozenset({"Compress"})
@@ -56,12 +56,22 @@ def load(model, *, size_hints: Mapping[str, int] | None = None, base_dir: str | 
             condition is only known at run time, by output name, e.g. ``{"kept": 128}``.
             The output then always has that length: the selected slices first, the rest
             zeros; selecting more raises at run time rather than truncating.
-        base_dir: the folder that external data is read from when ``model`` is bytes or a
-            ModelProto (a path's own folder is used otherwise). Locations that resolve
-            outside it are refused.
+        base_dir: the folder that external data (of initializers, sparse tensors and node
+            attributes alike) is read from when ``model`` is bytes or a ModelProto (a path's
+            own folder is used otherwise). Locations that resolve outside it are refused, and
+            external data is never looked up relative to the working directory: bytes or a
+            ModelProto with external data and no ``base_dir`` are refused.
 
     Returns:
         The prepared model. ``jax.jit(model)`` compiles the whole graph at once.
+
+    Raises:
+        ModelLoadError: for anything that keeps the model from loading safely (an unreadable
+            or malformed file, external data outside the model's folder or shorter than its
+            entry says, a sparse tensor too large to expand, an initializer that does not
+            match its input's declared type, a domain imported twice, ...).
+        UnsupportedOpError: for ops, domains or non-tensor graph inputs and outputs that
+            jaxonnx does not run.
 
     Example:
         >>> model = jaxonnx.load(jaxonnx.demo_model_path())
@@ -80,6 +90,8 @@ def load(model, *, size_hints: Mapping[str, int] | None = None, base_dir: str | 
                 data = f.read()
         except OSError as e:
             raise ModelLoadError(f"Cannot read the ONNX model {path!r}: {e.strerror}.") from e
+        except MemoryError as e:
+            raise ModelLoadError(f"Cannot read the ONNX model {path!r}: it does not fit in memory.") from e
         proto = _parse(data, repr(path))
         if base_dir is None:
             base_dir = os.path.dirname(os.path.abspath(path))
@@ -104,35 +116,156 @@ def _parse(data: bytes, source: str) -> onnx.ModelProto:
     return proto
 
 
-def _load_external_data(proto: onnx.ModelProto, base_dir) -> None:
-    tensors = [t for t in _all_tensors(proto.graph) if t.data_location == onnx.TensorProto.EXTERNAL]
+def opset_versions(proto: onnx.ModelProto) -> dict[str, int]:
+    """The model's opset version by canonical domain; a domain imported twice is refused."""
+    versions: dict[str, tuple[str, int]] = {}
+    for entry in proto.opset_import:
+        domain = canonical_domain(entry.domain)
+        if domain in versions:
+            first_name, first_version = versions[domain]
+            label = "the ONNX domain ('' or 'ai.onnx')" if domain == "" else f"the domain {domain!r}"
+            raise ModelLoadError(
+                f"The model's opset_import names {label} twice: {first_name!r} version "
+                f"{first_version} and {entry.domain!r} version {entry.version}; it must name each domain once."
+            )
+        versions[domain] = (entry.domain, entry.version)
+    return {domain: version for domain, (_, version) in versions.items()}
+
+
+def _tensor_holders(graph: onnx.GraphProto, where: str = ""):
+    """``(tensor or sparse tensor, description)`` for every TensorProto and SparseTensorProto
+    of the graph and its subgraphs: initializers, sparse initializers, and the tensors and
+    sparse tensors held by node attributes."""
+    for tensor in graph.initializer:
+        yield tensor, f"initializer {tensor.name!r}{where}"
+    for sparse in graph.sparse_initializer:
+        yield sparse, f"sparse initializer {sparse.values.name!r}{where}"
+    for index, node in enumerate(graph.node):
+        for attribute in node.attribute:
+            owner = f"attribute {attribute.name!r} of node {node.name or index!r}{where}"
+            if attribute.HasField("t"):
+                yield attribute.t, f"tensor {attribute.t.name!r} in the {owner}"
+            for tensor in attribute.tensors:
+                yield tensor, f"tensor {tensor.name!r} in the {owner}"
+            if attribute.HasField("sparse_tensor"):
+                yield attribute.sparse_tensor, f"sparse tensor in the {owner}"
+            for sparse in attribute.sparse_tensors:
+                yield sparse, f"sparse tensor in the {owner}"
+            if attribute.HasField("g"):
+                yield from _tensor_holders(attribute.g, f" (in a subgraph of node {node.name or index!r})")
+            for subgraph in attribute.graphs:
+                yield from _tensor_holders(subgraph, f" (in a subgraph of node {node.name or index!r})")
+
+
+def _all_tensors(graph: onnx.GraphProto):
+    """``(tensor, description)`` for every TensorProto, the values and indices of sparse tensors included."""
+    for holder, where in _tensor_holders(graph):
+        if isinstance(holder, onnx.SparseTensorProto):
+            yield holder.values, f"{where} (its values)"
+            yield holder.indices, f"{where} (its indices)"
+        else:
+            yield holder, where
+
+
+def _uses_external_data(holder) -> bool:
+    if isinstance(holder, onnx.SparseTensorProto):
+        return _uses_external_data(holder.values) or _uses_external_data(holder.indices)
+    return onnx.external_data_helper.uses_external_data(holder)
+
+
+def _check_model(proto: onnx.ModelProto) -> None:
+    """Runs onnx's checker with every external tensor swapped, for the check only, for an
+    empty stand-in of the same name, type and rank.
+
+    The checker needs none of the data; given the data it would re-serialize a model holding
+    more than protobuf's 2 GiB, and given the external references it would look the files up
+    relative to the working directory (an in-memory model has no folder of its own).
+    """
+    swapped = []
+    for holder, _ in _tensor_holders(proto.graph):
+        if _uses_external_data(holder):
+            parts = [holder.values, holder.indices] if isinstance(holder, onnx.SparseTensorProto) else [holder]
+            for tensor in parts:
+                saved = onnx.TensorProto()
+                saved.CopyFrom(tensor)
+                swapped.append((tensor, saved))
+                dims = [0, *tensor.dims[1:]]
+                tensor.Clear()
+                tensor.name, tensor.data_type = saved.name, saved.data_type
+                tensor.dims.extend(dims)
+    try:
+        onnx.checker.check_model(proto)
+    except (onnx.checker.ValidationError, ValueError) as e:
+        raise ModelLoadError(f"The ONNX model does not pass onnx's checker: {e}") from None
+    except Exception as e:  # noqa: BLE001  (e.g. protobuf's EncodeError, MemoryError)
+        raise ModelLoadError(f"onnx's checker could not check the model: {e} ({type(e).__name__}).") from e
+    finally:
+        for tensor, saved in swapped:
+            tensor.CopyFrom(saved)
+
+
+def _location(tensor: onnx.TensorProto) -> str:
+    return next((e.value for e in tensor.external_data if e.key == "location"), "")
+
+
+def _external_tensors(proto: onnx.ModelProto, base_dir) -> tuple[list, str | None]:
+    """The tensors kept in external files, after checking that each file lies inside the
+    model's folder; returns them with that folder (None when there are none)."""
+    tensors = [
+        (t, where) for t, where in _all_tensors(proto.graph)
+        if onnx.external_data_helper.uses_external_data(t)
+    ]
     if not tensors:
-        return
+        return [], None
     if base_dir is None:
         raise ModelLoadError(
             "The model keeps tensors in external data files, but it was given as bytes or a "
             "ModelProto; pass `base_dir=` (the folder of the files) or load it from its path."
         )
     root = os.path.realpath(base_dir)
-    for tensor in tensors:
-        location = next((e.value for e in tensor.external_data if e.key == "location"), "")
+    for tensor, where in tensors:
+        location = _location(tensor)
         resolved = os.path.realpath(os.path.join(root, location))
         if os.path.isabs(location) or os.path.commonpath([root, resolved]) != root:
             raise ModelLoadError(
-                f"The initializer {tensor.name!r} points at external data {location!r}, which "
+                f"The {where} points at external data {location!r}, which "
                 f"resolves outside the model's folder {root!r}; refusing to read it."
             )
         if not os.path.isfile(resolved):
-            raise ModelLoadError(f"The external data file {location!r} of initializer {tensor.name!r} does not exist.")
-    onnx.external_data_helper.load_external_data_for_model(proto, root)
+            raise ModelLoadError(f"The external data file {location!r} of {where} does not exist.")
+    return tensors, root
 
 
-def _all_tensors(graph: onnx.GraphProto):
-    yield from graph.initializer
-    for node in graph.node:
-        for attribute in node.attribute:
-            if attribute.type == onnx.AttributeProto.TENSOR:
-                yield attribute.t
+def _read_external_data(tensors, root: str) -> None:
+    """Reads each external tensor's bytes into it (the locations were checked already)."""
+    for tensor, where in tensors:
+        try:
+            onnx.external_data_helper.load_external_data_for_tensor(tensor, root)
+        except Exception as e:  # noqa: BLE001  (OSError, ValueError for a short file, MemoryError, ...)
+            raise ModelLoadError(
+                f"The external data {_location(tensor)!r} of {where} cannot be read: {e} ({type(e).__name__})."
+            ) from e
+
+
+def _attributes(node: onnx.NodeProto, index: int) -> dict[str, Any]:
+    attributes = {}
+    for attribute in node.attribute:
+        try:
+            attributes[attribute.name] = onnx.helper.get_attribute_value(attribute)
+        except Exception as e:  # noqa: BLE001  (a malformed attribute)
+            raise ModelLoadError(
+                f"The attribute {attribute.name!r} of node {node.name or index!r} ({node.op_type}) cannot be read: {e}"
+            ) from e
+    return attributes
+
+
+def _read_tensor(convert, tensor, where: str) -> np.ndarray:
+    try:
+        return convert(tensor)
+    except ModelLoadError:
+        raise
+    except Exception as e:  # noqa: BLE001  (a malformed tensor: ValueError, TypeError, MemoryError, ...)
+        raise ModelLoadError(f"The {where} cannot be read: {e}") from e
 
 
 # --------------------------------------------------------------------------- the prepared graph
@@ -140,14 +273,34 @@ def _all_tensors(graph: onnx.GraphProto):
 
 @dataclasses.dataclass(frozen=True)
 class _Input:
+    """A declared graph input or output (or an initializer's own type, for ``params``)."""
+
     name: str
     dtype: np.dtype | None
     shape: tuple[int | str | None, ...] | None  # None: rank unknown
 
-    def describe(self) -> str:
+    def type_text(self) -> str:
         type_name = onnx_type_name(self.dtype) if self.dtype is not None else "?"
         dims = "?" if self.shape is None else "[" + ", ".join("?" if d is None else str(d) for d in self.shape) + "]"
-        return f"{self.name}: tensor({type_name}){dims}"
+        return f"tensor({type_name}){dims}"
+
+    def describe(self) -> str:
+        return f"{self.name}: {self.type_text()}"
+
+    def accepts_dtype(self, dtype) -> bool:
+        if self.dtype is None:
+            return True
+        if self.dtype == object:
+            return np.dtype(dtype).kind in "OUS"
+        return np.dtype(dtype) == self.dtype
+
+    def accepts_shape(self, shape) -> bool:
+        if self.shape is None:
+            return True
+        shape = tuple(shape)
+        return len(shape) == len(self.shape) and all(
+            not isinstance(d, int) or d == s for d, s in zip(self.shape, shape)
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -160,11 +313,11 @@ class _Node:
     size: int | None  # the size hint of a Compress output
 
 
-def _declared_input(value_info: onnx.ValueInfoProto) -> _Input:
+def _declared(value_info: onnx.ValueInfoProto, kind: str) -> _Input:
     tensor_type = value_info.type.tensor_type
     if not value_info.type.HasField("tensor_type"):
         raise UnsupportedOpError(
-            f"The graph input {value_info.name!r} is not a tensor ({value_info.type.WhichOneof('value')}); "
+            f"The graph {kind} {value_info.name!r} is not a tensor ({value_info.type.WhichOneof('value')}); "
             "jaxonnx runs tensor graphs only."
         )
     dtype = numpy_dtype(tensor_type.elem_type) if tensor_type.elem_type else None
@@ -184,14 +337,16 @@ class Model:
     takes inputs by name (initializer-backed inputs included) and returns ``{name: output}``.
     ``model.apply(params, *inputs)`` runs with ``params`` (see :attr:`params`) in place of
     the stored initializers, for gradients with respect to the model's weights.
+
+    Each output is checked against its declared element type and rank (declared dims are
+    not checked); string outputs are fresh numpy copies, never views of the initializers.
     """
 
     def __init__(self, proto: onnx.ModelProto, *, size_hints=None, base_dir=None):
         proto_copy = onnx.ModelProto()
         proto_copy.CopyFrom(proto)
-        _load_external_data(proto_copy, base_dir)
         graph = proto_copy.graph
-        self.opsets = {canonical_domain(o.domain): o.version for o in proto_copy.opset_import}
+        self.opsets = opset_versions(proto_copy)
         self.graph_name = graph.name
         # `jax.jit(model)` names its computation after this (`jit_<graph name>`).
         self.__name__ = graph.name or "onnx_model"
@@ -201,32 +356,51 @@ class Model:
                 f"The model's nodes use the domains {unimported} but its opset_import names no version "
                 "for them (is the model truncated?)."
             )
+        # External data locations are checked before anything else reads the model, and the
+        # data is read only after onnx's checker (see `_check_model`).
+        external, root = _external_tensors(proto_copy, base_dir)
         # Ops are resolved before onnx's checker runs, so an op used below its first
         # version gets jaxonnx's error (which versions exist) rather than the checker's.
-        self.nodes = self._resolve_nodes(graph, dict(size_hints or {}))
-        try:
-            onnx.checker.check_model(proto_copy)
-        except (onnx.checker.ValidationError, ValueError) as e:
-            raise ModelLoadError(f"The ONNX model does not pass onnx's checker: {e}") from None
+        nodes = self._resolve_nodes(graph, dict(size_hints or {}))
+        _check_model(proto_copy)
+        _read_external_data(external, root)
+        # Node attributes are read again now that their external tensors hold their data.
+        self.nodes = tuple(
+            dataclasses.replace(n, attributes=_attributes(p, index)) for index, (n, p) in enumerate(zip(nodes, graph.node))
+        )
+        for node in self.nodes:
+            sparse = node.attributes.get("sparse_value")
+            if isinstance(sparse, onnx.SparseTensorProto):
+                try:
+                    check_sparse(sparse)
+                except Exception as e:  # noqa: BLE001
+                    raise ModelLoadError(
+                        f"The sparse_value of node {node.name!r} ({node.op.name}) cannot be read: {e}"
+                    ) from e
 
         self.initializers: dict[str, np.ndarray] = {}
         for tensor in graph.initializer:
-            try:
-                self.initializers[tensor.name] = tensor_to_numpy(tensor)
-            except (OnnxTypeError, ValueError, TypeError) as e:
-                raise ModelLoadError(f"The initializer {tensor.name!r} cannot be read: {e}") from None
+            self.initializers[tensor.name] = _read_tensor(tensor_to_numpy, tensor, f"initializer {tensor.name!r}")
         for sparse in graph.sparse_initializer:
-            from jaxonnx.ops._constant import sparse_to_numpy
-
-            self.initializers[sparse.values.name] = sparse_to_numpy(sparse)
+            name = sparse.values.name
+            self.initializers[name] = _read_tensor(sparse_to_numpy, sparse, f"sparse initializer {name!r}")
 
         self._initializer_types = {
             name: _Input(name, value.dtype, tuple(value.shape)) for name, value in self.initializers.items()
         }
-        declared = [_declared_input(v) for v in graph.input]
+        declared = [_declared(v, "input") for v in graph.input]
         self._declared = {i.name: i for i in declared}
+        for name, value in self.initializers.items():
+            if name in self._declared:
+                expected = self._declared[name]
+                if not (expected.accepts_dtype(value.dtype) and expected.accepts_shape(value.shape)):
+                    raise ModelLoadError(
+                        f"The graph input {name!r} is declared {expected.type_text()} but its initializer is "
+                        f"{self._initializer_types[name].type_text()}."
+                    )
         self.input_names = tuple(i.name for i in declared if i.name not in self.initializers)
-        self.output_names = tuple(o.name for o in graph.output)
+        self._declared_outputs = tuple(_declared(o, "output") for o in graph.output)
+        self.output_names = tuple(o.name for o in self._declared_outputs)
 
     def _resolve_nodes(self, graph: onnx.GraphProto, size_hints: dict[str, int]) -> tuple[_Node, ...]:
         problems, nodes = [], []
@@ -255,7 +429,7 @@ class Model:
                         f"The size hint for {hinted[0]!r} must be a non-negative int, got {size!r}."
                     )
                 size = int(size)
-            attributes = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+            attributes = _attributes(node, index)
             nodes.append(
                 _Node(
                     name=node.name or f"{node.op_type}_{index}",
@@ -332,7 +506,7 @@ class Model:
             values[name] = self._checked_input(self._declared[name], value, kind="input")
         for node in self.nodes:
             self._run_node(node, values)
-        return tuple(self._output(name, values[name]) for name in self.output_names)
+        return tuple(self._output(declared, values[declared.name]) for declared in self._declared_outputs)
 
     @staticmethod
     def _checked_input(declared: _Input, value, *, kind: str):
@@ -361,10 +535,25 @@ class Model:
         return value
 
     @staticmethod
-    def _output(name: str, value):
-        if is_string_array(value) or isinstance(value, jax.Array):
+    def _output(declared: _Input, value):
+        """Checks an output against its declared element type and rank; string outputs are
+        copied, since they may be views of the model's own initializers."""
+        dtype = value.dtype if hasattr(value, "dtype") else np.asarray(value).dtype
+        if not declared.accepts_dtype(dtype):
+            raise OnnxTypeError(
+                f"The graph output {declared.name!r} is declared {declared.type_text()} but the graph "
+                f"computed tensor({onnx_type_name(dtype)}) of shape {list(np.shape(value))}."
+            )
+        if declared.shape is not None and np.ndim(value) != len(declared.shape):
+            raise OnnxTypeError(
+                f"The graph output {declared.name!r} is declared {declared.type_text()} (rank "
+                f"{len(declared.shape)}) but the graph computed shape {list(np.shape(value))}."
+            )
+        if isinstance(value, jax.Array):
             return value
-        return as_jax(value, what=f"graph output {name!r}")
+        if is_string_array(value):
+            return np.array(value, dtype=object, copy=True)
+        return as_jax(value, what=f"graph output {declared.name!r}")
 
     def _run_node(self, node: _Node, values: dict[str, Any]) -> None:
         args = [values[name] if name else None for name in node.inputs]

@@ -474,6 +474,29 @@ def test_string_tensors_under_jit_raise_a_clear_error():
     _assert_exact(flat, np.array([["e", "e", "z"]], dtype=object))
 
 
+def test_string_outputs_do_not_alias_the_models_initializers():
+    # Slice and Flatten of a numpy string initializer give numpy views of it.
+    words = numpy_helper.from_array(np.array(["a", "b", "c"], dtype=object), "words")
+    proto = _model(
+        [
+            helper.make_node("Slice", ["words", "start", "end"], ["sliced"], name="slice"),
+            helper.make_node("Flatten", ["words"], ["flat"], name="flatten", axis=0),
+        ],
+        [],
+        [vi("sliced", TensorProto.STRING, [2]), vi("flat", TensorProto.STRING, [1, 3])],
+        [words, numpy_helper.from_array(np.array([0], np.int64), "start"), numpy_helper.from_array(np.array([2], np.int64), "end")],
+    )
+    model = jaxonnx.load(proto)
+    sliced, flat = model()
+    sliced[0] = "HACKED"
+    flat[0, 2] = "HACKED"
+    model.run({})["sliced"][1] = "HACKED"
+    sliced, flat = model()
+    _assert_exact(sliced, np.array(["a", "b"], dtype=object))
+    _assert_exact(flat, np.array([["a", "b", "c"]], dtype=object))
+    _assert_exact(model.initializers["words"], np.array(["a", "b", "c"], dtype=object))
+
+
 # --------------------------------------------------------------------------- input checks and node errors
 
 
@@ -571,6 +594,49 @@ def test_a_model_keeps_giving_right_answers_after_failed_calls():
         jax.jit(slicer)(np.arange(6, dtype=np.float32), np.array([1]), np.array([3]))
     (y,) = slicer(np.arange(6, dtype=np.float32), np.array([1]), np.array([3]))
     _assert_exact(y, np.array([1, 2], np.float32))
+
+
+def _unchecked_model(nodes, inputs, outputs, initializers=()) -> onnx.ModelProto:
+    """Like ``_model`` without onnx's full check, which would refuse the wrong declared types."""
+    graph = helper.make_graph(nodes, "g", inputs, outputs, initializer=list(initializers))
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+    model.ir_version = 10
+    return model
+
+
+def test_outputs_are_checked_against_their_declared_element_type_and_rank():
+    floats = numpy_helper.from_array(np.array([1.5, 2.5], np.float32), "w")
+    declared_int = _unchecked_model(
+        [helper.make_node("Identity", ["w"], ["y"], name="copy")], [], [vi("y", TensorProto.INT64, [5, 5])], [floats]
+    )
+    model = jaxonnx.load(declared_int)
+    with pytest.raises(
+        jaxonnx.OnnxTypeError,
+        match=r"The graph output 'y' is declared tensor\(int64\)\[5, 5\] but the graph computed tensor\(float\) of shape \[2\]",
+    ):
+        model()
+    with pytest.raises(jaxonnx.OnnxTypeError, match=r"The graph output 'y' is declared tensor\(int64\)"):
+        model.run({})
+    traced = _unchecked_model(
+        [helper.make_node("Identity", ["x"], ["y"], name="copy")],
+        [vi("x", TensorProto.FLOAT, [2])],
+        [vi("y", TensorProto.FLOAT, [5, 5])],
+    )
+    x = np.ones(2, np.float32)
+    for run in (jaxonnx.load(traced), jax.jit(jaxonnx.load(traced))):
+        with pytest.raises(
+            jaxonnx.OnnxTypeError,
+            match=r"The graph output 'y' is declared tensor\(float\)\[5, 5\] \(rank 2\) but the graph computed shape \[2\]",
+        ):
+            run(x)
+    # A matching element type and rank runs; declared dims are not checked, symbolic or not.
+    for shape in ([2], ["n"], [7]):
+        matching = _unchecked_model(
+            [helper.make_node("Identity", ["x"], ["y"], name="copy")],
+            [vi("x", TensorProto.FLOAT, [2])],
+            [vi("y", TensorProto.FLOAT, shape)],
+        )
+        _assert_exact(jax.jit(jaxonnx.load(matching))(x)[0], x)
 
 
 # --------------------------------------------------------------------------- jit: one trace, one computation, scopes

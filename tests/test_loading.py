@@ -14,6 +14,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import jaxonnx
+from jaxonnx._cli import main
 from jaxonnx._demo import DEMO_PATH
 
 vi = helper.make_tensor_value_info
@@ -302,3 +303,247 @@ def test_a_valid_size_hint_loads_and_is_used():
         np.testing.assert_array_equal(flat, [[2, 3], [0, 0], [0, 0]])
     (flat,) = jax.jit(jaxonnx.load(_compress_model(), size_hints={"picked": 0}))(x, np.zeros(4, bool))
     assert flat.shape == (0, 2)
+
+
+# --------------------------------------------------------------------------- sparse tensors and external data
+
+
+def _external(tensor: onnx.TensorProto, location: str) -> onnx.TensorProto:
+    """``tensor`` pointing at ``location`` for its data instead of holding it."""
+    tensor.ClearField("raw_data")
+    tensor.data_location = TensorProto.EXTERNAL
+    tensor.external_data.add(key="location", value=location)
+    return tensor
+
+
+def _sparse(values, indices, dims, *, name="s", values_at=None, indices_at=None) -> onnx.SparseTensorProto:
+    values = numpy_helper.from_array(np.asarray(values), name)
+    indices = numpy_helper.from_array(np.asarray(indices, np.int64), f"{name}_indices")
+    if values_at:
+        _external(values, values_at)
+    if indices_at:
+        _external(indices, indices_at)
+    return helper.make_sparse_tensor(values, indices, dims)
+
+
+def _sparse_model(sparse: onnx.SparseTensorProto, *, as_constant=False, declared=(4,)) -> onnx.ModelProto:
+    """y = Identity(the sparse tensor), as a sparse initializer or a Constant's sparse_value."""
+    name = sparse.values.name
+    nodes = [helper.make_node("Identity", [name], ["y"], name="identity")]
+    if as_constant:
+        nodes.insert(0, helper.make_node("Constant", [], [name], name="sparse_const", sparse_value=sparse))
+    graph = helper.make_graph(
+        nodes, "g", [], [vi("y", sparse.values.data_type, list(declared))],
+        sparse_initializer=[] if as_constant else [sparse],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+    model.ir_version = 10
+    return model
+
+
+SECRET = np.array([7.0, 8.0], np.float32)
+
+
+@pytest.mark.parametrize("as_constant", [False, True], ids=["sparse_initializer", "constant_sparse_value"])
+@pytest.mark.parametrize("part", ["values", "indices"])
+def test_sparse_external_data_is_not_read_relative_to_the_working_directory(tmp_path, monkeypatch, as_constant, part):
+    # A file the model must not reach: next to the working directory, not in the model's folder.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "other").mkdir()
+    secret = SECRET if part == "values" else np.array([0, 3], np.int64)
+    secret.tofile(tmp_path / "other" / "secret.bin")
+    location = "other/secret.bin"
+    sparse = _sparse(SECRET, [0, 3], [4], **{f"{part}_at": location})
+    what = "sparse tensor in the attribute 'sparse_value' of node 'sparse_const'" if as_constant else "sparse initializer 's'"
+    proto = _sparse_model(sparse, as_constant=as_constant)
+    path = tmp_path / "model" / "model.onnx"
+    path.parent.mkdir()
+    onnx.save(proto, path)
+    with pytest.raises(
+        jaxonnx.ModelLoadError,
+        match=rf"The external data file 'other/secret\.bin' of {what} \(its {part}\) does not exist",
+    ):
+        jaxonnx.load(path)
+    for source in (proto, proto.SerializeToString()):
+        with pytest.raises(jaxonnx.ModelLoadError, match=r"keeps tensors in external data files.*pass `base_dir=`"):
+            jaxonnx.load(source)
+    # Through the model's folder, a parent location is refused like an initializer's.
+    proto = _sparse_model(_sparse(SECRET, [0, 3], [4], **{f"{part}_at": "../other/secret.bin"}), as_constant=as_constant)
+    with pytest.raises(jaxonnx.ModelLoadError, match=rf"The {what} \(its {part}\) points at external data '\.\./other/secret\.bin', which resolves outside"):
+        jaxonnx.load(proto, base_dir=tmp_path / "model")
+    # Inside the model's folder it loads, with the data from the file.
+    (tmp_path / "model" / "data.bin").write_bytes(secret.tobytes())
+    proto = _sparse_model(_sparse(SECRET, [0, 3], [4], **{f"{part}_at": "data.bin"}), as_constant=as_constant)
+    (y,) = jaxonnx.load(proto, base_dir=tmp_path / "model")()
+    np.testing.assert_array_equal(y, [7.0, 0.0, 0.0, 8.0])
+
+
+def test_tensor_to_numpy_never_reads_external_data(tmp_path, monkeypatch):
+    from jaxonnx.ops._constant import tensor_to_numpy
+
+    monkeypatch.chdir(tmp_path)
+    SECRET.tofile(tmp_path / "secret.bin")
+    tensor = _external(numpy_helper.from_array(SECRET, "w"), "secret.bin")
+    with pytest.raises(jaxonnx.ModelLoadError, match=r"The tensor 'w' keeps its data in the external file 'secret\.bin'.*`base_dir=`"):
+        tensor_to_numpy(tensor)
+
+
+def test_a_tiny_sparse_tensor_with_huge_dims_is_refused_without_allocating():
+    proto = _sparse_model(_sparse(np.zeros(0, np.float32), np.zeros(0, np.int64), [2**40]), declared=[2**40])
+    assert len(proto.SerializeToString()) < 120
+    with pytest.raises(
+        jaxonnx.ModelLoadError,
+        match=r"The sparse initializer 's' cannot be read: The sparse tensor 's' with dims \[1099511627776\] would expand "
+        r"to 1099511627776 dense elements \(4398046511104 bytes\) from 0 stored values; jaxonnx refuses more than",
+    ):
+        jaxonnx.load(proto)
+    # One stored value does not buy a large dense array either (2**20 elements per value plus one).
+    proto = _sparse_model(_sparse(np.ones(1, np.float32), [0], [2**22]), declared=[2**22])
+    with pytest.raises(jaxonnx.ModelLoadError, match=r"would expand to 4194304 dense elements .* from 1 stored values"):
+        jaxonnx.load(proto)
+    proto = _sparse_model(_sparse(np.ones(1, np.float32), [0], [2**40]), as_constant=True, declared=[2**40])
+    with pytest.raises(jaxonnx.ModelLoadError, match=r"The sparse_value of node 'sparse_const' \(Constant-21\) cannot be read: .*would expand"):
+        jaxonnx.load(proto)
+    # Within the limits it loads.
+    (y,) = jaxonnx.load(_sparse_model(_sparse(np.ones(1, np.float32), [3], [2**20]), declared=[2**20]))()
+    assert y.shape == (2**20,) and float(y.sum()) == 1.0 and float(y[3]) == 1.0
+
+
+@pytest.mark.parametrize(
+    ("values", "indices", "dims", "message"),
+    [
+        ([1.0, 2.0], [0, 4], [4], r"has the linear index \(dense size 4\) 4 outside its dims \[4\]"),
+        ([1.0, 2.0], [-1, 2], [4], r"has the linear index \(dense size 4\) -1 outside its dims \[4\]"),
+        ([1.0, 2.0], [[0, 1], [1, 2]], [2, 2], r"has the index \[1, 2\] outside its dims \[2, 2\]"),
+        ([1.0, 2.0], [0, 1, 2], [4], r"indices of the sparse tensor 's' have shape \[3\]; with 2 values and dims \[4\] they must be \[2\] \(linear\) or \[2, 1\]"),
+        ([1.0, 2.0], [[0, 0, 0], [0, 0, 1]], [2, 2], r"have shape \[2, 3\]; with 2 values and dims \[2, 2\] they must be \[2\] \(linear\) or \[2, 2\]"),
+        ([[1.0, 2.0]], [0, 1], [4], r"values of the sparse tensor 's' must be 1-D \(\[NNZ\]\), got dims \[1, 2\]"),
+        ([1.0], [0], [-4], r"The sparse tensor 's' has negative dims \[-4\]"),
+    ],
+)
+def test_malformed_sparse_tensors_are_refused(values, indices, dims, message):
+    from jaxonnx.ops._constant import sparse_to_numpy
+
+    sparse = _sparse(np.asarray(values, np.float32), indices, dims)
+    with pytest.raises(jaxonnx.OnnxValidationError, match=message):
+        sparse_to_numpy(sparse)
+    for as_constant in (False, True):
+        # onnx's checker catches some of these first; either way the load is refused.
+        with pytest.raises(jaxonnx.ModelLoadError):
+            jaxonnx.load(_sparse_model(sparse, as_constant=as_constant, declared=[None] * len(dims)))
+
+
+def test_string_sparse_tensors_fill_with_empty_strings():
+    from jaxonnx.ops._constant import sparse_to_numpy
+
+    dense = sparse_to_numpy(_sparse(np.array(["a", "b"], dtype=object), [[0, 1], [1, 0]], [2, 2]))
+    assert dense.dtype == object and dense.tolist() == [["", "a"], ["b", ""]]
+
+
+def test_external_data_shorter_than_its_length_is_a_model_load_error(tmp_path):
+    path = _save_with_external_data(_weights_model(), tmp_path / "model")
+    proto = onnx.load(path, load_external_data=False)
+    for entry in proto.graph.initializer[0].external_data:
+        if entry.key == "length":
+            entry.value = str(10**6)
+    onnx.save(proto, path)
+    pattern = r"The external data 'weights\.bin' of initializer 'w_all' cannot be read: External data length \(1000000\) exceeds"
+    with pytest.raises(jaxonnx.ModelLoadError, match=pattern):
+        jaxonnx.load(path)
+
+
+def test_onnxs_checker_runs_without_the_external_data(tmp_path, monkeypatch):
+    # The checker re-serializes the model, so a model with more than 2 GiB of external data
+    # could not load if it were checked with its data inlined.
+    path = _save_with_external_data(_weights_model(), tmp_path / "model")
+    seen = []
+    real_check = onnx.checker.check_model
+
+    def check_model(model, *args, **kwargs):
+        seen.append(sum(len(t.raw_data) for t in model.graph.initializer))
+        return real_check(model, *args, **kwargs)
+
+    monkeypatch.setattr(onnx.checker, "check_model", check_model)
+    monkeypatch.chdir(tmp_path)  # the checker would look for weights.bin here, not in model/
+    _check(jaxonnx.load(path))
+    _check(jaxonnx.load(path.read_bytes(), base_dir=tmp_path / "model"))
+    assert seen == [0, 0]
+
+
+# --------------------------------------------------------------------------- declared types and opsets
+
+
+def test_an_initializer_backed_input_must_match_its_declared_type():
+    def model(declared_type, declared_shape):
+        return _model(
+            [helper.make_node("Flatten", ["w"], ["y"], name="flatten")],
+            [vi("w", declared_type, declared_shape)],
+            [vi("y", declared_type, ["a", "b"])],
+            [numpy_helper.from_array(np.array([1, 2, 3], np.int64), "w")],
+        )
+
+    with pytest.raises(
+        jaxonnx.ModelLoadError,
+        match=r"The graph input 'w' is declared tensor\(float\)\[2\] but its initializer is tensor\(int64\)\[3\]",
+    ):
+        jaxonnx.load(model(TensorProto.FLOAT, [2]))
+    with pytest.raises(jaxonnx.ModelLoadError, match=r"'w' is declared tensor\(int64\)\[2\] but its initializer is tensor\(int64\)\[3\]"):
+        jaxonnx.load(model(TensorProto.INT64, [2]))
+    with pytest.raises(jaxonnx.ModelLoadError, match=r"'w' is declared tensor\(int64\)\[3, 1\] but its initializer is tensor\(int64\)\[3\]"):
+        jaxonnx.load(model(TensorProto.INT64, [3, 1]))
+    for shape in ([3], ["n"]):
+        assert jaxonnx.load(model(TensorProto.INT64, shape)).input_names == ()
+
+
+def test_a_non_tensor_graph_output_is_unsupported():
+    proto = _model(
+        [helper.make_node("Flatten", ["x"], ["y"], name="flatten")],
+        [vi("x", TensorProto.FLOAT, [2, 2])],
+        [helper.make_tensor_sequence_value_info("y", TensorProto.FLOAT, None)],
+    )
+    with pytest.raises(jaxonnx.UnsupportedOpError, match=r"The graph output 'y' is not a tensor \(sequence_type\); jaxonnx runs tensor graphs only"):
+        jaxonnx.load(proto)
+
+
+@pytest.mark.parametrize(
+    ("domains", "message"),
+    [
+        ([("", 13), ("ai.onnx", 21)], r"names the ONNX domain \('' or 'ai\.onnx'\) twice: '' version 13 and 'ai\.onnx' version 21"),
+        ([("", 21), ("", 13)], r"names the ONNX domain \('' or 'ai\.onnx'\) twice: '' version 21 and '' version 13"),
+    ],
+)
+def test_a_domain_imported_twice_is_refused(tmp_path, capsys, domains, message):
+    proto = _model(
+        [helper.make_node("Flatten", ["x"], ["y"], name="flatten")],
+        [vi("x", TensorProto.FLOAT, [2, 2])],
+        [vi("y", TensorProto.FLOAT, [2, 2])],
+    )
+    del proto.opset_import[:]
+    proto.opset_import.extend(helper.make_opsetid(d, v) for d, v in domains)
+    with pytest.raises(jaxonnx.ModelLoadError, match=message):
+        jaxonnx.load(proto)
+    path = tmp_path / "twice.onnx"
+    onnx.save(proto, path)
+    for command in ("run", "check"):
+        assert main([command, str(path)]) == 1
+        err = capsys.readouterr().err
+        assert err.startswith("jaxonnx: error: The model's opset_import names the ONNX domain ('' or 'ai.onnx') twice"), err
+
+
+# --------------------------------------------------------------------------- the command line
+
+
+def test_the_cli_reports_load_errors_without_a_traceback(tmp_path, capsys):
+    path = _save_with_external_data(_weights_model(), tmp_path / "model")
+    proto = onnx.load(path, load_external_data=False)
+    for entry in proto.graph.initializer[0].external_data:
+        if entry.key == "length":
+            entry.value = str(10**6)
+    onnx.save(proto, path)
+    assert main(["run", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("jaxonnx: error: The external data 'weights.bin' of initializer 'w_all' cannot be read"), err
+    huge = tmp_path / "huge.onnx"
+    onnx.save(_sparse_model(_sparse(np.zeros(0, np.float32), np.zeros(0, np.int64), [2**40]), declared=[2**40]), huge)
+    assert main(["run", str(huge)]) == 1
+    assert capsys.readouterr().err.startswith("jaxonnx: error: The sparse initializer 's' cannot be read: ")
