@@ -143,12 +143,12 @@ def _run(args) -> int:
 def _check(args) -> int:
     import jaxonnx
     from jaxonnx._errors import UnsupportedOpError
-    from jaxonnx._interpreter import _parse, opset_versions
+    from jaxonnx._loading import opset_versions, parse_model
     from jaxonnx._registry import canonical_domain
 
     try:
         with open(args.model, "rb") as f:
-            proto = _parse(f.read(), repr(args.model))
+            proto = parse_model(f.read(), repr(args.model))
     except OSError as error:
         raise _UsageError(f"cannot read the ONNX model {args.model!r}: {error.strerror}.") from None
     opsets = opset_versions(proto)  # a domain imported twice is a ModelLoadError

@@ -2,7 +2,8 @@
 
 Read top to bottom:
 
-1. ``load`` reads a path, bytes or ``onnx.ModelProto`` safely and checks it.
+1. ``load`` reads a path, bytes or ``onnx.ModelProto`` and checks it (the file-safety
+   details, external data included, live in ``_loading.py``).
 2. ``Model.__init__`` prepares the graph once: resolves every node's op for the model's
    opset, converts initializers to exact numpy arrays, and validates size hints.
 3. ``Model.__call__`` / ``run`` / ``apply`` check the inputs against the graph's declared
@@ -24,7 +25,6 @@ from typing import Any
 import jax
 import numpy as np
 import onnx
-from google.protobuf.message import DecodeError
 
 from jaxonnx import ops as _ops  # noqa: F401  (registers every op)
 from jaxonnx._dtypes import as_jax, is_string_array, numpy_dtype, onnx_type_name, x64_hint
@@ -35,6 +35,15 @@ from jaxonnx._errors import (
     StaticValueError,
     UnsupportedOpError,
     with_context,
+)
+from jaxonnx._loading import (
+    check_model,
+    external_tensors,
+    node_attributes,
+    opset_versions,
+    parse_model,
+    read_external_data,
+    read_tensor,
 )
 from jaxonnx._registry import OpVersion, canonical_domain, get_op, supported_ops
 from jaxonnx.ops._common import is_traced
@@ -82,7 +91,7 @@ def load(model, *, size_hints: Mapping[str, int] | None = None, base_dir: str | 
     if isinstance(model, onnx.ModelProto):
         proto = model
     elif isinstance(model, (bytes, bytearray, memoryview)):
-        proto = _parse(bytes(model), "the given bytes")
+        proto = parse_model(bytes(model), "the given bytes")
     elif isinstance(model, (str, os.PathLike)):
         path = os.fspath(model)
         try:
@@ -92,7 +101,7 @@ def load(model, *, size_hints: Mapping[str, int] | None = None, base_dir: str | 
             raise ModelLoadError(f"Cannot read the ONNX model {path!r}: {e.strerror}.") from e
         except MemoryError as e:
             raise ModelLoadError(f"Cannot read the ONNX model {path!r}: it does not fit in memory.") from e
-        proto = _parse(data, repr(path))
+        proto = parse_model(data, repr(path))
         if base_dir is None:
             base_dir = os.path.dirname(os.path.abspath(path))
     else:
@@ -100,172 +109,6 @@ def load(model, *, size_hints: Mapping[str, int] | None = None, base_dir: str | 
             f"`load` takes a path, bytes or an onnx.ModelProto, got {type(model).__name__}."
         )
     return Model(proto, size_hints=size_hints, base_dir=base_dir)
-
-
-def _parse(data: bytes, source: str) -> onnx.ModelProto:
-    proto = onnx.ModelProto()
-    try:
-        proto.ParseFromString(data)
-    except (DecodeError, RuntimeError, ValueError) as e:
-        raise ModelLoadError(
-            f"{source} is not a valid ONNX model: the protobuf could not be decoded ({e}); "
-            "the file may be truncated or not an ONNX file."
-        ) from None
-    if not proto.HasField("graph"):
-        raise ModelLoadError(f"{source} is not a valid ONNX model: it has no graph (is it truncated?).")
-    return proto
-
-
-def opset_versions(proto: onnx.ModelProto) -> dict[str, int]:
-    """The model's opset version by canonical domain; a domain imported twice is refused."""
-    versions: dict[str, tuple[str, int]] = {}
-    for entry in proto.opset_import:
-        domain = canonical_domain(entry.domain)
-        if domain in versions:
-            first_name, first_version = versions[domain]
-            label = "the ONNX domain ('' or 'ai.onnx')" if domain == "" else f"the domain {domain!r}"
-            raise ModelLoadError(
-                f"The model's opset_import names {label} twice: {first_name!r} version "
-                f"{first_version} and {entry.domain!r} version {entry.version}; it must name each domain once."
-            )
-        versions[domain] = (entry.domain, entry.version)
-    return {domain: version for domain, (_, version) in versions.items()}
-
-
-def _tensor_holders(graph: onnx.GraphProto, where: str = ""):
-    """``(tensor or sparse tensor, description)`` for every TensorProto and SparseTensorProto
-    of the graph and its subgraphs: initializers, sparse initializers, and the tensors and
-    sparse tensors held by node attributes."""
-    for tensor in graph.initializer:
-        yield tensor, f"initializer {tensor.name!r}{where}"
-    for sparse in graph.sparse_initializer:
-        yield sparse, f"sparse initializer {sparse.values.name!r}{where}"
-    for index, node in enumerate(graph.node):
-        for attribute in node.attribute:
-            owner = f"attribute {attribute.name!r} of node {node.name or index!r}{where}"
-            if attribute.HasField("t"):
-                yield attribute.t, f"tensor {attribute.t.name!r} in the {owner}"
-            for tensor in attribute.tensors:
-                yield tensor, f"tensor {tensor.name!r} in the {owner}"
-            if attribute.HasField("sparse_tensor"):
-                yield attribute.sparse_tensor, f"sparse tensor in the {owner}"
-            for sparse in attribute.sparse_tensors:
-                yield sparse, f"sparse tensor in the {owner}"
-            if attribute.HasField("g"):
-                yield from _tensor_holders(attribute.g, f" (in a subgraph of node {node.name or index!r})")
-            for subgraph in attribute.graphs:
-                yield from _tensor_holders(subgraph, f" (in a subgraph of node {node.name or index!r})")
-
-
-def _all_tensors(graph: onnx.GraphProto):
-    """``(tensor, description)`` for every TensorProto, the values and indices of sparse tensors included."""
-    for holder, where in _tensor_holders(graph):
-        if isinstance(holder, onnx.SparseTensorProto):
-            yield holder.values, f"{where} (its values)"
-            yield holder.indices, f"{where} (its indices)"
-        else:
-            yield holder, where
-
-
-def _uses_external_data(holder) -> bool:
-    if isinstance(holder, onnx.SparseTensorProto):
-        return _uses_external_data(holder.values) or _uses_external_data(holder.indices)
-    return onnx.external_data_helper.uses_external_data(holder)
-
-
-def _check_model(proto: onnx.ModelProto) -> None:
-    """Runs onnx's checker with every external tensor swapped, for the check only, for an
-    empty stand-in of the same name, type and rank.
-
-    The checker needs none of the data; given the data it would re-serialize a model holding
-    more than protobuf's 2 GiB, and given the external references it would look the files up
-    relative to the working directory (an in-memory model has no folder of its own).
-    """
-    swapped = []
-    for holder, _ in _tensor_holders(proto.graph):
-        if _uses_external_data(holder):
-            parts = [holder.values, holder.indices] if isinstance(holder, onnx.SparseTensorProto) else [holder]
-            for tensor in parts:
-                saved = onnx.TensorProto()
-                saved.CopyFrom(tensor)
-                swapped.append((tensor, saved))
-                dims = [0, *tensor.dims[1:]]
-                tensor.Clear()
-                tensor.name, tensor.data_type = saved.name, saved.data_type
-                tensor.dims.extend(dims)
-    try:
-        onnx.checker.check_model(proto)
-    except (onnx.checker.ValidationError, ValueError) as e:
-        raise ModelLoadError(f"The ONNX model does not pass onnx's checker: {e}") from None
-    except Exception as e:  # noqa: BLE001  (e.g. protobuf's EncodeError, MemoryError)
-        raise ModelLoadError(f"onnx's checker could not check the model: {e} ({type(e).__name__}).") from e
-    finally:
-        for tensor, saved in swapped:
-            tensor.CopyFrom(saved)
-
-
-def _location(tensor: onnx.TensorProto) -> str:
-    return next((e.value for e in tensor.external_data if e.key == "location"), "")
-
-
-def _external_tensors(proto: onnx.ModelProto, base_dir) -> tuple[list, str | None]:
-    """The tensors kept in external files, after checking that each file lies inside the
-    model's folder; returns them with that folder (None when there are none)."""
-    tensors = [
-        (t, where) for t, where in _all_tensors(proto.graph)
-        if onnx.external_data_helper.uses_external_data(t)
-    ]
-    if not tensors:
-        return [], None
-    if base_dir is None:
-        raise ModelLoadError(
-            "The model keeps tensors in external data files, but it was given as bytes or a "
-            "ModelProto; pass `base_dir=` (the folder of the files) or load it from its path."
-        )
-    root = os.path.realpath(base_dir)
-    for tensor, where in tensors:
-        location = _location(tensor)
-        resolved = os.path.realpath(os.path.join(root, location))
-        if os.path.isabs(location) or os.path.commonpath([root, resolved]) != root:
-            raise ModelLoadError(
-                f"The {where} points at external data {location!r}, which "
-                f"resolves outside the model's folder {root!r}; refusing to read it."
-            )
-        if not os.path.isfile(resolved):
-            raise ModelLoadError(f"The external data file {location!r} of {where} does not exist.")
-    return tensors, root
-
-
-def _read_external_data(tensors, root: str) -> None:
-    """Reads each external tensor's bytes into it (the locations were checked already)."""
-    for tensor, where in tensors:
-        try:
-            onnx.external_data_helper.load_external_data_for_tensor(tensor, root)
-        except Exception as e:  # noqa: BLE001  (OSError, ValueError for a short file, MemoryError, ...)
-            raise ModelLoadError(
-                f"The external data {_location(tensor)!r} of {where} cannot be read: {e} ({type(e).__name__})."
-            ) from e
-
-
-def _attributes(node: onnx.NodeProto, index: int) -> dict[str, Any]:
-    attributes = {}
-    for attribute in node.attribute:
-        try:
-            attributes[attribute.name] = onnx.helper.get_attribute_value(attribute)
-        except Exception as e:  # noqa: BLE001  (a malformed attribute)
-            raise ModelLoadError(
-                f"The attribute {attribute.name!r} of node {node.name or index!r} ({node.op_type}) cannot be read: {e}"
-            ) from e
-    return attributes
-
-
-def _read_tensor(convert, tensor, where: str) -> np.ndarray:
-    try:
-        return convert(tensor)
-    except ModelLoadError:
-        raise
-    except Exception as e:  # noqa: BLE001  (a malformed tensor: ValueError, TypeError, MemoryError, ...)
-        raise ModelLoadError(f"The {where} cannot be read: {e}") from e
 
 
 # --------------------------------------------------------------------------- the prepared graph
@@ -357,16 +200,16 @@ class Model:
                 "for them (is the model truncated?)."
             )
         # External data locations are checked before anything else reads the model, and the
-        # data is read only after onnx's checker (see `_check_model`).
-        external, root = _external_tensors(proto_copy, base_dir)
+        # data is read only after onnx's checker (see `check_model`).
+        external, root = external_tensors(proto_copy, base_dir)
         # Ops are resolved before onnx's checker runs, so an op used below its first
         # version gets jaxonnx's error (which versions exist) rather than the checker's.
         nodes = self._resolve_nodes(graph, dict(size_hints or {}))
-        _check_model(proto_copy)
-        _read_external_data(external, root)
+        check_model(proto_copy)
+        read_external_data(external, root)
         # Node attributes are read again now that their external tensors hold their data.
         self.nodes = tuple(
-            dataclasses.replace(n, attributes=_attributes(p, index)) for index, (n, p) in enumerate(zip(nodes, graph.node))
+            dataclasses.replace(n, attributes=node_attributes(p, index)) for index, (n, p) in enumerate(zip(nodes, graph.node))
         )
         for node in self.nodes:
             sparse = node.attributes.get("sparse_value")
@@ -380,10 +223,10 @@ class Model:
 
         self.initializers: dict[str, np.ndarray] = {}
         for tensor in graph.initializer:
-            self.initializers[tensor.name] = _read_tensor(tensor_to_numpy, tensor, f"initializer {tensor.name!r}")
+            self.initializers[tensor.name] = read_tensor(tensor_to_numpy, tensor, f"initializer {tensor.name!r}")
         for sparse in graph.sparse_initializer:
             name = sparse.values.name
-            self.initializers[name] = _read_tensor(sparse_to_numpy, sparse, f"sparse initializer {name!r}")
+            self.initializers[name] = read_tensor(sparse_to_numpy, sparse, f"sparse initializer {name!r}")
 
         self._initializer_types = {
             name: _Input(name, value.dtype, tuple(value.shape)) for name, value in self.initializers.items()
@@ -429,7 +272,7 @@ class Model:
                         f"The size hint for {hinted[0]!r} must be a non-negative int, got {size!r}."
                     )
                 size = int(size)
-            attributes = _attributes(node, index)
+            attributes = node_attributes(node, index)
             nodes.append(
                 _Node(
                     name=node.name or f"{node.op_type}_{index}",
