@@ -115,7 +115,7 @@ def load(model, *, size_hints: Mapping[str, int] | None = None, base_dir: str | 
 
 
 @dataclasses.dataclass(frozen=True)
-class _Input:
+class _TensorType:
     """A declared graph input or output (or an initializer's own type, for ``params``)."""
 
     name: str
@@ -156,7 +156,7 @@ class _Node:
     size: int | None  # the size hint of a Compress output
 
 
-def _declared(value_info: onnx.ValueInfoProto, kind: str) -> _Input:
+def _declared(value_info: onnx.ValueInfoProto, kind: str) -> _TensorType:
     tensor_type = value_info.type.tensor_type
     if not value_info.type.HasField("tensor_type"):
         raise UnsupportedOpError(
@@ -169,7 +169,7 @@ def _declared(value_info: onnx.ValueInfoProto, kind: str) -> _Input:
         shape = tuple(
             d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in tensor_type.shape.dim
         )
-    return _Input(value_info.name, dtype, shape)
+    return _TensorType(value_info.name, dtype, shape)
 
 
 class Model:
@@ -204,12 +204,20 @@ class Model:
         external, root = external_tensors(proto_copy, base_dir)
         # Ops are resolved before onnx's checker runs, so an op used below its first
         # version gets jaxonnx's error (which versions exist) rather than the checker's.
-        nodes = self._resolve_nodes(graph, dict(size_hints or {}))
+        resolved = self._resolve_ops(graph, dict(size_hints or {}))
         check_model(proto_copy)
         read_external_data(external, root)
-        # Node attributes are read again now that their external tensors hold their data.
+        # Attributes are read only now, when their external tensors hold their data.
         self.nodes = tuple(
-            dataclasses.replace(n, attributes=node_attributes(p, index)) for index, (n, p) in enumerate(zip(nodes, graph.node))
+            _Node(
+                name=node.name or f"{node.op_type}_{index}",
+                op=op,
+                inputs=tuple(node.input),
+                outputs=tuple(node.output),
+                attributes=node_attributes(node, index),
+                size=size,
+            )
+            for index, (node, (op, size)) in enumerate(zip(graph.node, resolved))
         )
         for node in self.nodes:
             sparse = node.attributes.get("sparse_value")
@@ -229,7 +237,7 @@ class Model:
             self.initializers[name] = read_tensor(sparse_to_numpy, sparse, f"sparse initializer {name!r}")
 
         self._initializer_types = {
-            name: _Input(name, value.dtype, tuple(value.shape)) for name, value in self.initializers.items()
+            name: _TensorType(name, value.dtype, tuple(value.shape)) for name, value in self.initializers.items()
         }
         declared = [_declared(v, "input") for v in graph.input]
         self._declared = {i.name: i for i in declared}
@@ -245,15 +253,13 @@ class Model:
         self._declared_outputs = tuple(_declared(o, "output") for o in graph.output)
         self.output_names = tuple(o.name for o in self._declared_outputs)
 
-    def _resolve_nodes(self, graph: onnx.GraphProto, size_hints: dict[str, int]) -> tuple[_Node, ...]:
-        problems, nodes = [], []
+    def _resolve_ops(self, graph: onnx.GraphProto, size_hints: dict[str, int]) -> list[tuple[OpVersion, int | None]]:
+        """``(op version, size hint)`` per node; every unsupported op is named in one error."""
+        problems, resolved = [], []
         for index, node in enumerate(graph.node):
             domain = canonical_domain(node.domain)
-            opset = self.opsets.get(domain)
             try:
-                if opset is None:
-                    raise UnsupportedOpError(f"the model imports no opset for domain {node.domain!r}")
-                op = get_op(node.op_type, opset, domain)
+                op = get_op(node.op_type, self.opsets[domain], domain)
             except UnsupportedOpError as e:
                 problems.append(f"node {node.name or index!r} ({node.op_type}): {str(e).rstrip('.')}")
                 continue
@@ -272,29 +278,21 @@ class Model:
                         f"The size hint for {hinted[0]!r} must be a non-negative int, got {size!r}."
                     )
                 size = int(size)
-            attributes = node_attributes(node, index)
-            nodes.append(
-                _Node(
-                    name=node.name or f"{node.op_type}_{index}",
-                    op=op,
-                    inputs=tuple(node.input),
-                    outputs=tuple(node.output),
-                    attributes=attributes,
-                    size=size,
-                )
-            )
+            resolved.append((op, size))
         if problems:
             supported = ", ".join(f"{op} {versions}" for op, versions in supported_ops().items())
             raise UnsupportedOpError(
                 "The model uses ops jaxonnx does not support: " + "; ".join(problems) + f". Supported: {supported}."
             )
         if size_hints:
-            compress_outputs = [o for n in nodes if n.op.op_type in _SIZE_HINT_OPS for o in n.outputs]
+            compress_outputs = [
+                o for node in graph.node if node.op_type in _SIZE_HINT_OPS for o in node.output
+            ]
             raise OnnxValidationError(
                 f"Size hints were given for {sorted(size_hints)}, which no node produces; "
                 f"outputs that take size hints: {compress_outputs or 'none'}."
             )
-        return tuple(nodes)
+        return resolved
 
     # ----------------------------------------------------------------------- calling
 
@@ -352,33 +350,28 @@ class Model:
         return tuple(self._output(declared, values[declared.name]) for declared in self._declared_outputs)
 
     @staticmethod
-    def _checked_input(declared: _Input, value, *, kind: str):
+    def _checked_input(declared: _TensorType, value, *, kind: str):
         if not isinstance(value, jax.Array):
             value = np.asarray(value)
             if is_string_array(value):
                 value = value.astype(object)
-        if declared.dtype is not None and value.dtype != declared.dtype:
-            expected = f"tensor({onnx_type_name(declared.dtype)})"
+        if not declared.accepts_dtype(value.dtype):
             hint = ""
             if not jax.config.jax_enable_x64 and jax.dtypes.canonicalize_dtype(declared.dtype) != declared.dtype:
                 hint = f"; {x64_hint(declared.dtype)}"
             raise OnnxTypeError(
-                f"The {kind} {declared.name!r} is declared {expected} but got dtype {value.dtype}; "
-                f"jaxonnx does not cast inputs{hint}."
+                f"The {kind} {declared.name!r} is declared tensor({onnx_type_name(declared.dtype)}) but got "
+                f"dtype {value.dtype}; jaxonnx does not cast inputs{hint}."
             )
-        if declared.shape is not None:
-            shape = tuple(value.shape)
-            mismatch = len(shape) != len(declared.shape) or any(
-                isinstance(d, int) and d != s for d, s in zip(declared.shape, shape)
+        if not declared.accepts_shape(value.shape):
+            raise OnnxValidationError(
+                f"The {kind} {declared.name!r} is declared with shape {list(declared.shape)} but got shape "
+                f"{list(value.shape)}."
             )
-            if mismatch:
-                raise OnnxValidationError(
-                    f"The {kind} {declared.name!r} is declared with shape {list(declared.shape)} but got shape {list(shape)}."
-                )
         return value
 
     @staticmethod
-    def _output(declared: _Input, value):
+    def _output(declared: _TensorType, value):
         """Checks an output against its declared element type and rank; string outputs are
         copied, since they may be views of the model's own initializers."""
         dtype = value.dtype if hasattr(value, "dtype") else np.asarray(value).dtype
