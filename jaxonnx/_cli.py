@@ -157,7 +157,9 @@ def _check(args) -> int:
     for index, node in enumerate(proto.graph.node):
         domain = canonical_domain(node.domain)
         try:
-            resolved = jaxonnx.get_op(node.op_type, opsets.get(domain, 0), domain).name
+            if domain not in opsets:
+                raise UnsupportedOpError(f"the model imports no opset for the domain {node.domain!r}")
+            resolved = jaxonnx.get_op(node.op_type, opsets[domain], domain).name
             status = "supported"
         except UnsupportedOpError as error:
             resolved, status = "-", f"NOT supported: {error}"

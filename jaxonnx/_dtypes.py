@@ -62,6 +62,14 @@ def is_string_array(x) -> bool:
     return isinstance(x, np.ndarray) and x.dtype.kind in "OUS"
 
 
+def as_str_array(array) -> np.ndarray:
+    """A string tensor as an object array of ``str`` (ONNX string tensors decode to bytes)."""
+    array = np.asarray(array)
+    if array.size == 0:
+        return array.astype(object)
+    return np.vectorize(lambda v: v.decode() if isinstance(v, bytes) else v, otypes=[object])(array)
+
+
 def x64_hint(dtype) -> str:
     return (
         f"{np.dtype(dtype)} needs 64-bit JAX types, but `jax_enable_x64` is off and "

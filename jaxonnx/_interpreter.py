@@ -27,7 +27,7 @@ import numpy as np
 import onnx
 
 from jaxonnx import ops as _ops  # noqa: F401  (registers every op)
-from jaxonnx._dtypes import as_jax, is_string_array, numpy_dtype, onnx_type_name, x64_hint
+from jaxonnx._dtypes import as_jax, as_str_array, is_string_array, numpy_dtype, onnx_type_name, x64_hint
 from jaxonnx._errors import (
     ModelLoadError,
     OnnxTypeError,
@@ -354,7 +354,8 @@ class Model:
         if not isinstance(value, jax.Array):
             value = np.asarray(value)
             if is_string_array(value):
-                value = value.astype(object)
+                # Initializers and Constants hold `str`; bytes inputs are decoded to match.
+                value = as_str_array(value)
         if not declared.accepts_dtype(value.dtype):
             hint = ""
             if not jax.config.jax_enable_x64 and jax.dtypes.canonicalize_dtype(declared.dtype) != declared.dtype:

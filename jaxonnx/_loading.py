@@ -91,7 +91,7 @@ def uses_external_data(holder) -> bool:
 
 def check_model(proto: onnx.ModelProto) -> None:
     """Runs onnx's checker with every external tensor swapped, for the check only, for an
-    empty stand-in of the same name, type and rank.
+    empty stand-in of the same name and type (a zero-length first dim).
 
     The checker needs none of the data; given the data it would re-serialize a model holding
     more than protobuf's 2 GiB, and given the external references it would look the files up

@@ -50,6 +50,8 @@ class OpVersion:
     since_version: int
     domain: str
     fn: Callable
+    #: Keyword arguments beyond the ONNX attributes, e.g. Compress's ``size`` hint.
+    extra_keywords: frozenset[str] = frozenset()
 
     @property
     def name(self) -> str:
@@ -136,7 +138,7 @@ class OpVersion:
         attributes = {k: v for k, v in attributes.items() if v is not None}
         self.check_required_inputs(inputs)
         self.check_inputs(inputs)
-        self.check_attributes({k: v for k, v in attributes.items() if k not in _EXTRA_KEYWORDS})
+        self.check_attributes({k: v for k, v in attributes.items() if k not in self.extra_keywords})
         return self.fn(*inputs, **attributes)
 
 
@@ -197,14 +199,14 @@ _ATTRIBUTE_KINDS = {
 }
 
 
-# Keyword arguments the interpreter may pass that are not ONNX attributes.
-_EXTRA_KEYWORDS = frozenset({"size", "fill_value"})
-
 _REGISTRY: dict[tuple[str, str], dict[int, OpVersion]] = {}
 
 
-def register(op_type: str, *since_versions: int, domain: str = DEFAULT_DOMAIN):
+def register(op_type: str, *since_versions: int, domain: str = DEFAULT_DOMAIN, extra_keywords=()):
     """Registers ``fn`` as the implementation of ``op_type`` at each of ``since_versions``.
+
+    ``extra_keywords`` names keyword arguments ``fn`` takes besides the ONNX attributes
+    (Compress takes ``size`` and ``fill_value`` for size hints).
 
     Example (how ``jaxonnx/ops/_where.py`` registers Where; Where-16 only added bfloat16)::
 
@@ -236,7 +238,7 @@ def register(op_type: str, *since_versions: int, domain: str = DEFAULT_DOMAIN):
             raise ValueError(f"{op_type} got a version twice in {since_versions}.")
         versions = _REGISTRY.setdefault((domain, op_type), {})
         for since in since_versions:
-            versions[since] = OpVersion(op_type, since, domain, fn)
+            versions[since] = OpVersion(op_type, since, domain, fn, frozenset(extra_keywords))
         return fn
 
     return decorate

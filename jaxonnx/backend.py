@@ -135,9 +135,11 @@ class JaxOnnxBackend(onnx_backend.Backend):
 
     @classmethod
     def prepare(cls, model, device="CPU", **kwargs):
-        super().prepare(model, device, **kwargs)
+        # Not `super().prepare`: it only runs onnx's checker on the raw proto, which would look
+        # external data up relative to the working directory; `load` checks the model safely.
         with _on(device):
-            return JaxOnnxRep(load(model, size_hints=kwargs.get("size_hints")), device)
+            model = load(model, size_hints=kwargs.get("size_hints"), base_dir=kwargs.get("base_dir"))
+            return JaxOnnxRep(model, device)
 
     @classmethod
     def run_model(cls, model, inputs, device="CPU", **kwargs):

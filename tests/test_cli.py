@@ -169,3 +169,17 @@ def test_python_dash_m_jaxonnx_runs_the_demo():
     )
     assert result.returncode == 0, result.stderr
     assert f"jax.jit:  y = {DEMO_Y} (equal to eager: True)" in result.stdout
+
+
+def test_check_names_a_domain_the_model_does_not_import(tmp_path, capsys):
+    graph = helper.make_graph(
+        [helper.make_node("Custom", ["x"], ["y"], domain="com.example")],
+        "custom",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    path = tmp_path / "custom.onnx"
+    path.write_bytes(model.SerializeToString())
+    assert main(["check", str(path)]) == 1
+    assert "imports no opset for the domain 'com.example'" in capsys.readouterr().out

@@ -730,3 +730,17 @@ def test_params_and_apply_replace_float_initializers():
         model.apply({"v": jnp.zeros(3)}, indices)
     with pytest.raises(jaxonnx.OnnxTypeError, match=r"The param 'w' is declared tensor\(float\) but got dtype float64"):
         model.apply({"w": jnp.zeros(3, jnp.float64)}, indices)
+
+
+def test_bytes_string_inputs_are_decoded_like_string_initializers():
+    graph = helper.make_graph(
+        [helper.make_node("Where", ["keep", "x", "z"], ["y"])],
+        "strings",
+        [helper.make_tensor_value_info("keep", TensorProto.BOOL, [2]),
+         helper.make_tensor_value_info("x", TensorProto.STRING, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.STRING, [2])],
+        initializer=[helper.make_tensor("z", TensorProto.STRING, [1], [b"z"])],
+    )
+    model = jaxonnx.load(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 16)]))
+    (y,) = model(np.array([True, False]), np.array([b"a", b"b"], dtype=object))
+    assert y.tolist() == ["a", "z"]

@@ -397,9 +397,10 @@ def test_a_tiny_sparse_tensor_with_huge_dims_is_refused_without_allocating():
         r"to 1099511627776 dense elements \(4398046511104 bytes\) from 0 stored values; jaxonnx refuses more than",
     ):
         jaxonnx.load(proto)
-    # One stored value does not buy a large dense array either (2**20 elements per value plus one).
-    proto = _sparse_model(_sparse(np.ones(1, np.float32), [0], [2**22]), declared=[2**22])
-    with pytest.raises(jaxonnx.ModelLoadError, match=r"would expand to 4194304 dense elements .* from 1 stored values"):
+    # Above 64 MiB, one stored value does not buy a large dense array either (2**20
+    # elements per value plus one).
+    proto = _sparse_model(_sparse(np.ones(1, np.float32), [0], [2**25]), declared=[2**25])
+    with pytest.raises(jaxonnx.ModelLoadError, match=r"would expand to 33554432 dense elements .* from 1 stored values"):
         jaxonnx.load(proto)
     proto = _sparse_model(_sparse(np.ones(1, np.float32), [0], [2**40]), as_constant=True, declared=[2**40])
     with pytest.raises(jaxonnx.ModelLoadError, match=r"The sparse_value of node 'sparse_const' \(Constant-21\) cannot be read: .*would expand"):
@@ -547,3 +548,47 @@ def test_the_cli_reports_load_errors_without_a_traceback(tmp_path, capsys):
     onnx.save(_sparse_model(_sparse(np.zeros(0, np.float32), np.zeros(0, np.int64), [2**40]), declared=[2**40]), huge)
     assert main(["run", str(huge)]) == 1
     assert capsys.readouterr().err.startswith("jaxonnx: error: The sparse initializer 's' cannot be read: ")
+
+
+def _external_weight_model(tmp_path: pathlib.Path) -> tuple[onnx.ModelProto, np.ndarray]:
+    weight = np.arange(6, dtype=np.float32).reshape(2, 3)
+    graph = helper.make_graph(
+        [helper.make_node("Where", ["keep", "x", "w"], ["y"])],
+        "external",
+        [helper.make_tensor_value_info("keep", TensorProto.BOOL, [2, 3]),
+         helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])],
+        initializer=[numpy_helper.from_array(weight, "w")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 16)])
+    path = tmp_path / "model.onnx"
+    onnx.save_model(model, str(path), save_as_external_data=True, location="data.bin", size_threshold=0)
+    return onnx.load(str(path), load_external_data=False), weight
+
+
+def test_backend_prepare_reads_external_data_from_base_dir_only(tmp_path, monkeypatch):
+    import jaxonnx.backend
+
+    proto, weight = _external_weight_model(tmp_path)
+    monkeypatch.chdir("/")  # the working directory must not matter
+    with pytest.raises(jaxonnx.ModelLoadError, match="pass `base_dir=`"):
+        jaxonnx.backend.prepare(proto)
+    keep = np.array([[True, False, True], [False, True, False]])
+    x = -np.ones((2, 3), np.float32)
+    (y,) = jaxonnx.backend.prepare(proto, base_dir=str(tmp_path)).run([keep, x])
+    np.testing.assert_array_equal(y, np.where(keep, x, weight))
+
+
+def test_an_all_zero_sparse_initializer_of_moderate_size_loads():
+    values = numpy_helper.from_array(np.zeros(0, np.float32), "zeros")
+    indices = numpy_helper.from_array(np.zeros(0, np.int64), "zeros_indices")
+    sparse = helper.make_sparse_tensor(values, indices, [1100, 1000])  # 4.4 MB dense, no values
+    graph = helper.make_graph(
+        [helper.make_node("Flatten", ["zeros"], ["y"], axis=0)],
+        "sparse",
+        [],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1100000])],
+        sparse_initializer=[sparse],
+    )
+    (y,) = jaxonnx.load(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]))()
+    assert y.shape == (1, 1100000) and not np.asarray(y).any()

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -14,6 +12,8 @@ from jaxonnx._registry import register
 from jaxonnx.ops._common import common_namespace, is_traced, normalize_axis, public_array, public_static
 
 _OP = "Compress"
+# Compress takes a size hint for a traced condition, beside its ONNX attribute `axis`.
+_SIZE_KEYWORDS = ("size", "fill_value")
 
 
 def _raise_if_overflow(count, size):
@@ -43,43 +43,36 @@ def _fill(fill_value, dtype: np.dtype, op: str):
         return fill_value
     if fill_value is None:
         return np.zeros((), dtype)[()]
+    try:
+        value = np.asarray(fill_value)[()] if not isinstance(fill_value, int) else fill_value
+        number = complex(value) if value is not None else None
+    except (TypeError, ValueError, OverflowError):
+        number = None
+    if number is None or np.ndim(fill_value) != 0 or isinstance(value, (str, bytes)):
+        raise OnnxTypeError(f"{op} needs a scalar number `fill_value` for dtype {dtype}, got {fill_value!r}.")
     refusal = OnnxValidationError(
         f"{op} got `fill_value`={fill_value!r}, which dtype {dtype} of `input` cannot hold exactly; "
         f"the padding would not be {fill_value!r}, so it is refused."
     )
-    try:
-        value = np.asarray(fill_value)
-    except (OverflowError, TypeError, ValueError):
-        raise refusal from None
-    if value.dtype == object and isinstance(fill_value, int):  # an int beyond 64 bits
+    if dtype.kind in "biu":
+        # Integer and bool padding must be exact: compare as Python numbers, no wrap-around.
+        if number.imag != 0 or not np.isfinite(number.real) or number.real != int(number.real):
+            raise refusal
+        integer = int(value.real) if isinstance(value, complex) else int(value)
+        low, high = (0, 1) if dtype.kind == "b" else (np.iinfo(dtype).min, np.iinfo(dtype).max)
+        if not low <= integer <= high:
+            raise refusal
+        return np.asarray(integer).astype(dtype)[()]
+    # Float and complex dtypes round to the nearest value, as JAX does with Python floats
+    # (0.1 for float32); an imaginary part a real dtype would drop, or an overflow to
+    # infinity, is refused.
+    if number.imag != 0 and dtype.kind != "c":
         raise refusal
-    if value.ndim != 0 or value.dtype.kind in "OUSMm" or not _is_number_dtype(value.dtype):
-        raise OnnxTypeError(f"{op} needs a scalar number `fill_value` for dtype {dtype}, got {fill_value!r}.")
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore")
-        cast = value.astype(dtype)
-        back = cast.astype(value.dtype)
-        exact = bool(back == value) or (bool(back != back) and bool(value != value))  # NaN stays NaN
-    if exact and value.dtype.kind in "iub" and dtype.kind in "iu":
-        info = np.iinfo(dtype)
-        exact = info.min <= int(value) <= info.max
-    rounds = value.dtype.kind == "f" or (value.dtype.kind == "c" and dtype.kind == "c")
-    if not exact and rounds and jnp.issubdtype(dtype, jnp.inexact):
-        # A float rounds to the nearest value of a float dtype, as JAX does with Python
-        # floats (0.1 for float32); only an overflow to infinity is refused.
-        with np.errstate(all="ignore"):
-            exact = bool(np.all(np.isfinite(cast.astype(np.complex128)))) or not bool(np.all(np.isfinite(value)))
-    if not exact:
-        raise refusal
+    with np.errstate(all="ignore"):
+        cast = np.asarray(number if dtype.kind == "c" else number.real).astype(dtype)
+        if np.isfinite(number) and not np.isfinite(cast.astype(np.complex128)):
+            raise refusal
     return cast[()]
-
-
-def _is_number_dtype(dtype: np.dtype) -> bool:
-    try:
-        np.zeros((), dtype).astype(np.complex128)
-    except (TypeError, ValueError):
-        return False
-    return True
 
 
 def _compress(data, condition, axis=None, *, size=None, fill_value=None, negative_axis=True, version=28):
@@ -195,12 +188,12 @@ def compress(data, condition, axis: int | None = None, *, size: int | None = Non
     )
 
 
-@register(_OP, 11, 28)
+@register(_OP, 11, 28, extra_keywords=_SIZE_KEYWORDS)
 def _compress_11(data, condition, *, axis=None, size=None, fill_value=None):
     return _compress(data, condition, axis, size=size, fill_value=fill_value)
 
 
-@register(_OP, 9)
+@register(_OP, 9, extra_keywords=_SIZE_KEYWORDS)
 def _compress_9(data, condition, *, axis=None, size=None, fill_value=None):
     return _compress(data, condition, axis, size=size, fill_value=fill_value, negative_axis=False, version=9)
 

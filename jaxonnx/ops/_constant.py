@@ -11,6 +11,7 @@ import numpy as np
 import onnx
 from onnx import external_data_helper, helper, numpy_helper
 
+from jaxonnx._dtypes import as_str_array
 from jaxonnx._errors import ModelLoadError, OnnxValidationError
 from jaxonnx._registry import register
 
@@ -20,8 +21,10 @@ from jaxonnx._registry import register
 #: dense shape of any size; these keep a tiny file from forcing a huge allocation.
 MAX_SPARSE_DENSE_ELEMENTS = 2**31
 MAX_SPARSE_DENSE_BYTES = 16 * 2**30
-#: Dense elements allowed per stored value (plus one): at most 2**20 times the sparse data.
+#: Dense elements allowed per stored value (plus one): at most 2**20 times the sparse data,
+#: above a floor of 64 MiB that any sparse tensor may expand to (all-zero tensors are common).
 MAX_SPARSE_EXPANSION = 2**20
+SPARSE_EXPANSION_FLOOR_BYTES = 64 * 2**20
 
 
 def tensor_to_numpy(tensor: onnx.TensorProto) -> np.ndarray:
@@ -40,7 +43,7 @@ def tensor_to_numpy(tensor: onnx.TensorProto) -> np.ndarray:
         )
     array = numpy_helper.to_array(tensor)
     if array.dtype == object:
-        array = np.vectorize(lambda v: v.decode() if isinstance(v, bytes) else v, otypes=[object])(array)
+        array = as_str_array(array)
     return array
 
 
@@ -51,7 +54,8 @@ def check_sparse(sparse: onnx.SparseTensorProto) -> np.ndarray:
     Raises OnnxValidationError for negative dims, values that are not 1-D, indices that are
     not ``[NNZ]`` (linear) or ``[NNZ, rank]`` integers or fall outside the dims, and a dense
     size above the limits: more than ``MAX_SPARSE_DENSE_ELEMENTS`` elements, more than
-    ``MAX_SPARSE_DENSE_BYTES`` bytes, or more than ``MAX_SPARSE_EXPANSION * (NNZ + 1)`` elements.
+    ``MAX_SPARSE_DENSE_BYTES`` bytes, or (above ``SPARSE_EXPANSION_FLOOR_BYTES``) more than
+    ``MAX_SPARSE_EXPANSION * (NNZ + 1)`` elements.
     """
     name = sparse.values.name
     dims = [int(d) for d in sparse.dims]
@@ -67,13 +71,13 @@ def check_sparse(sparse: onnx.SparseTensorProto) -> np.ndarray:
     if (
         size > MAX_SPARSE_DENSE_ELEMENTS
         or size * itemsize > MAX_SPARSE_DENSE_BYTES
-        or size > MAX_SPARSE_EXPANSION * (nnz + 1)
+        or (size * itemsize > SPARSE_EXPANSION_FLOOR_BYTES and size > MAX_SPARSE_EXPANSION * (nnz + 1))
     ):
         raise OnnxValidationError(
             f"The sparse tensor {name!r} with dims {dims} would expand to {size} dense elements "
             f"({size * itemsize} bytes) from {nnz} stored values; jaxonnx refuses more than "
             f"{MAX_SPARSE_DENSE_ELEMENTS} elements, {MAX_SPARSE_DENSE_BYTES} bytes or "
-            f"{MAX_SPARSE_EXPANSION} elements per stored value plus one."
+            f"{MAX_SPARSE_EXPANSION} elements per stored value plus one above {SPARSE_EXPANSION_FLOOR_BYTES} bytes."
         )
     return _sparse_indices(sparse, dims, nnz, size)
 
@@ -148,9 +152,9 @@ def _constant(**attributes) -> np.ndarray:
     if name == "value_ints":
         return np.array(value, dtype=np.int64).reshape(-1)
     if name == "value_string":
-        return np.array(value.decode() if isinstance(value, bytes) else value, dtype=object)
+        return as_str_array(np.array(value, dtype=object))
     if name == "value_strings":
-        return np.array([v.decode() if isinstance(v, bytes) else v for v in value], dtype=object).reshape(-1)
+        return as_str_array(np.array(list(value), dtype=object).reshape(-1))
     raise OnnxValidationError(f"Constant has no attribute {name!r}.")
 
 

@@ -63,12 +63,13 @@ def _check_bound_arrays(bounds: dict, *, op: str) -> None:
         )
 
 
-def _slice(data, starts, ends, axes=None, steps=None, *, negative_axes=True, version=13):
+def _slice(data, starts, ends, axes=None, steps=None, *, negative_axes=True, version=13, onnx_inputs=True):
     op = f"{_OP}-{version}" if version != 13 else _OP
     bounds = {"starts": starts, "ends": ends, "axes": axes, "steps": steps}
     if version == 1:  # Slice-1 has no `steps`
         del bounds["steps"]
-    _check_bound_arrays(bounds, op=op)
+    if onnx_inputs:  # the public function reads any integer bounds, as numpy indexing does
+        _check_bound_arrays(bounds, op=op)
     # Any JAX input gives a JAX output (concrete JAX bounds are read like numpy ones).
     jax_bounds = any(isinstance(v, jax.Array) for v in (starts, ends, axes, steps))
     starts = static_ints(starts, op=op, name="starts")
@@ -122,7 +123,7 @@ def slice(data, starts, ends, axes=None, steps=None):
         >>> jaxonnx.ops.slice(jnp.arange(10), starts=[8], ends=[-2**63], steps=[-3])
         Array([8, 5, 2], dtype=int32)
     """
-    return _slice(public_array(data, op=_OP, name="data"), starts, ends, axes, steps)
+    return _slice(public_array(data, op=_OP, name="data"), starts, ends, axes, steps, onnx_inputs=False)
 
 
 @register(_OP, 11, 13)
