@@ -310,12 +310,15 @@ class Model:
         }
 
     def __call__(self, *inputs) -> tuple:
+        return self._evaluate(self._positional_feed(inputs), {})
+
+    def _positional_feed(self, inputs) -> dict[str, Any]:
         if len(inputs) != len(self.input_names):
             raise OnnxValidationError(
                 f"The model takes {len(self.input_names)} inputs ({', '.join(self.input_names) or 'none'}), "
                 f"got {len(inputs)}."
             )
-        return self._evaluate(dict(zip(self.input_names, inputs)), {})
+        return dict(zip(self.input_names, inputs))
 
     def run(self, feed: Mapping[str, Any]) -> dict[str, Any]:
         """Runs the model on inputs given by name; returns ``{output name: value}``."""
@@ -333,11 +336,7 @@ class Model:
         unknown = sorted(set(params) - set(self.initializers))
         if unknown:
             raise OnnxValidationError(f"`params` names {unknown}, which are not initializers of the model.")
-        if len(inputs) != len(self.input_names):
-            raise OnnxValidationError(
-                f"The model takes {len(self.input_names)} inputs ({', '.join(self.input_names)}), got {len(inputs)}."
-            )
-        return self._evaluate(dict(zip(self.input_names, inputs)), dict(params))
+        return self._evaluate(self._positional_feed(inputs), dict(params))
 
     def _evaluate(self, feed: dict[str, Any], params: dict[str, Any]) -> tuple:
         values: dict[str, Any] = dict(self.initializers)

@@ -13,6 +13,7 @@ from onnx import external_data_helper, helper, numpy_helper
 
 from jaxonnx._dtypes import as_str_array
 from jaxonnx._errors import ModelLoadError, OnnxValidationError
+from jaxonnx._loading import external_location
 from jaxonnx._registry import register
 
 
@@ -35,9 +36,8 @@ def tensor_to_numpy(tensor: onnx.TensorProto) -> np.ndarray:
     at a file was not loaded through a model with a known folder.
     """
     if external_data_helper.uses_external_data(tensor):
-        location = next((e.value for e in tensor.external_data if e.key == "location"), "")
         raise ModelLoadError(
-            f"The tensor {tensor.name!r} keeps its data in the external file {location!r}, which "
+            f"The tensor {tensor.name!r} keeps its data in the external file {external_location(tensor)!r}, which "
             "jaxonnx reads only while loading a model: load the model from its path or pass "
             "`base_dir=` (the folder of the file) to `jaxonnx.load`."
         )
