@@ -122,6 +122,11 @@ class _TensorType:
     dtype: np.dtype | None
     shape: tuple[int | str | None, ...] | None  # None: rank unknown
 
+    @classmethod
+    def of_array(cls, name: str, array: np.ndarray) -> _TensorType:
+        """The exact type of an array, e.g. of an initializer that a param replaces."""
+        return cls(name, array.dtype, tuple(array.shape))
+
     def type_text(self) -> str:
         type_name = onnx_type_name(self.dtype) if self.dtype is not None else "?"
         dims = "?" if self.shape is None else "[" + ", ".join("?" if d is None else str(d) for d in self.shape) + "]"
@@ -236,9 +241,6 @@ class Model:
             name = sparse.values.name
             self.initializers[name] = read_tensor(sparse_to_numpy, sparse, f"sparse initializer {name!r}")
 
-        self._initializer_types = {
-            name: _TensorType(name, value.dtype, tuple(value.shape)) for name, value in self.initializers.items()
-        }
         declared = [_declared(v, "input") for v in graph.input]
         self._declared = {i.name: i for i in declared}
         for name, value in self.initializers.items():
@@ -247,7 +249,7 @@ class Model:
                 if not (expected.accepts_dtype(value.dtype) and expected.accepts_shape(value.shape)):
                     raise ModelLoadError(
                         f"The graph input {name!r} is declared {expected.type_text()} but its initializer is "
-                        f"{self._initializer_types[name].type_text()}."
+                        f"{_TensorType.of_array(name, value).type_text()}."
                     )
         self.input_names = tuple(i.name for i in declared if i.name not in self.initializers)
         self._declared_outputs = tuple(_declared(o, "output") for o in graph.output)
@@ -341,7 +343,8 @@ class Model:
     def _evaluate(self, feed: dict[str, Any], params: dict[str, Any]) -> tuple:
         values: dict[str, Any] = dict(self.initializers)
         for name, value in params.items():
-            values[name] = self._checked_input(self._initializer_types[name], value, kind="param")
+            own_type = _TensorType.of_array(name, self.initializers[name])
+            values[name] = self._checked_input(own_type, value, kind="param")
         for name, value in feed.items():
             values[name] = self._checked_input(self._declared[name], value, kind="input")
         for node in self.nodes:

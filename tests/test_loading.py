@@ -441,13 +441,19 @@ def test_string_sparse_tensors_fill_with_empty_strings():
     assert dense.dtype == object and dense.tolist() == [["", "a"], ["b", ""]]
 
 
-def test_external_data_shorter_than_its_length_is_a_model_load_error(tmp_path):
+def _model_with_short_external_data(tmp_path):
+    """A model whose external data entry claims more bytes than its file has."""
     path = _save_with_external_data(_weights_model(), tmp_path / "model")
     proto = onnx.load(path, load_external_data=False)
     for entry in proto.graph.initializer[0].external_data:
         if entry.key == "length":
             entry.value = str(10**6)
     onnx.save(proto, path)
+    return path
+
+
+def test_external_data_shorter_than_its_length_is_a_model_load_error(tmp_path):
+    path = _model_with_short_external_data(tmp_path)
     pattern = r"The external data 'weights\.bin' of initializer 'w_all' cannot be read: External data length \(1000000\) exceeds"
     with pytest.raises(jaxonnx.ModelLoadError, match=pattern):
         jaxonnx.load(path)
@@ -535,12 +541,7 @@ def test_a_domain_imported_twice_is_refused(tmp_path, capsys, domains, message):
 
 
 def test_the_cli_reports_load_errors_without_a_traceback(tmp_path, capsys):
-    path = _save_with_external_data(_weights_model(), tmp_path / "model")
-    proto = onnx.load(path, load_external_data=False)
-    for entry in proto.graph.initializer[0].external_data:
-        if entry.key == "length":
-            entry.value = str(10**6)
-    onnx.save(proto, path)
+    path = _model_with_short_external_data(tmp_path)
     assert main(["run", str(path)]) == 1
     err = capsys.readouterr().err
     assert err.startswith("jaxonnx: error: The external data 'weights.bin' of initializer 'w_all' cannot be read"), err

@@ -10,13 +10,6 @@ from jaxonnx._dtypes import as_jax, is_string_array
 from jaxonnx._errors import OnnxTypeError, OnnxValidationError, StaticValueError
 
 
-def namespace(*arrays):
-    """numpy when every given array is numpy (so static values stay exact), else jax.numpy."""
-    if all(a is None or isinstance(a, (np.ndarray, np.generic)) for a in arrays):
-        return np
-    return jnp
-
-
 def common_namespace(*named, op: str):
     """Puts the ``(name, array)`` pairs ``named`` in one array namespace; returns it and the arrays.
 
