@@ -1,16 +1,30 @@
-"""Writes the tutorial notebooks in this folder from the cells below.
+"""Writes the tutorial notebooks in this folder from the cells below, executed, with outputs.
 
-The notebooks are generated so that a change to a tutorial is reviewed here, as plain
-Python, and the committed ``.ipynb`` files never carry outputs. After editing, run
+A tutorial is edited here, as plain Python, and reviewed here; the committed ``.ipynb``
+files are this script's output: the cells below, executed top to bottom in a fresh
+``python3`` kernel whose working directory is this folder, saved with their outputs so
+that they read as executed tutorials on a code host. After editing, run
 
-    python notebooks/_build.py
+    python notebooks/_build.py                  # every notebook: write, execute, save
+    python notebooks/_build.py 02 04_speed      # only the notebooks whose names start so
+    python notebooks/_build.py --check          # execute and compare; write nothing
 
-and commit both this file and the notebooks. ``tests/test_notebooks.py`` checks that the
-committed notebooks are exactly what this script writes, and executes each of them.
+and commit this file and the notebooks. ``tests/test_notebooks.py`` checks that every
+notebook in this folder has exactly the cells written here, and that executing it again
+reproduces its committed outputs (``stale_outputs``): text exactly, images by presence,
+and cells tagged ``timing`` or ``machine-dependent`` by output type only.
+
+Adding a notebook: write its cells as a list of ``md(...)`` and ``code(...)`` below and
+add one entry to ``NOTEBOOKS``. Tag a code cell whose output legitimately differs between
+runs or machines, ``code(source, TIMING)``; every other output must be reproducible (set
+seeds, print no addresses, timings or device lists). Figures: draw a matplotlib
+``Figure`` and ``show(fig)`` it (see the helper each notebook defines), small.
 """
 
 from __future__ import annotations
 
+import argparse
+import copy
 import os
 import sys
 import textwrap
@@ -19,14 +33,22 @@ import nbformat
 from nbformat import v4
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+CELL_TIMEOUT_S = 120
+
+# Cell tags whose outputs are compared by type only: they differ between runs or machines.
+TIMING = "timing"
+MACHINE_DEPENDENT = "machine-dependent"
+VOLATILE_TAGS = frozenset({TIMING, MACHINE_DEPENDENT})
 
 
-def _cells(stem: str, cells: list[tuple[str, str]]) -> nbformat.NotebookNode:
+def _cells(name: str, cells: list[tuple[str, str, tuple[str, ...]]]) -> nbformat.NotebookNode:
     nb = v4.new_notebook()
-    for index, (kind, source) in enumerate(cells):
+    for index, (kind, source, tags) in enumerate(cells):
         source = textwrap.dedent(source).strip("\n")
         cell = v4.new_markdown_cell(source) if kind == "md" else v4.new_code_cell(source)
-        cell["id"] = f"{stem[:2]}-{index:02d}"  # stable ids: regenerating gives no diff
+        cell["id"] = f"{name[:2]}-{index:02d}"  # stable ids: regenerating gives no diff
+        if tags:
+            cell.metadata["tags"] = list(tags)
         nb.cells.append(cell)
     nb.metadata = {
         "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
@@ -35,12 +57,15 @@ def _cells(stem: str, cells: list[tuple[str, str]]) -> nbformat.NotebookNode:
     return nb
 
 
-def md(source: str) -> tuple[str, str]:
-    return ("md", source)
+def md(source: str) -> tuple[str, str, tuple[str, ...]]:
+    return ("md", source, ())
 
 
-def code(source: str) -> tuple[str, str]:
-    return ("code", source)
+def code(source: str, *tags: str) -> tuple[str, str, tuple[str, ...]]:
+    unknown = sorted(set(tags) - VOLATILE_TAGS)
+    if unknown:
+        raise ValueError(f"Unknown cell tags {unknown}; the tags that mark volatile outputs are {sorted(VOLATILE_TAGS)}.")
+    return ("code", source, tags)
 
 
 # --------------------------------------------------------------------------- 01 quickstart
@@ -79,7 +104,8 @@ QUICKSTART = [
 
         print("jaxonnx", jaxonnx.__version__, "| jax", jax.__version__, "| onnx", onnx.__version__,
               "| onnxruntime", ort.__version__, "| x64:", jax.config.jax_enable_x64)
-        """
+        """,
+        MACHINE_DEPENDENT,  # the versions installed where it runs
     ),
     md(
         """
@@ -295,6 +321,12 @@ GRADIENTS = [
         from onnx import TensorProto, helper, numpy_helper
 
         import jaxonnx
+
+
+        def show(fig):  # a matplotlib Figure drawn with Agg directly (no pyplot backend), as a PNG
+            png = io.BytesIO()
+            fig.savefig(png, format="png", metadata={"Software": None})  # no version string in the bytes
+            display(Image(png.getvalue()))
         """
     ),
     md(
@@ -357,6 +389,55 @@ GRADIENTS = [
     ),
     md(
         """
+        ### Where the cotangent lands
+
+        Backpropagation runs the graph backwards, one VJP per node. Below, the same three
+        ops are called through `jaxonnx.ops` and each one's VJP (`jax.vjp`) is applied in
+        turn to the cotangent of `sum(y)`, a matrix of ones:
+
+        * **Where** passes the cotangent to the branch `mask` picked (zeros elsewhere);
+        * **GatherElements** *scatter-adds* it back to the positions its indices read, so a
+          position gathered twice receives 2 and one never gathered receives 0;
+        * **Slice** places it into the reversed rows and odd columns of `w`; the columns it
+          skipped get zeros.
+
+        The last panel is exactly the gradient above.
+        """
+    ),
+    code(
+        """
+        bounds = dict(starts=[-1, 1], ends=[np.iinfo(np.int64).min, 6], axes=[0, 1], steps=[-1, 2])
+        w_sliced, slice_vjp = jax.vjp(lambda w: jaxonnx.ops.slice(w, **bounds), model.params["w"])
+        w_gathered, gather_vjp = jax.vjp(lambda s: jaxonnx.ops.gather_elements(s, indices, axis=1), w_sliced)
+        y, where_vjp = jax.vjp(lambda g: jaxonnx.ops.where(mask, g, x), w_gathered)
+
+        (at_gathered,) = where_vjp(jnp.ones_like(y))
+        (at_sliced,) = gather_vjp(at_gathered)
+        (at_w,) = slice_vjp(at_sliced)
+        assert (at_w == uses).all()  # the op-by-op chain is the model's gradient
+
+        fig = Figure(figsize=(9, 2.6), dpi=80)
+        panels = [
+            (at_gathered, "Where: into `w_gathered`\\n(1 where mask is true)"),
+            (at_sliced, "GatherElements: scatter-add\\ninto `w_sliced`"),
+            (at_w, "Slice: into `w`\\n(rows reversed, odd columns)"),
+        ]
+        axes = fig.subplots(1, 3, gridspec_kw={"width_ratios": [3, 3, 6]})
+        for ax, (cotangent, title) in zip(axes, panels):
+            counts = np.asarray(cotangent).astype(int)
+            ax.imshow(counts, cmap="Blues", vmin=0, vmax=3)
+            for (row, col), count in np.ndenumerate(counts):
+                ax.text(col, row, count, ha="center", va="center", color="white" if count >= 2 else "black")
+            ax.set_xticks(range(counts.shape[1]))
+            ax.set_yticks(range(counts.shape[0]))
+            ax.set_title(title, fontsize=9)
+        fig.suptitle("the cotangent of sum(y), pulled back node by node", fontsize=10)
+        fig.tight_layout()
+        show(fig)
+        """
+    ),
+    md(
+        """
         ## Fitting
 
         The target is what the model gives for some "true" weights. The loss is the mean
@@ -386,20 +467,19 @@ GRADIENTS = [
 
         print(f"initial loss {losses[0]:.3e}")
         print(f"final loss {losses[-1]:.3e}")
-        """
+        """,
+        MACHINE_DEPENDENT,  # the final loss is float32 round-off, which varies with the CPU's vector width
     ),
     code(
         """
-        fig = Figure(figsize=(4, 2.5), dpi=80)  # drawn with Agg directly: no pyplot backend needed
+        fig = Figure(figsize=(4, 2.5), dpi=80)
         ax = fig.subplots()
         ax.semilogy(losses)
         ax.set_xlabel("step")
         ax.set_ylabel("loss (log scale)")
         ax.set_title("gradient descent on an ONNX initializer")
         fig.tight_layout()
-        png = io.BytesIO()
-        fig.savefig(png, format="png")
-        display(Image(png.getvalue()))
+        show(fig)
         """
     ),
     md(
@@ -413,7 +493,7 @@ GRADIENTS = [
         """
         w_fit = np.asarray(params["w"])
         reached = np.asarray(uses) > 0
-        print("max |w_fit - w_true| where w reaches y:", float(np.abs(w_fit - w_true)[reached].max()))
+        print("|w_fit - w_true| < 1e-6 where w reaches y:", bool((np.abs(w_fit - w_true)[reached] < 1e-6).all()))
         print("w_fit where w does not reach y is still 0:", bool((w_fit[~reached] == 0).all()))
         """
     ),
@@ -439,6 +519,7 @@ SHAPES = [
     ),
     code(
         """
+        import io
         import logging
         import re
         import textwrap
@@ -446,9 +527,19 @@ SHAPES = [
         import jax
         import jax.numpy as jnp
         import numpy as np
+        from IPython.display import Image, display
+        from matplotlib.figure import Figure
+        from matplotlib.patches import Rectangle
         from onnx import TensorProto, helper, numpy_helper
 
         import jaxonnx
+
+
+        def show(fig):  # a matplotlib Figure drawn with Agg directly (no pyplot backend), as a PNG
+            png = io.BytesIO()
+            fig.savefig(png, format="png", metadata={"Software": None})  # no version string in the bytes
+            display(Image(png.getvalue()))
+
 
         x = np.arange(10, dtype=np.float32).reshape(5, 2)
 
@@ -540,6 +631,44 @@ SHAPES = [
     ),
     md(
         """
+        In a picture: the rows of `x` where `keep` is true, in order, then zero rows up to
+        the hinted length.
+        """
+    ),
+    code(
+        """
+        def draw_rows(ax, values, colors, labels, title, hatched=()):
+            for (row, col), value in np.ndenumerate(values):
+                ax.add_patch(Rectangle((col - 0.5, row - 0.5), 1, 1, facecolor=colors[row],
+                                       edgecolor="gray" if row in hatched else "white", hatch="//" if row in hatched else None))
+                ax.text(col, row, f"{value:g}", ha="center", va="center", backgroundcolor=colors[row])
+            ax.set_xlim(-0.5, values.shape[1] - 0.5)
+            ax.set_ylim(len(x) - 0.5, -0.5)  # both panels at the scale of x: the output is shorter
+            ax.set_aspect("equal")
+            ax.spines[:].set_visible(False)
+            ax.set_xticks([])
+            ax.set_yticks(range(values.shape[0]), labels, fontsize=8)
+            ax.set_title(title, fontsize=9)
+
+
+        (kept,) = hinted(x, keep)
+        selected = np.flatnonzero(keep)  # the rows of x that Compress keeps, in order
+        padding = range(len(selected), kept.shape[0])
+        assert (np.asarray(kept)[len(selected):] == 0).all()
+
+        fig = Figure(figsize=(5, 2.6), dpi=80)
+        left, right = fig.subplots(1, 2)
+        draw_rows(left, x, ["lightskyblue" if k else "lightgray" for k in keep],
+                  [f"row {i}: keep={bool(k)}" for i, k in enumerate(keep)], "x, and the condition `keep`")
+        draw_rows(right, np.asarray(kept), ["lightskyblue"] * len(selected) + ["white"] * len(padding),
+                  [f"row {i} of x" for i in selected] + ["padding (zeros)"] * len(padding),
+                  "kept, size hint 3", hatched=padding)
+        fig.tight_layout()
+        show(fig)
+        """
+    ),
+    md(
+        """
         The hint is an upper bound, not a truncation. Selecting more rows than the hint
         raises when the model runs. Under jit the check runs inside the compiled
         computation, so the error reaches Python as a `jax.errors.JaxRuntimeError` whose
@@ -616,13 +745,16 @@ SPEED = [
         """
         # Speed against onnxruntime
 
-        The benchmark suite in `benchmarks/` times jaxonnx (under `jax.jit`) against
-        onnxruntime and writes a chart and a table. This notebook shows them if they have
-        been produced, and then runs a tiny live timing of its own.
+        The benchmark suite in `benchmarks/` (`python benchmarks/run.py`) times jaxonnx
+        (under `jax.jit`) against onnxruntime and `onnx.reference` on 4096×8192 float32
+        models and writes its figures to `benchmarks/results.md`. This notebook charts the
+        committed results, the same data as the README's chart, without running the suite
+        (it takes minutes and a quiet machine), and then runs a tiny live timing of its own.
         """
     ),
     code(
         """
+        import io
         import pathlib
         import time
 
@@ -630,28 +762,102 @@ SPEED = [
         import numpy as np
         import onnxruntime as ort
         from IPython.display import Image, Markdown, display
+        from matplotlib.figure import Figure
         from onnx import TensorProto, helper, numpy_helper
 
         import jaxonnx
 
-        BENCHMARKS = pathlib.Path("..", "benchmarks")
+        RESULTS = pathlib.Path("..", "benchmarks", "results.md")
+
+
+        def show(fig):  # a matplotlib Figure drawn with Agg directly (no pyplot backend), as a PNG
+            png = io.BytesIO()
+            fig.savefig(png, format="png", metadata={"Software": None})  # no version string in the bytes
+            display(Image(png.getvalue()))
         """
     ),
-    md("## The benchmark results"),
+    md(
+        """
+        ## The benchmark results
+
+        `results.md` has one generated table per pass: *tuned* runs with the glibc malloc
+        settings of `jaxonnx.tune_cpu_allocator()` (see the README), *default* without them.
+        Its hand-written notes follow a marker line; only the generated part is read.
+        """
+    ),
     code(
         """
-        chart = BENCHMARKS / "chart.png"
-        results = BENCHMARKS / "results.md"
-        if chart.is_file():
-            display(Image(filename=str(chart), width=640))
-        else:
-            print(f"No chart yet: {chart} does not exist (the benchmark suite in benchmarks/ writes it).")
-        if results.is_file():
-            text = results.read_text()
-            table = "\\n".join(line for line in text.splitlines() if line.lstrip().startswith("|"))
-            display(Markdown(table or text))
-        else:
-            print(f"No results table yet: {results} does not exist.")
+        NOTES_MARKER = "<!-- notes:"
+
+
+        def generated_tables(text):
+            \"\"\"{pass name: [{column: cell}]} for each table under a `## <pass>: ...` heading.\"\"\"
+            tables, name, header = {}, None, None
+            for line in text.split(NOTES_MARKER)[0].splitlines():
+                if line.startswith("## "):
+                    name, header = line[3:].split(":")[0], None
+                elif line.startswith("|") and name is not None:
+                    cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+                    if header is None:
+                        header = cells
+                    elif not set(line.strip()) <= set("|-"):  # skip the |---| row
+                        tables.setdefault(name, []).append(dict(zip(header, cells)))
+            return tables
+
+
+        tables = generated_tables(RESULTS.read_text(encoding="utf-8"))
+        tuned, default = tables["tuned"], tables["default"]
+        assert [row["case"] for row in tuned] == [row["case"] for row in default]
+        rows = ["| case | jaxonnx ms | onnxruntime ms | ratio, tuned | ratio, default | target |", "|---|---|---|---|---|---|"]
+        rows += [
+            f"| {t['case']} | {t['jaxonnx ms']} | {t['onnxruntime ms']} | {t['ratio ort/jaxonnx']} | {d['ratio ort/jaxonnx']} | {t['target']} |"
+            for t, d in zip(tuned, default)
+        ]
+        display(Markdown("\\n".join(rows)))
+        """
+    ),
+    md(
+        """
+        Ratio = onnxruntime time / jaxonnx time: above 1, jaxonnx is faster. The red marks
+        are the targets; the compile case is a time (seconds, lower is better), so it has
+        its own panel.
+        """
+    ),
+    code(
+        """
+        def is_compile_case(row):
+            return row["target"].startswith("<")
+
+
+        cases = [row["case"] for row in tuned if not is_compile_case(row)]
+        fig = Figure(figsize=(10, 3.8), dpi=72)
+        ax, ax_compile = fig.subplots(1, 2, gridspec_kw={"width_ratios": [5, 1.2]})
+        width = 0.4
+        for k, (name, table) in enumerate([("tuned", tuned), ("default", default)]):
+            ratios = [float(row["ratio ort/jaxonnx"]) for row in table if not is_compile_case(row)]
+            xs = np.arange(len(cases)) + (k - 0.5) * width
+            bars = ax.bar(xs, ratios, width, label=name)
+            for x, ratio in zip(xs, ratios):
+                ax.annotate(f"{ratio:.2f}", (x, ratio), ha="center", va="bottom", fontsize=7)
+            (compile_row,) = [row for row in table if is_compile_case(row)]
+            seconds = float(compile_row["jaxonnx ms"].replace(",", "")) / 1e3
+            ax_compile.bar(k, seconds, 0.6, color=bars.patches[0].get_facecolor())
+            ax_compile.annotate(f"{seconds:.2f} s", (k, seconds), ha="center", va="bottom", fontsize=8)
+        for i, row in enumerate(row for row in tuned if not is_compile_case(row)):
+            target = float(row["target"].lstrip(">= "))
+            ax.hlines(target, i - 0.45, i + 0.45, colors="red", linestyles="--", label="target" if i == 0 else None)
+        ax.axhline(1.0, color="gray", linewidth=0.8)
+        ax.set_xticks(range(len(cases)), [case.replace(" (", "\\n(").replace(", ", ",\\n") for case in cases], fontsize=7)
+        ax.set_ylabel("onnxruntime time / jaxonnx time")
+        ax.set_title("jaxonnx (jax.jit) vs onnxruntime, CPU (higher is better)", fontsize=10)
+        ax.legend(fontsize=8)
+        (compile_row,) = [row for row in tuned if is_compile_case(row)]
+        ax_compile.axhline(float(compile_row["target"].lstrip("< ").rstrip(" s")), color="red", linestyle="--")
+        ax_compile.set_xticks([0, 1], ["tuned", "default"], fontsize=8)
+        ax_compile.set_ylabel("seconds (lower is better)")
+        ax_compile.set_title(f"{compile_row['case']}\\n(load + trace + compile + 1st run)", fontsize=8)
+        fig.tight_layout()
+        show(fig)
         """
     ),
     md(
@@ -720,7 +926,8 @@ SPEED = [
         print(f"jax.jit first call (trace + compile): {compile_ms:8.1f} ms")
         print(f"jax.jit(model), per call:             {jax_us:8.1f} us   (indicative)")
         print(f"onnxruntime, per call:                {ort_us:8.1f} us   (indicative)")
-        """
+        """,
+        TIMING,
     ),
 ]
 
@@ -733,18 +940,170 @@ NOTEBOOKS = {
 }
 
 
+# --------------------------------------------------------------------------- building
+
+
 def build() -> dict[str, nbformat.NotebookNode]:
     """The notebooks, by file name, without outputs."""
     return {name: _cells(name, cells) for name, cells in NOTEBOOKS.items()}
 
 
-def main() -> int:
-    for name, nb in build().items():
-        nbformat.validate(nb)
+def without_outputs(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """A copy of ``nb`` as ``build`` writes it: no outputs, no execution counts."""
+    nb = copy.deepcopy(nb)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs = []
+            cell.execution_count = None
+    nb.metadata["language_info"] = {"name": "python"}
+    return nb
+
+
+def _coalesced(outputs: list) -> list:
+    # A kernel flushes a cell's prints in as many chunks as timing makes it; one output per
+    # run of same-stream text is what a reader sees, and it does not depend on the timing.
+    merged = []
+    for output in outputs:
+        previous = merged[-1] if merged else None
+        if output.output_type == "stream" and previous is not None and previous.output_type == "stream" and previous.name == output.name:
+            previous.text += output.text
+        else:
+            merged.append(copy.deepcopy(output))
+    return merged
+
+
+def execute(nb: nbformat.NotebookNode, *, timeout: int = CELL_TIMEOUT_S) -> nbformat.NotebookNode:
+    """A copy of ``nb`` executed top to bottom in a fresh ``python3`` kernel, in this folder.
+
+    Raises ``nbclient.exceptions.CellExecutionError``, with the cell and its traceback, when
+    a cell raises. The kernel inherits this process's environment (``XLA_FLAGS`` included).
+    """
+    # Import here: building the notebooks' sources needs only nbformat.
+    import matplotlib.font_manager  # noqa: F401  (builds matplotlib's font cache now, not in a cell's output)
+    from nbclient import NotebookClient
+
+    nb = without_outputs(nb)
+    client = NotebookClient(
+        nb,
+        kernel_name="python3",
+        timeout=timeout,
+        record_timing=False,  # no per-cell timestamps in the committed files
+        resources={"metadata": {"path": HERE}},  # the kernel's working directory
+    )
+    client.execute()
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs = _coalesced(cell.outputs)
+    nb.metadata["language_info"] = {"name": "python"}  # the kernel's Python version is not the notebook's
+    return nb
+
+
+# --------------------------------------------------------------------------- freshness
+
+
+def _is_exact(mime: str) -> bool:
+    # Images are compared by presence: PNG bytes differ between matplotlib and libpng versions.
+    return not mime.startswith("image/")
+
+
+def _summary(output, exact: bool):
+    """What of an output must be reproduced: everything textual, or (``exact=False``) its type."""
+    kind = output.output_type
+    if kind == "stream":
+        return (kind, output.name, output.text if exact else None)
+    if kind in ("display_data", "execute_result"):
+        return (kind, tuple(sorted((mime, value if exact and _is_exact(mime) else None) for mime, value in output.data.items())))
+    if kind == "error":
+        return (kind, output.ename, output.evalue if exact else None)
+    return (kind,)
+
+
+def _short(summary) -> str:
+    text = repr(summary)
+    return text if len(text) <= 300 else text[:300] + "..."
+
+
+def stale_outputs(committed: nbformat.NotebookNode, fresh: nbformat.NotebookNode) -> list[str]:
+    """Where ``committed`` differs from ``fresh``, the same notebook executed now; ``[]`` if nowhere.
+
+    Text outputs must be equal, images present with the same type, and the outputs of
+    cells tagged ``timing`` or ``machine-dependent`` of the same types in the same order.
+    Execution counts must be equal too: a committed notebook was run top to bottom once.
+    """
+    committed_cells = [c for c in committed.cells if c.cell_type == "code"]
+    fresh_cells = [c for c in fresh.cells if c.cell_type == "code"]
+    if [c.get("id") for c in committed_cells] != [c.get("id") for c in fresh_cells]:
+        return [
+            f"the code cells differ: committed ids {[c.get('id') for c in committed_cells]}, "
+            f"fresh ids {[c.get('id') for c in fresh_cells]}"
+        ]
+    problems = []
+    for old, new in zip(committed_cells, fresh_cells):
+        where = f"cell {old.get('id')}"
+        if old.source != new.source:
+            problems.append(f"{where}: the source differs")
+            continue
+        if old.execution_count != new.execution_count:
+            problems.append(f"{where}: execution count {old.execution_count}, fresh {new.execution_count}")
+        exact = not VOLATILE_TAGS & set(old.metadata.get("tags", ()))
+        old_summaries = [_summary(o, exact) for o in _coalesced(old.outputs)]
+        new_summaries = [_summary(o, exact) for o in _coalesced(new.outputs)]
+        if old_summaries == new_summaries:
+            continue
+        if len(old_summaries) != len(new_summaries):
+            problems.append(
+                f"{where}: {len(old_summaries)} committed outputs, {len(new_summaries)} fresh: "
+                f"committed {_short(old_summaries)}, fresh {_short(new_summaries)}"
+            )
+            continue
+        for index, (a, b) in enumerate(zip(old_summaries, new_summaries)):
+            if a != b:
+                problems.append(f"{where}, output {index}: committed {_short(a)}, fresh {_short(b)}")
+    return problems
+
+
+# --------------------------------------------------------------------------- command line
+
+
+def _select(names: list[str]) -> dict[str, nbformat.NotebookNode]:
+    notebooks = build()
+    if not names:
+        return notebooks
+    selected = {}
+    for prefix in names:
+        matches = [name for name in notebooks if name.startswith(prefix)]
+        if not matches:
+            raise SystemExit(f"No notebook's name starts with {prefix!r}; the notebooks are {', '.join(notebooks)}.")
+        selected.update((name, notebooks[name]) for name in matches)
+    return selected
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Write (and execute) the tutorial notebooks in notebooks/.")
+    parser.add_argument("names", nargs="*", help="only the notebooks whose file names start with these")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--check", action="store_true", help="execute and compare with the committed notebooks; write nothing")
+    mode.add_argument("--no-execute", action="store_true", help="write the notebooks without outputs (quick, for drafting)")
+    args = parser.parse_args(argv)
+
+    stale = 0
+    for name, nb in _select(args.names).items():
         path = os.path.join(HERE, name)
-        nbformat.write(nb, path)
-        print(f"wrote {os.path.relpath(path)}")
-    return 0
+        if args.no_execute:
+            nbformat.validate(nb)
+            nbformat.write(nb, path)
+            print(f"wrote {os.path.relpath(path)} (not executed)")
+            continue
+        fresh = execute(nb)
+        nbformat.validate(fresh)
+        if args.check:
+            problems = stale_outputs(nbformat.read(path, as_version=4), fresh) if os.path.exists(path) else ["not written yet"]
+            stale += bool(problems)
+            print(f"{name}: " + ("current" if not problems else "STALE\n  " + "\n  ".join(problems)))
+            continue
+        nbformat.write(fresh, path)
+        print(f"wrote {os.path.relpath(path)} (executed)")
+    return 1 if stale else 0
 
 
 if __name__ == "__main__":
