@@ -8,6 +8,10 @@ the library itself never changes JAX's configuration or the process's allocator.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import logging
+import os
+import re
 import sys
 import time
 
@@ -48,18 +52,77 @@ def main(argv: list[str] | None = None) -> int:
     from jaxonnx._errors import JaxOnnxError
 
     try:
-        if args.command == "run":
-            return _run(args)
-        if args.command == "check":
-            return _check(args)
-        return _demo()
-    except (JaxOnnxError, _UsageError, jax.errors.JaxRuntimeError) as error:
+        with _quiet_callback_logs():
+            commands = {"run": _run, "check": _check}
+            code = commands[args.command](args) if args.command in commands else _demo()
+            sys.stdout.flush()  # a closed pipe raises here, inside the `except` below
+            return code
+    except _UsageError as error:
         print(f"jaxonnx: error: {error}", file=sys.stderr)
+        return error.exit_code
+    except (JaxOnnxError, jax.errors.JaxRuntimeError) as error:
+        print(f"jaxonnx: error: {_for_the_command_line(error)}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:
+        # The reader went away (`jaxonnx | head`): stop quietly, and keep Python's final
+        # flush of stdout from raising again (the recipe of Python's `signal` docs).
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
 
 
 class _UsageError(Exception):
-    """A command-line argument or file that the command cannot use (exit code 1, no traceback)."""
+    """A command-line argument or file that the command cannot use (no traceback).
+
+    Malformed arguments exit with 2, as argparse's own usage errors do; files that cannot
+    be read exit with 1.
+    """
+
+    def __init__(self, message: str, exit_code: int = 1):
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+@contextlib.contextmanager
+def _quiet_callback_logs():
+    """While the command runs, the traceback JAX logs for a failing host callback and the
+    message jaxonnx logs from it are not printed: the command prints the message itself."""
+    loggers = [logging.getLogger("jax._src.debugging"), logging.getLogger("jaxonnx")]
+    saved = [logger.disabled for logger in loggers]
+    for logger in loggers:
+        logger.disabled = True
+    try:
+        yield
+    finally:
+        for logger, disabled in zip(loggers, saved):
+            logger.disabled = disabled
+
+
+#: Python spellings in library messages, and what a command-line user writes instead.
+_PYTHON_TO_COMMAND_LINE = [
+    (re.compile(r"`jaxonnx\.load\(model, size_hints=\{'([^']*)': <length>\}\)`"), r"`--size-hint \1=N`"),
+    (re.compile(r"`size_hints=` of `jaxonnx\.load`, or (`--size-hint OUTPUT=N`) of the jaxonnx command"), r"\1"),
+]
+
+
+def _for_the_command_line(error: Exception) -> str:
+    """The error's message as a command-line user needs it: a failing host callback's
+    jaxonnx message rather than JAX's traceback around it, and options instead of Python."""
+    from jaxonnx import _errors
+
+    message = str(error)
+    if not isinstance(error, _errors.JaxOnnxError):
+        # A JaxRuntimeError from a host callback carries the callback's traceback, which
+        # ends with the jaxonnx error that the callback raised.
+        names = "|".join(
+            name for name, value in vars(_errors).items()
+            if isinstance(value, type) and issubclass(value, _errors.JaxOnnxError)
+        )
+        raised = re.findall(rf"^(?:jaxonnx\._errors\.)?(?:{names}): (.*)$", message, flags=re.MULTILINE)
+        if raised:
+            message = raised[-1]
+    for pattern, replacement in _PYTHON_TO_COMMAND_LINE:
+        message = pattern.sub(replacement, message)
+    return message
 
 
 def _summary(value) -> str:
@@ -78,7 +141,15 @@ def _print_outputs(names, outputs) -> None:
 
 
 def _random_input(declared, rng: np.random.Generator):
-    shape = tuple(d if isinstance(d, int) else 1 for d in (declared.shape or ()))
+    """A random value of a declared input; symbolic and unknown dims get length 1."""
+    missing = [what for what, known in (("a shape", declared.shape is not None), ("an element type", declared.dtype is not None)) if not known]
+    if missing:
+        raise _UsageError(
+            f"the input {declared.name!r} is declared without {' or '.join(missing)} ({declared.type_text()}), "
+            f"so no random value can be made for it; give one with `--input {declared.name}=FILE.npy`.",
+            exit_code=2,
+        )
+    shape = tuple(d if isinstance(d, int) else 1 for d in declared.shape)
     dtype = declared.dtype
     if dtype == np.bool_:
         return rng.random(shape) < 0.5
@@ -89,25 +160,39 @@ def _random_input(declared, rng: np.random.Generator):
     return rng.standard_normal(shape).astype(dtype)
 
 
+def _pairs(items, option: str, value_name: str) -> list[tuple[str, str]]:
+    """``NAME=VALUE`` arguments of ``option`` as pairs; a malformed one is a usage error (exit 2)."""
+    pairs = []
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise _UsageError(f"{option} needs NAME={value_name}, got {item!r}.", exit_code=2)
+        pairs.append((name, value))
+    return pairs
+
+
 def _run(args) -> int:
     import jax
 
     import jaxonnx
 
     hints = {}
-    for item in args.size_hint:
-        name, _, n = item.partition("=")
+    for name, n in _pairs(args.size_hint, "--size-hint", "N"):
         try:
             hints[name] = int(n)
         except ValueError:
-            raise _UsageError(f"--size-hint needs OUTPUT=N with an integer N, got {item!r}.") from None
+            raise _UsageError(f"--size-hint needs NAME=N with an integer N, got '{name}={n}'.", exit_code=2) from None
+    inputs = _pairs(args.input, "--input", "FILE.npy")
     model = jaxonnx.load(args.model, size_hints=hints)
+    unknown = [name for name, _ in inputs if name not in model._declared]
+    if unknown:
+        raise _UsageError(
+            f"--input names {', '.join(map(repr, unknown))}, which {'is not an input' if len(unknown) == 1 else 'are not inputs'} "
+            f"of the model; its inputs are {', '.join(model._declared) or 'none'}.",
+            exit_code=2,
+        )
     given = {}
-    for item in args.input:
-        name, sep, path = item.partition("=")
-        if not sep:
-            print(f"jaxonnx: error: --input needs NAME=FILE.npy, got {item!r}", file=sys.stderr)
-            return 2
+    for name, path in inputs:
         try:
             given[name] = np.load(path, allow_pickle=False)
         except (OSError, ValueError) as error:
@@ -143,8 +228,7 @@ def _run(args) -> int:
 def _check(args) -> int:
     import jaxonnx
     from jaxonnx._errors import UnsupportedOpError
-    from jaxonnx._loading import opset_versions, parse_model
-    from jaxonnx._registry import canonical_domain
+    from jaxonnx._loading import canonical_domain, opset_versions, parse_model
 
     try:
         with open(args.model, "rb") as f:
@@ -153,20 +237,32 @@ def _check(args) -> int:
         raise _UsageError(f"cannot read the ONNX model {args.model!r}: {error.strerror}.") from None
     opsets = opset_versions(proto)  # a domain imported twice is a ModelLoadError
     print(f"{args.model}: opset {opsets}, {len(proto.graph.node)} nodes")
-    unsupported = 0
+    unsupported: dict[str, int] = {}  # op (with its domain, if not ai.onnx) -> node count
     for index, node in enumerate(proto.graph.node):
         domain = canonical_domain(node.domain)
         try:
             if domain not in opsets:
                 raise UnsupportedOpError(f"the model imports no opset for the domain {node.domain!r}")
+            if not jaxonnx.supported_ops(domain):
+                raise UnsupportedOpError(f"jaxonnx knows no ops of the domain {node.domain!r}")
+            if node.op_type not in jaxonnx.supported_ops(domain):
+                raise UnsupportedOpError("jaxonnx does not implement this op")
             resolved = jaxonnx.get_op(node.op_type, opsets[domain], domain).name
             status = "supported"
         except UnsupportedOpError as error:
             resolved, status = "-", f"NOT supported: {error}"
-            unsupported += 1
-        print(f"  {node.name or index!s:<24} {node.op_type:<16} {resolved:<18} {status}")
-    print("all nodes supported" if not unsupported else f"{unsupported} node(s) not supported")
-    return 0 if not unsupported else 1
+            op = node.op_type if not domain else f"{node.domain}.{node.op_type}"
+            unsupported[op] = unsupported.get(op, 0) + 1
+        # Unnamed nodes get the name the interpreter gives them in its errors.
+        print(f"  {node.name or f'{node.op_type}_{index}':<24} {node.op_type:<16} {resolved:<18} {status}")
+    if not unsupported:
+        print("all nodes supported")
+        return 0
+    count = sum(unsupported.values())
+    ops = ", ".join(f"{op} ({n} node{'s' if n > 1 else ''})" for op, n in sorted(unsupported.items(), key=lambda item: (-item[1], item[0])))
+    print(f"{count} node(s) not supported; unsupported: {ops}")
+    print(f"jaxonnx supports: {', '.join(jaxonnx.supported_ops())}")
+    return 1
 
 
 def _demo() -> int:

@@ -1,10 +1,15 @@
-"""Element types: ONNX names, numpy dtypes, and exact conversion to JAX arrays.
+"""Element types: ONNX names, numpy dtypes, and conversion to JAX arrays.
 
-The x64 policy: jaxonnx never changes JAX's global configuration. A 64-bit value
-(int64, uint64, float64, complex128) can only become a JAX array when
-``jax_enable_x64`` is on; when it is off, jaxonnx raises instead of letting JAX
-narrow the value to 32 bits. Values that stay static (initializers, Constant nodes,
-Slice bounds) stay numpy and are exact whatever the setting.
+The x64 policy: jaxonnx never changes JAX's global configuration.
+
+- ``jax_enable_x64`` on: every element type is held exactly.
+- ``jax_enable_x64`` off: a 64-bit type computes as its 32-bit JAX counterpart, as in
+  every JAX function (int64 -> int32, uint64 -> uint32, float64 -> float32,
+  complex128 -> complex64). An integer value that does not fit in 32 bits raises
+  instead of wrapping around; floats round as JAX rounds them.
+
+Values that stay static (initializers, Constant nodes, Slice bounds and all shape
+arithmetic) stay numpy and are exact whatever the setting.
 """
 
 from __future__ import annotations
@@ -70,20 +75,67 @@ def as_str_array(array) -> np.ndarray:
     return np.vectorize(lambda v: v.decode() if isinstance(v, bytes) else v, otypes=[object])(array)
 
 
-def x64_hint(dtype) -> str:
-    return (
-        f"{np.dtype(dtype)} needs 64-bit JAX types, but `jax_enable_x64` is off and "
-        "jaxonnx will not narrow it to 32 bits; turn it on with "
-        '`jax.config.update("jax_enable_x64", True)` or run inside `with jax.enable_x64(True):`'
-    )
+X64_ON_HINT = 'turn it on with `jax.config.update("jax_enable_x64", True)` or run inside `with jax.enable_x64(True):`'
+
+
+def x64_enabled() -> bool:
+    return bool(jax.config.jax_enable_x64)
+
+
+def jax_dtype(dtype) -> np.dtype:
+    """The dtype JAX computes ``dtype`` in under the current setting: itself with
+    ``jax_enable_x64`` on, the 32-bit counterpart of a 64-bit type with it off."""
+    return np.dtype(jax.dtypes.canonicalize_dtype(np.dtype(dtype)))
+
+
+def is_narrowed(dtype) -> bool:
+    """Whether ``dtype`` is a 64-bit type that JAX narrows under the current setting."""
+    dtype = np.dtype(dtype)
+    return dtype.kind not in "OUSV" and jax_dtype(dtype) != dtype
+
+
+def narrowed(x: np.ndarray, *, what: str = "value") -> np.ndarray:
+    """A numpy array in the dtype JAX would compute it in (see :func:`jax_dtype`).
+
+    Integers must fit: a value outside the 32-bit range raises rather than wrapping
+    around. Floats and complex numbers round to the nearest 32-bit value, as in JAX.
+
+    Raises:
+        OnnxTypeError: for an integer value that does not fit, naming ``what`` and the value.
+    """
+    x = np.asarray(x)
+    if not is_narrowed(x.dtype):
+        return x
+    target = jax_dtype(x.dtype)
+    if x.dtype.kind in "iu":
+        info = np.iinfo(target)
+        outside = (x < info.min) | (x > info.max)
+        if outside.any():
+            position = np.unravel_index(np.argmax(outside), x.shape) if x.ndim else ()
+            where = f" at position {tuple(int(p) for p in position)}" if x.ndim else ""
+            raise OnnxTypeError(
+                f"The {what} holds the {onnx_type_name(x.dtype)} value {int(x[position])}{where}, which does not fit "
+                f"in {onnx_type_name(target)} ([{info.min}, {info.max}]); with `jax_enable_x64` off, 64-bit types "
+                f"compute in 32 bits. To keep it exact, {X64_ON_HINT}."
+            )
+    return x.astype(target)
 
 
 def as_jax(x, *, what: str = "value") -> Array:
-    """Converts ``x`` to a JAX array without changing its dtype or values.
+    """Converts ``x`` to a JAX array, exactly or not at all.
+
+    With ``jax_enable_x64`` on, the dtype and values are kept. With it off, a 64-bit
+    value becomes its 32-bit JAX counterpart, as ``jnp.asarray`` does, but an integer
+    value that does not fit raises instead of wrapping around (see :func:`narrowed`).
 
     Raises:
         OnnxTypeError: for string tensors (JAX has no string type) and for 64-bit
-            dtypes while ``jax_enable_x64`` is off (JAX would narrow them silently).
+            integers that do not fit in 32 bits while ``jax_enable_x64`` is off.
+
+    Example:
+        >>> with jax.enable_x64(False):
+        ...     as_jax(np.array([1, 2], np.int64)).dtype
+        dtype('int32')
     """
     if isinstance(x, jax.Array):
         return x
@@ -93,6 +145,4 @@ def as_jax(x, *, what: str = "value") -> Array:
             f"The {what} is a string tensor, which JAX cannot hold; string tensors run "
             "only on the eager path (numpy inputs, outside `jax.jit`)."
         )
-    if jax.dtypes.canonicalize_dtype(x.dtype) != x.dtype:
-        raise OnnxTypeError(f"The {what} has dtype {x.dtype}: {x64_hint(x.dtype)}.")
-    return jax.numpy.asarray(x)
+    return jax.numpy.asarray(narrowed(x, what=what))

@@ -34,6 +34,11 @@ class ModelLoadError(JaxOnnxError, ValueError):
     """A model file or protobuf that cannot be loaded safely."""
 
 
+class X64Warning(UserWarning):
+    """A model's 64-bit graph inputs or outputs will compute in 32 bits because
+    ``jax_enable_x64`` is off (filter it with ``warnings.filterwarnings``)."""
+
+
 class NodeError(JaxOnnxError):
     """A failure inside a graph node whose cause is not a jaxonnx error (re-raised with context)."""
 
@@ -43,8 +48,11 @@ def with_context(error: BaseException, context: str) -> BaseException:
 
     Errors that jaxonnx did not raise on purpose become a :class:`NodeError`, so the
     caller always learns which node failed; the original stays chained as ``__cause__``.
+    Attributes the error carries (e.g. :attr:`StaticValueError.argument`) are kept.
     """
     message = f"{context}: {error}"
     if isinstance(error, JaxOnnxError):
-        return type(error)(message)
+        wrapped = type(error)(message)
+        wrapped.__dict__.update(error.__dict__)
+        return wrapped
     return NodeError(f"{message} ({type(error).__name__})")

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -27,31 +28,42 @@ import numpy as np
 import onnx
 
 from jaxonnx import ops as _ops  # noqa: F401  (registers every op)
-from jaxonnx._dtypes import as_jax, as_str_array, is_string_array, numpy_dtype, onnx_type_name, x64_hint
+from jaxonnx._dtypes import (
+    X64_ON_HINT,
+    as_jax,
+    as_str_array,
+    is_narrowed,
+    is_string_array,
+    jax_dtype,
+    narrowed,
+    numpy_dtype,
+    onnx_type_name,
+    x64_enabled,
+)
 from jaxonnx._errors import (
     ModelLoadError,
     OnnxTypeError,
     OnnxValidationError,
     StaticValueError,
     UnsupportedOpError,
+    X64Warning,
     with_context,
 )
 from jaxonnx._loading import (
+    canonical_domain,
     check_model,
+    check_sparse,
     external_tensors,
     node_attributes,
     opset_versions,
     parse_model,
     read_external_data,
     read_tensor,
+    sparse_to_numpy,
+    tensor_to_numpy,
 )
-from jaxonnx._registry import OpVersion, canonical_domain, get_op, supported_ops
+from jaxonnx._registry import OpVersion, get_op, supported_ops
 from jaxonnx.ops._common import is_traced
-from jaxonnx.ops._constant import check_sparse, sparse_to_numpy, tensor_to_numpy
-
-# Ops that can take a size hint for a data-dependent output length.
-_SIZE_HINT_OPS = frozenset({"Compress"})
-
 
 # --------------------------------------------------------------------------- loading
 
@@ -73,6 +85,10 @@ def load(model, *, size_hints: Mapping[str, int] | None = None, base_dir: str | 
 
     Returns:
         The prepared model. ``jax.jit(model)`` compiles the whole graph at once.
+
+    Warns:
+        X64Warning: when ``jax_enable_x64`` is off and graph inputs or outputs are declared
+            with 64-bit types; it lists them, since they will compute in 32 bits.
 
     Raises:
         ModelLoadError: for anything that keeps the model from loading safely (an unreadable
@@ -113,6 +129,24 @@ def load(model, *, size_hints: Mapping[str, int] | None = None, base_dir: str | 
 
 # --------------------------------------------------------------------------- the prepared graph
 
+#: The 64-bit type that JAX narrows to each 32-bit type while `jax_enable_x64` is off.
+_WIDE = {np.dtype(narrow): np.dtype(wide) for narrow, wide in
+         [(np.int32, np.int64), (np.uint32, np.uint64), (np.float32, np.float64), (np.complex64, np.complex128)]}
+
+
+def _narrowing_note(declared: _TensorType, value) -> str:
+    """Why a JAX value has a 32-bit dtype that the declaration does not name, when x64 is off:
+    JAX (or ``jax.jit``, for a traced value) converts 64-bit arrays to 32 bits."""
+    wide = _WIDE.get(np.dtype(value.dtype))
+    if x64_enabled() or wide is None or not isinstance(value, jax.Array):
+        return ""
+    who = "jax.jit" if is_traced(value) else "JAX"
+    return (
+        f" (if it was a {wide} array, {who} converted the {wide} array to {value.dtype} because "
+        f"jax_enable_x64 is off; {X64_ON_HINT})"
+    )
+
+
 
 @dataclasses.dataclass(frozen=True)
 class _TensorType:
@@ -135,12 +169,16 @@ class _TensorType:
     def describe(self) -> str:
         return f"{self.name}: {self.type_text()}"
 
-    def accepts_dtype(self, dtype) -> bool:
+    def accepts_dtype(self, dtype, *, as_jax_computes: bool = True) -> bool:
+        """Whether ``dtype`` is the declared type; with ``as_jax_computes``, the 32-bit
+        counterpart of a declared 64-bit type is accepted too while ``jax_enable_x64`` is off."""
         if self.dtype is None:
             return True
         if self.dtype == object:
             return np.dtype(dtype).kind in "OUS"
-        return np.dtype(dtype) == self.dtype
+        if np.dtype(dtype) == self.dtype:
+            return True
+        return as_jax_computes and is_narrowed(self.dtype) and np.dtype(dtype) == jax_dtype(self.dtype)
 
     def accepts_shape(self, shape) -> bool:
         if self.shape is None:
@@ -162,7 +200,12 @@ class _Node:
 
 
 def _declared(value_info: onnx.ValueInfoProto, kind: str) -> _TensorType:
+    """The declared type of a graph input or output. Everything the IR lets a declaration
+    leave out means "any": no shape field (any rank), a dim with neither value nor name
+    (any length), an UNDEFINED element type, and an output with no type at all."""
     tensor_type = value_info.type.tensor_type
+    if kind == "output" and not value_info.HasField("type"):
+        return _TensorType(value_info.name, None, None)
     if not value_info.type.HasField("tensor_type"):
         raise UnsupportedOpError(
             f"The graph {kind} {value_info.name!r} is not a tensor ({value_info.type.WhichOneof('value')}); "
@@ -246,7 +289,7 @@ class Model:
         for name, value in self.initializers.items():
             if name in self._declared:
                 expected = self._declared[name]
-                if not (expected.accepts_dtype(value.dtype) and expected.accepts_shape(value.shape)):
+                if not (expected.accepts_dtype(value.dtype, as_jax_computes=False) and expected.accepts_shape(value.shape)):
                     raise ModelLoadError(
                         f"The graph input {name!r} is declared {expected.type_text()} but its initializer is "
                         f"{_TensorType.of_array(name, value).type_text()}."
@@ -254,25 +297,55 @@ class Model:
         self.input_names = tuple(i.name for i in declared if i.name not in self.initializers)
         self._declared_outputs = tuple(_declared(o, "output") for o in graph.output)
         self.output_names = tuple(o.name for o in self._declared_outputs)
+        self._warn_if_narrowed()
+
+    def _warn_if_narrowed(self) -> None:
+        """One X64Warning listing the 64-bit graph inputs and outputs, if x64 is off."""
+        if x64_enabled():
+            return
+        inputs = [self._declared[name] for name in self.input_names]
+        narrowed_values = [
+            f"{kind} {t.name!r} ({onnx_type_name(t.dtype)} as {onnx_type_name(jax_dtype(t.dtype))})"
+            for kind, values in (("input", inputs), ("output", self._declared_outputs))
+            for t in values
+            if t.dtype is not None and is_narrowed(t.dtype)
+        ]
+        if narrowed_values:
+            warnings.warn(
+                f"`jax_enable_x64` is off, so the 64-bit graph values of the model {self.graph_name!r} compute "
+                f"in 32 bits: {', '.join(narrowed_values)}. Integer inputs that do not fit in 32 bits raise; "
+                f"to keep every type exact, {X64_ON_HINT}.",
+                X64Warning,
+                stacklevel=4,
+            )
 
     def _resolve_ops(self, graph: onnx.GraphProto, size_hints: dict[str, int]) -> list[tuple[OpVersion, int | None]]:
         """``(op version, size hint)`` per node; every unsupported op is named in one error."""
         problems, resolved = [], []
         for index, node in enumerate(graph.node):
             domain = canonical_domain(node.domain)
+            label = f"node {node.name or f'{node.op_type}_{index}'!r} ({node.op_type}"
+            if not supported_ops(domain):
+                problems.append(f"{label}, domain {node.domain!r}): jaxonnx knows no ops of the domain {node.domain!r}")
+                continue
+            if node.op_type not in supported_ops(domain):
+                problems.append(f"{label}): not supported")
+                continue
             try:
                 op = get_op(node.op_type, self.opsets[domain], domain)
-            except UnsupportedOpError as e:
-                problems.append(f"node {node.name or index!r} ({node.op_type}): {str(e).rstrip('.')}")
+            except UnsupportedOpError as e:  # the model's opset is below the op's first version
+                problems.append(f"{label}): {str(e).rstrip('.')}")
                 continue
             size = None
             hinted = [o for o in node.output if o in size_hints]
             if hinted:
-                if node.op_type not in _SIZE_HINT_OPS:
+                if not op.takes_size_hint:
+                    hinted_ops = sorted(name for name, versions in supported_ops(domain).items()
+                                        if get_op(name, max(versions), domain).takes_size_hint)
                     raise OnnxValidationError(
-                        f"A size hint was given for {hinted[0]!r}, the output of node "
-                        f"{node.name or index!r} ({node.op_type}); only outputs of "
-                        f"{', '.join(sorted(_SIZE_HINT_OPS))} take size hints."
+                        f"A size hint was given for {hinted[0]!r}, the output of "
+                        f"{label}, {op.name}); only outputs of "
+                        f"{', '.join(hinted_ops)} take size hints."
                     )
                 size = size_hints.pop(hinted[0])
                 if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 0:
@@ -282,13 +355,14 @@ class Model:
                 size = int(size)
             resolved.append((op, size))
         if problems:
-            supported = ", ".join(f"{op} {versions}" for op, versions in supported_ops().items())
+            supported = ", ".join(f"{op} {list(versions)}" for op, versions in supported_ops().items())
             raise UnsupportedOpError(
-                "The model uses ops jaxonnx does not support: " + "; ".join(problems) + f". Supported: {supported}."
+                "The model uses ops jaxonnx does not support: " + "; ".join(problems)
+                + f". jaxonnx supports these ops of the ONNX domain (ai.onnx), with their versions: {supported}."
             )
         if size_hints:
             compress_outputs = [
-                o for node in graph.node if node.op_type in _SIZE_HINT_OPS for o in node.output
+                o for (op, _), node in zip(resolved, graph.node) if op.takes_size_hint for o in node.output
             ]
             raise OnnxValidationError(
                 f"Size hints were given for {sorted(size_hints)}, which no node produces; "
@@ -311,16 +385,36 @@ class Model:
             if jax.numpy.issubdtype(value.dtype, jax.numpy.inexact)
         }
 
-    def __call__(self, *inputs) -> tuple:
-        return self._evaluate(self._positional_feed(inputs), {})
+    def __call__(self, *inputs, **named_inputs) -> tuple:
+        """Runs the model: graph inputs positionally in graph order, or by name as keywords
+        (``model(x=..., cond=...)``), or both; returns one value per graph output."""
+        return self._evaluate(self._call_feed(inputs, named_inputs), {})
 
-    def _positional_feed(self, inputs) -> dict[str, Any]:
-        if len(inputs) != len(self.input_names):
+    def _call_feed(self, inputs, named_inputs) -> dict[str, Any]:
+        """The feed of a call, positional inputs first, then keywords by graph input name."""
+        takes = f"The model takes {len(self.input_names)} inputs ({', '.join(self.input_names) or 'none'})"
+        if len(inputs) > len(self.input_names) or (not named_inputs and len(inputs) != len(self.input_names)):
             raise OnnxValidationError(
-                f"The model takes {len(self.input_names)} inputs ({', '.join(self.input_names) or 'none'}), "
-                f"got {len(inputs)}."
+                f"{takes}, got {len(inputs)}; pass them in this order, by name as keywords, or as "
+                "`model.run({name: value})`."
             )
-        return dict(zip(self.input_names, inputs))
+        feed = dict(zip(self.input_names, inputs))
+        twice = sorted(set(feed) & set(named_inputs))
+        unknown = sorted(set(named_inputs) - set(self._declared))
+        missing = [name for name in self.input_names if name not in feed and name not in named_inputs]
+        if twice or unknown or missing:
+            problems = [
+                text
+                for names, text in (
+                    (twice, f"{twice} both positionally and by name"),
+                    (unknown, f"unknown names {unknown}"),
+                    (missing, f"no value for {missing}"),
+                )
+                if names
+            ]
+            raise OnnxValidationError(f"{takes}; got {' and '.join(problems)}.")
+        feed.update(named_inputs)
+        return feed
 
     def run(self, feed: Mapping[str, Any]) -> dict[str, Any]:
         """Runs the model on inputs given by name; returns ``{output name: value}``."""
@@ -333,12 +427,12 @@ class Model:
             )
         return dict(zip(self.output_names, self._evaluate(dict(feed), {})))
 
-    def apply(self, params: Mapping[str, Any], *inputs) -> tuple:
+    def apply(self, params: Mapping[str, Any], *inputs, **named_inputs) -> tuple:
         """Like calling the model, with ``params`` in place of the initializers of those names."""
         unknown = sorted(set(params) - set(self.initializers))
         if unknown:
             raise OnnxValidationError(f"`params` names {unknown}, which are not initializers of the model.")
-        return self._evaluate(self._positional_feed(inputs), dict(params))
+        return self._evaluate(self._call_feed(inputs, named_inputs), dict(params))
 
     def _evaluate(self, feed: dict[str, Any], params: dict[str, Any]) -> tuple:
         values: dict[str, Any] = dict(self.initializers)
@@ -353,24 +447,25 @@ class Model:
 
     @staticmethod
     def _checked_input(declared: _TensorType, value, *, kind: str):
+        """``value`` checked against its declaration; with ``jax_enable_x64`` off, a 64-bit
+        numpy value becomes its 32-bit counterpart, exactly or with an error naming it."""
         if not isinstance(value, jax.Array):
             value = np.asarray(value)
             if is_string_array(value):
                 # Initializers and Constants hold `str`; bytes inputs are decoded to match.
                 value = as_str_array(value)
         if not declared.accepts_dtype(value.dtype):
-            hint = ""
-            if not jax.config.jax_enable_x64 and jax.dtypes.canonicalize_dtype(declared.dtype) != declared.dtype:
-                hint = f"; {x64_hint(declared.dtype)}"
             raise OnnxTypeError(
                 f"The {kind} {declared.name!r} is declared tensor({onnx_type_name(declared.dtype)}) but got "
-                f"dtype {value.dtype}; jaxonnx does not cast inputs{hint}."
+                f"dtype {value.dtype}; jaxonnx does not cast inputs{_narrowing_note(declared, value)}."
             )
         if not declared.accepts_shape(value.shape):
             raise OnnxValidationError(
                 f"The {kind} {declared.name!r} is declared with shape {list(declared.shape)} but got shape "
                 f"{list(value.shape)}."
             )
+        if isinstance(value, np.ndarray):
+            value = narrowed(value, what=f"{kind} {declared.name!r}")
         return value
 
     @staticmethod
@@ -381,7 +476,8 @@ class Model:
         if not declared.accepts_dtype(dtype):
             raise OnnxTypeError(
                 f"The graph output {declared.name!r} is declared {declared.type_text()} but the graph "
-                f"computed tensor({onnx_type_name(dtype)}) of shape {list(np.shape(value))}."
+                f"computed tensor({onnx_type_name(dtype)}) of shape {list(np.shape(value))}"
+                f"{_narrowing_note(declared, value)}."
             )
         if declared.shape is not None and np.ndim(value) != len(declared.shape):
             raise OnnxTypeError(
@@ -424,14 +520,16 @@ class Model:
             ]
             way_out = (
                 f"or give a size hint, `jaxonnx.load(model, size_hints={{{node.outputs[0]!r}: <length>}})`"
-                if node.op.op_type in _SIZE_HINT_OPS
+                if node.op.takes_size_hint
                 else "or run the model outside `jax.jit`, where every value is concrete"
             )
-            return StaticValueError(
+            static_error = StaticValueError(
                 f"{context}: {error} In the graph, the input {', '.join(map(repr, traced))} depends on "
                 f"graph inputs, so it is only known at run time. Two ways out: make it an initializer or "
                 f"the output of Constant nodes (then jaxonnx knows it at trace time), {way_out}."
             )
+            static_error.argument = error.argument
+            return static_error
         return with_context(error, context)
 
     # ----------------------------------------------------------------------- description

@@ -23,7 +23,8 @@ import onnx.backend.base as onnx_backend
 from jaxonnx._dtypes import as_jax, is_string_array
 from jaxonnx._errors import OnnxValidationError, with_context
 from jaxonnx._interpreter import Model, load
-from jaxonnx._registry import canonical_domain, get_op
+from jaxonnx._loading import canonical_domain
+from jaxonnx._registry import get_op
 
 _PLATFORMS = {"CPU": ("cpu",), "CUDA": ("gpu", "cuda"), "GPU": ("gpu", "cuda", "rocm"), "TPU": ("tpu",)}
 

@@ -91,7 +91,8 @@ def test_run_a_compress_model_with_a_size_hint_under_jit(tmp_path, capsys):
     assert main(args) == 1
     err = capsys.readouterr().err
     assert err.startswith("jaxonnx: error: Node 'pick' (Compress-11")
-    assert "size_hints={'picked': <length>}" in err
+    # A command-line user is told the option, not the Python keyword.
+    assert "`--size-hint picked=N`" in err and "size_hints" not in err
     assert main([*args, "--size-hint", "picked=3"]) == 0
     out = capsys.readouterr().out
     assert "input x: shape [4, 2], dtype float32 (random)" in out
@@ -99,17 +100,30 @@ def test_run_a_compress_model_with_a_size_hint_under_jit(tmp_path, capsys):
     assert "picked: shape [3, 2], dtype float32" in out
     np.save(tmp_path / "all.npy", np.ones(4, bool))
     assert main(["run", path, "--input", f"cond={tmp_path / 'all.npy'}", "--jit", "--size-hint", "picked=3"]) == 1
-    assert "selected 4 slices at run time but its output was given size=3" in capsys.readouterr().err
+    # The host callback's traceback is not shown: the first line is jaxonnx's message.
+    err = capsys.readouterr().err
+    first_line = err.splitlines()[0]
+    assert first_line.startswith("jaxonnx: error: Compress")
+    assert "selected 4 slices at run time but its output was given size=3" in first_line
+    assert "--size-hint" in first_line and "size_hints" not in err
+    assert "Traceback" not in err and len(err.splitlines()) == 1
 
 
 def test_run_refuses_bad_arguments_without_a_traceback(tmp_path, capsys):
     path = _compress_model(tmp_path)
+    # Malformed options exit with 2, like argparse's own usage errors.
     assert main(["run", path, "--input", "cond"]) == 2
     assert "--input needs NAME=FILE.npy, got 'cond'" in capsys.readouterr().err
+    assert main(["run", path, "--size-hint", "picked=many"]) == 2
+    assert "--size-hint needs NAME=N with an integer N, got 'picked=many'" in capsys.readouterr().err
+    assert main(["run", path, "--size-hint", "picked"]) == 2
+    assert "--size-hint needs NAME=N, got 'picked'" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as argparse_exit:
+        main(["run", path, "--no-such-option"])
+    assert argparse_exit.value.code == 2
+    capsys.readouterr()
     assert main(["run", path, "--input", f"cond={tmp_path / 'missing.npy'}"]) == 1
     assert "jaxonnx: error: cannot read --input cond=" in capsys.readouterr().err
-    assert main(["run", path, "--size-hint", "picked=many"]) == 1
-    assert "--size-hint needs OUTPUT=N with an integer N, got 'picked=many'" in capsys.readouterr().err
     assert main(["run", path, "--size-hint", "x=2"]) == 1
     assert "Size hints were given for ['x'], which no node produces" in capsys.readouterr().err
     np.save(tmp_path / "wrong.npy", np.zeros(4, np.float64))
@@ -151,8 +165,10 @@ def test_check_an_unsupported_model(tmp_path, capsys):
     assert main(["check", path]) == 1
     out = capsys.readouterr().out
     assert re.search(r"flat\s+Flatten\s+Flatten-21\s+supported", out)
-    assert re.search(r"activation\s+Relu\s+-\s+NOT supported: The op 'Relu' .* is not supported", out)
-    assert out.rstrip().endswith("1 node(s) not supported")
+    assert re.search(r"activation\s+Relu\s+-\s+NOT supported: jaxonnx does not implement this op", out)
+    assert "1 node(s) not supported; unsupported: Relu (1 node)\n" in out
+    supported = ", ".join(jaxonnx.supported_ops())
+    assert out.endswith(f"jaxonnx supports: {supported}\n") and out.count("Compress") == 1
 
 
 def test_check_refuses_unreadable_files(tmp_path, capsys):
@@ -183,3 +199,83 @@ def test_check_names_a_domain_the_model_does_not_import(tmp_path, capsys):
     path.write_bytes(model.SerializeToString())
     assert main(["check", str(path)]) == 1
     assert "imports no opset for the domain 'com.example'" in capsys.readouterr().out
+
+
+def test_an_unknown_input_name_is_reported_before_random_inputs_are_made(tmp_path, capsys):
+    path = _compress_model(tmp_path)
+    np.save(tmp_path / "c.npy", np.ones(4, bool))
+    assert main(["run", path, "--input", f"kond={tmp_path / 'c.npy'}"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""  # nothing was made or printed first
+    assert captured.err == (
+        "jaxonnx: error: --input names 'kond', which is not an input of the model; its inputs are x, cond.\n"
+    )
+
+
+def _shapeless_compress_model(tmp_path):
+    return _save(
+        tmp_path,
+        [helper.make_node("Compress", ["x", "cond"], ["picked"], name="pick", axis=0)],
+        [vi("x", TensorProto.FLOAT, None), vi("cond", TensorProto.BOOL, ["n"])],
+        [vi("picked", TensorProto.FLOAT, None)],
+        name="shapeless.onnx",
+    )
+
+
+def test_run_and_check_work_on_a_shapeless_model(tmp_path, capsys):
+    path = _shapeless_compress_model(tmp_path)
+    assert main(["check", path]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"pick\s+Compress\s+Compress-11\s+supported", out) and out.rstrip().endswith("all nodes supported")
+    # A random input needs a shape: the error names the input and the option that gives one.
+    assert main(["run", path]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "the input 'x' is declared without a shape" in captured.err
+    assert "`--input x=FILE.npy`" in captured.err
+    x = np.arange(6, dtype=np.float32).reshape(3, 2)
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "cond.npy", np.array([True, False, True]))
+    assert main(["run", path, "--input", f"x={tmp_path / 'x.npy'}", "--input", f"cond={tmp_path / 'cond.npy'}"]) == 0
+    out = capsys.readouterr().out
+    picked = x[[0, 2]]
+    assert f"picked: shape [2, 2], dtype float32, min {picked.min():.6g}, max {picked.max():.6g}" in out
+    # A symbolic dim of a declared rank gets length 1 in a random input.
+    assert main(["run", path, "--input", f"x={tmp_path / 'x.npy'}", "--jit", "--size-hint", "picked=3"]) == 0
+    out = capsys.readouterr().out
+    assert "input cond: shape [1], dtype bool (random)" in out and "picked: shape [3, 2], dtype float32" in out
+
+
+def test_check_names_unnamed_nodes_like_the_interpreter_and_counts_unsupported_ops(tmp_path, capsys):
+    path = _save(
+        tmp_path,
+        [
+            helper.make_node("Relu", ["x"], ["a"]),
+            helper.make_node("Flatten", ["a"], ["f"]),
+            helper.make_node("Relu", ["f"], ["b"]),
+            helper.make_node("Gemm", ["b", "b"], ["y"], name="dense"),
+        ],
+        [vi("x", TensorProto.FLOAT, [2, 2])],
+        [vi("y", TensorProto.FLOAT, [2, 2])],
+    )
+    assert main(["check", path]) == 1
+    out = capsys.readouterr().out
+    assert re.search(r"^  Flatten_1\s+Flatten\s+Flatten-21\s+supported$", out, flags=re.MULTILINE)
+    assert re.search(r"^  Relu_0\s+Relu\s+-\s+NOT supported", out, flags=re.MULTILINE)
+    assert re.search(r"^  dense\s+Gemm\s+-\s+NOT supported", out, flags=re.MULTILINE)
+    assert "3 node(s) not supported; unsupported: Relu (2 nodes), Gemm (1 node)\n" in out
+    # The interpreter names the same nodes the same way.
+    with pytest.raises(jaxonnx.UnsupportedOpError, match=r"node 'Relu_0' \(Relu\).*node 'Relu_2' \(Relu\)"):
+        jaxonnx.load(path)
+
+
+def test_a_closed_pipe_ends_the_command_without_a_traceback():
+    with subprocess.Popen(
+        [sys.executable, "-m", "jaxonnx"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    ) as process:
+        first_line = process.stdout.readline()
+        process.stdout.close()  # like `python -m jaxonnx | head -1`
+        stderr = process.stderr.read()
+        process.wait(timeout=120)
+    assert first_line.startswith("Loaded the bundled demo")
+    assert "Traceback" not in stderr and "BrokenPipeError" not in stderr, stderr
