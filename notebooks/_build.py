@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import difflib
 import os
 import sys
 import textwrap
@@ -1006,21 +1007,45 @@ def _is_exact(mime: str) -> bool:
     return not mime.startswith("image/")
 
 
-def _summary(output, exact: bool):
-    """What of an output must be reproduced: everything textual, or (``exact=False``) its type."""
-    kind = output.output_type
-    if kind == "stream":
-        return (kind, output.name, output.text if exact else None)
-    if kind in ("display_data", "execute_result"):
-        return (kind, tuple(sorted((mime, value if exact and _is_exact(mime) else None) for mime, value in output.data.items())))
-    if kind == "error":
-        return (kind, output.ename, output.evalue if exact else None)
-    return (kind,)
+def _summaries(outputs: list, exact: bool) -> list[tuple]:
+    """What of a cell's outputs must be reproduced: all text, or (``exact=False``) the types.
+
+    A run of stream outputs between two displays is one item, each stream's text whole:
+    the kernel flushes stdout and stderr on separate timers, so how they interleave (a
+    warning printed from another thread, say) is not the cell's result; what each says is.
+    A display flushes both streams first, so the order of displays and text is kept.
+    """
+    summaries = []
+    for output in _coalesced(outputs):
+        kind = output.output_type
+        if kind == "stream":
+            if not (summaries and summaries[-1][0] == "streams"):
+                summaries.append(("streams", {}))
+            texts = summaries[-1][1]
+            texts[output.name] = texts.get(output.name, "") + (output.text if exact else "")
+        elif kind in ("display_data", "execute_result"):
+            data = {mime: value if exact and _is_exact(mime) else None for mime, value in output.data.items()}
+            summaries.append((kind, data))
+        elif kind == "error":
+            summaries.append((kind, {"ename": output.ename, "evalue": output.evalue if exact else None}))
+        else:
+            summaries.append((kind, {}))
+    return summaries
 
 
-def _short(summary) -> str:
-    text = repr(summary)
-    return text if len(text) <= 300 else text[:300] + "..."
+def _describe_difference(committed: tuple, fresh: tuple) -> str:
+    if committed[0] != fresh[0] or set(committed[1]) != set(fresh[1]):
+        return f"committed {committed[0]} {sorted(committed[1])}, fresh {fresh[0]} {sorted(fresh[1])}"
+    lines = []
+    for key in committed[1]:
+        old, new = committed[1][key], fresh[1][key]
+        if old != new:
+            diff = difflib.unified_diff(str(old).splitlines(), str(new).splitlines(), lineterm="", n=0)
+            changed = [line for line in diff if line[:1] in "+-" and line[:3] not in ("+++", "---")]
+            shown = [textwrap.shorten(line, 240, placeholder=" ...") for line in changed[:8]]
+            more = [f"... {len(changed) - 8} more changed lines"] if len(changed) > 8 else []
+            lines.append(f"{key} (- committed, + fresh):\n      " + "\n      ".join(shown + more))
+    return "; ".join(lines)
 
 
 def stale_outputs(committed: nbformat.NotebookNode, fresh: nbformat.NotebookNode) -> list[str]:
@@ -1046,19 +1071,18 @@ def stale_outputs(committed: nbformat.NotebookNode, fresh: nbformat.NotebookNode
         if old.execution_count != new.execution_count:
             problems.append(f"{where}: execution count {old.execution_count}, fresh {new.execution_count}")
         exact = not VOLATILE_TAGS & set(old.metadata.get("tags", ()))
-        old_summaries = [_summary(o, exact) for o in _coalesced(old.outputs)]
-        new_summaries = [_summary(o, exact) for o in _coalesced(new.outputs)]
+        old_summaries, new_summaries = _summaries(old.outputs, exact), _summaries(new.outputs, exact)
         if old_summaries == new_summaries:
             continue
-        if len(old_summaries) != len(new_summaries):
+        if [kind for kind, _ in old_summaries] != [kind for kind, _ in new_summaries]:
             problems.append(
-                f"{where}: {len(old_summaries)} committed outputs, {len(new_summaries)} fresh: "
-                f"committed {_short(old_summaries)}, fresh {_short(new_summaries)}"
+                f"{where}: committed outputs {[kind for kind, _ in old_summaries]}, "
+                f"fresh {[kind for kind, _ in new_summaries]}"
             )
             continue
         for index, (a, b) in enumerate(zip(old_summaries, new_summaries)):
             if a != b:
-                problems.append(f"{where}, output {index}: committed {_short(a)}, fresh {_short(b)}")
+                problems.append(f"{where}, output {index}: {_describe_difference(a, b)}")
     return problems
 
 
@@ -1086,7 +1110,9 @@ def main(argv: list[str] | None = None) -> int:
     mode.add_argument("--no-execute", action="store_true", help="write the notebooks without outputs (quick, for drafting)")
     args = parser.parse_args(argv)
 
-    stale = 0
+    from nbclient.exceptions import CellExecutionError
+
+    failed = 0
     for name, nb in _select(args.names).items():
         path = os.path.join(HERE, name)
         if args.no_execute:
@@ -1094,16 +1120,21 @@ def main(argv: list[str] | None = None) -> int:
             nbformat.write(nb, path)
             print(f"wrote {os.path.relpath(path)} (not executed)")
             continue
-        fresh = execute(nb)
+        try:
+            fresh = execute(nb)
+        except CellExecutionError as error:  # the cell and its traceback; the other notebooks still run
+            failed += 1
+            print(f"{name}: a cell raised, nothing written for it:\n{error}", file=sys.stderr)
+            continue
         nbformat.validate(fresh)
         if args.check:
             problems = stale_outputs(nbformat.read(path, as_version=4), fresh) if os.path.exists(path) else ["not written yet"]
-            stale += bool(problems)
+            failed += bool(problems)
             print(f"{name}: " + ("current" if not problems else "STALE\n  " + "\n  ".join(problems)))
             continue
         nbformat.write(fresh, path)
         print(f"wrote {os.path.relpath(path)} (executed)")
-    return 1 if stale else 0
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

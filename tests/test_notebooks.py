@@ -208,7 +208,7 @@ def test_removed_or_added_outputs_are_stale():
     tampered = copy.deepcopy(committed)
     cell = _code_cells(tampered)[-1]
     cell.outputs.append(nbformat.v4.new_output("stream", name="stderr", text="a warning nobody saw\n"))
-    assert any(p.startswith(f"cell {cell.id}:") for p in BUILD.stale_outputs(tampered, committed))
+    assert [p.split(",")[0] for p in BUILD.stale_outputs(tampered, committed)] == [f"cell {cell.id}"]
 
 
 def test_execution_count_and_source_edits_are_stale():
@@ -253,6 +253,20 @@ def test_stream_chunks_are_compared_as_one_text():
         nbformat.v4.new_output("stream", name=output.name, text=tail),
     ]
     assert BUILD.stale_outputs(chunked, committed) == []
+
+
+def test_interleaving_of_stdout_and_stderr_is_not_a_difference_but_their_text_is():
+    """The kernel flushes the two streams on separate timers: their order is not the cell's result."""
+    committed = _read(NOTEBOOKS / "01_quickstart.ipynb")
+    cell, output = _first_output(committed, lambda c, o: o.output_type == "stream" and not _volatile(c))
+    warning = nbformat.v4.new_output("stream", name="stderr", text="a warning from another thread\n")
+    cell.outputs.append(warning)
+    flushed_first = copy.deepcopy(committed)
+    cell_first = next(c for c in _code_cells(flushed_first) if c.id == cell.id)
+    cell_first.outputs.insert(0, cell_first.outputs.pop())
+    assert BUILD.stale_outputs(flushed_first, committed) == []
+    warning.text = "another warning\n"
+    assert [p.split(":")[0] for p in BUILD.stale_outputs(flushed_first, committed)] == [f"cell {cell.id}, output 0"]
 
 
 def test_unknown_cell_tag_is_refused():
