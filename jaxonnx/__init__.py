@@ -9,6 +9,7 @@ from jaxonnx._errors import OnnxTypeError as OnnxTypeError
 from jaxonnx._errors import OnnxValidationError as OnnxValidationError
 from jaxonnx._errors import StaticValueError as StaticValueError
 from jaxonnx._errors import UnsupportedOpError as UnsupportedOpError
+from jaxonnx._errors import X64Warning as X64Warning
 from jaxonnx._interpreter import Model as Model
 from jaxonnx._interpreter import load as load
 from jaxonnx._registry import OpVersion as OpVersion
@@ -29,6 +30,7 @@ __all__ = [
     "OpVersion",
     "StaticValueError",
     "UnsupportedOpError",
+    "X64Warning",
     "demo_model_path",
     "get_op",
     "load",

@@ -324,7 +324,8 @@ class Model:
         problems, resolved = [], []
         for index, node in enumerate(graph.node):
             domain = canonical_domain(node.domain)
-            label = f"node {node.name or f'{node.op_type}_{index}'!r} ({node.op_type}"
+            node_name = node.name or f"{node.op_type}_{index}"  # as `Model.nodes` names it
+            label = f"node {node_name!r} ({node.op_type}"
             if not supported_ops(domain):
                 problems.append(f"{label}, domain {node.domain!r}): jaxonnx knows no ops of the domain {node.domain!r}")
                 continue
@@ -343,8 +344,8 @@ class Model:
                     hinted_ops = sorted(name for name, versions in supported_ops(domain).items()
                                         if get_op(name, max(versions), domain).takes_size_hint)
                     raise OnnxValidationError(
-                        f"A size hint was given for {hinted[0]!r}, the output of "
-                        f"{label}, {op.name}); only outputs of "
+                        f"A size hint was given for {hinted[0]!r}, the output of node "
+                        f"{node_name!r} ({op.name}); only outputs of "
                         f"{', '.join(hinted_ops)} take size hints."
                     )
                 size = size_hints.pop(hinted[0])

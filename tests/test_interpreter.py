@@ -555,7 +555,7 @@ def test_node_failure_is_re_raised_with_node_op_version_and_input_shapes():
     with pytest.raises(
         jaxonnx.OnnxValidationError,
         match=r"Node 'gather_rows' \(GatherElements-11, inputs data: float\[3, 2\], indices: int64\[2, 2\]\) failed: "
-        r"GatherElements got index 3 at position \(1, 0\)",
+        r"GatherElements-11 got index 3 at position \(1, 0\)",
     ) as info:
         model(DATA, np.array([[0, 1], [3, 0]], np.int64))
     assert isinstance(info.value.__cause__, jaxonnx.OnnxValidationError)  # the op's own error, chained
@@ -567,7 +567,7 @@ def test_node_failure_is_re_raised_with_node_op_version_and_input_shapes():
     with pytest.raises(
         jaxonnx.OnnxValidationError,
         match=r"Node 'bad_broadcast' \(Where-16, inputs c: bool\[3\] traced, a: float\[2\] traced, b: float\[3\] traced\) failed: "
-        r"Where cannot broadcast",
+        r"Where-16 cannot broadcast",
     ):
         jax.jit(jaxonnx.load(where))(np.ones(3, bool), np.ones(2, np.float32), np.ones(3, np.float32))
 
@@ -680,33 +680,7 @@ def test_jit_of_a_model_is_one_computation_with_node_named_scopes():
 
 
 # --------------------------------------------------------------------------- x64 policy
-
-
-def test_x64_off_int64_input_given_as_jax_int32_is_refused(x64_off):
-    model = jaxonnx.load(_gather_model())
-    data = jnp.asarray(DATA)
-    with pytest.raises(jaxonnx.OnnxTypeError, match=r"declared tensor\(int64\) but got dtype int32.*jax_enable_x64"):
-        model(data, jnp.array([[0, 1]]))
-    with pytest.raises(jaxonnx.OnnxTypeError, match=r"jax_enable_x64"):
-        jax.jit(model)(data, np.array([[0, 1]], np.int64))  # jit narrows the numpy argument to int32
-    # numpy int64 values stay numpy on the eager path, so they are exact without x64.
-    (y,) = model(data, np.array([[2, 1]], np.int64))
-    _assert_exact(y, np.array([[4, 3]], np.float32))
-    assert not jax.config.jax_enable_x64
-
-
-def test_x64_off_float32_models_work_eagerly_and_under_jit(x64_off):
-    proto = _static_chain_model()
-    model = jaxonnx.load(proto)
-    x = np.arange(15, dtype=np.float32).reshape(5, 3)
-    (expected,) = _reference(proto, {"x": x})
-    _assert_exact(model(x)[0], expected)
-    _assert_exact(jax.jit(model)(jnp.asarray(x))[0], expected)
-    proto = _compress_from_input_model()
-    hinted = jax.jit(jaxonnx.load(proto, size_hints={"picked": 2}))
-    _assert_exact(hinted(jnp.asarray(X52), jnp.array([False, False, False, True, False]))[0],
-                  np.array([[7, 8], [0, 0]], np.float32))
-    assert not jax.config.jax_enable_x64
+# (JAX's default 32-bit mode: tests/test_x64_policy.py)
 
 
 # --------------------------------------------------------------------------- params
@@ -744,3 +718,45 @@ def test_bytes_string_inputs_are_decoded_like_string_initializers():
     model = jaxonnx.load(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 16)]))
     (y,) = model(np.array([True, False]), np.array([b"a", b"b"], dtype=object))
     assert y.tolist() == ["a", "z"]
+
+
+# --------------------------------------------------------------------------- calling by name
+
+
+def test_inputs_can_be_given_by_keyword_as_graph_input_names():
+    model = jaxonnx.load(_gather_model())
+    indices = np.array([[2, 0]], np.int64)
+    (expected,) = model(DATA, indices)
+    for call in (
+        lambda: model(data=DATA, indices=indices),
+        lambda: model(indices=indices, data=DATA),
+        lambda: model(DATA, indices=indices),
+        lambda: jax.jit(model)(data=DATA, indices=indices),
+    ):
+        _assert_exact(call()[0], expected)
+    grad = jax.grad(lambda d: jnp.sum(model(data=d, indices=indices)[0]))(jnp.asarray(DATA))
+    _assert_exact(grad, np.array([[0, 1], [0, 0], [1, 0]], np.float32))
+    with pytest.raises(jaxonnx.OnnxValidationError, match=r"takes 2 inputs \(data, indices\); got unknown names \['idx'\] and no value for \['indices'\]"):
+        model(DATA, idx=indices)
+    with pytest.raises(jaxonnx.OnnxValidationError, match=r"got \['data'\] both positionally and by name"):
+        model(DATA, data=DATA, indices=indices)
+    with pytest.raises(jaxonnx.OnnxValidationError, match=r"got 1; pass them in this order, by name as keywords, or as `model.run\(\{name: value\}\)`"):
+        model(DATA)
+
+
+def test_static_value_error_keeps_its_argument_through_the_interpreter():
+    model = jaxonnx.load(_slice_from_input_model())
+    with pytest.raises(jaxonnx.StaticValueError) as info:
+        jax.jit(model)(np.arange(6, dtype=np.float32), np.array([1]), np.array([4]))
+    assert info.value.argument == "starts"
+    assert "Node 'cut_by_input'" in str(info.value)
+
+
+def test_with_context_keeps_the_errors_attributes():
+    from jaxonnx._errors import with_context
+
+    error = jaxonnx.StaticValueError("`ends` is traced.")
+    error.argument = "ends"
+    wrapped = with_context(error, "Node 'n' (Slice-13)")
+    assert type(wrapped) is jaxonnx.StaticValueError and wrapped.argument == "ends"
+    assert str(wrapped) == "Node 'n' (Slice-13): `ends` is traced."
