@@ -17,8 +17,11 @@ and cells tagged ``timing`` or ``machine-dependent`` by output type only.
 Adding a notebook: write its cells as a list of ``md(...)`` and ``code(...)`` below and
 add one entry to ``NOTEBOOKS``. Tag a code cell whose output legitimately differs between
 runs or machines, ``code(source, TIMING)``; every other output must be reproducible (set
-seeds, print no addresses, timings or device lists). Figures: draw a matplotlib
-``Figure`` and ``show(fig)`` it (see the helper each notebook defines), small.
+seeds, print no addresses, timings or device lists, and print float results at a
+precision above round-off, which varies with the CPU). Figures: draw a matplotlib
+``Figure`` and ``show(fig)`` it (see the helper each notebook defines), small; a notebook
+that trains something plots its loss curve (as 02 does). Keep the computations small:
+CI executes every notebook on two cores.
 """
 
 from __future__ import annotations
