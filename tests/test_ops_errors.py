@@ -33,30 +33,30 @@ X = jnp.arange(24, dtype=jnp.int32).reshape(2, 3, 4)
 @pytest.mark.parametrize(
     "call, message",
     [
-        (lambda: ops.slice(X, [0], [1], [0], [0]), r"^Slice got `steps`=\[0\]; a step may not be 0\.$"),
+        (lambda: ops.slice(X, [0], [1], [0], [0]), r"^Slice-13 got `steps`=\[0\]; a step may not be 0\.$"),
         (
             lambda: jaxonnx.get_op("Slice", 10)(X, np.array([0, 0]), np.array([1, 1]), None, np.array([1, 0])),
             r"^Slice-10 got `steps`=\[1, 0\]; a step may not be 0\.$",
         ),
         (
             lambda: ops.slice(X, [0], [1], [3]),
-            r"^Slice got `axes`=3 for an input of rank 3; the accepted range is \[-3, 2\]\.$",
+            r"^Slice-13 got `axes`=3 for an input of rank 3; the accepted range is \[-3, 2\]\.$",
         ),
         (
             lambda: ops.slice(X, [0], [1], [-4]),
-            r"^Slice got `axes`=-4 for an input of rank 3; the accepted range is \[-3, 2\]\.$",
+            r"^Slice-13 got `axes`=-4 for an input of rank 3; the accepted range is \[-3, 2\]\.$",
         ),
         (
             lambda: ops.slice(X, [0, 0], [1, 1], [1, -2]),
-            r"^Slice got repeated `axes` \[1, 1\]; each axis may appear once\.$",
+            r"^Slice-13 got repeated `axes` \[1, 1\]; each axis may appear once\.$",
         ),
         (
             lambda: ops.slice(X, [0, 0], [1], [0, 1]),
-            r"^Slice needs `starts`, `ends`, `axes` and `steps` of one length, got lengths 2, 1, 2 and 2\.$",
+            r"^Slice-13 needs `starts`, `ends`, `axes` and `steps` of one length, got lengths 2, 1, 2 and 2\.$",
         ),
         (
             lambda: ops.slice(X, [0], [1], None, [1, 1]),
-            r"^Slice needs `starts`, `ends`, `axes` and `steps` of one length, got lengths 1, 1, 1 and 2\.$",
+            r"^Slice-13 needs `starts`, `ends`, `axes` and `steps` of one length, got lengths 1, 1, 1 and 2\.$",
         ),
         (
             lambda: jaxonnx.get_op("Slice", 10)(X, np.array([0]), np.array([1]), np.array([-1])),
@@ -78,11 +78,11 @@ X = jnp.arange(24, dtype=jnp.int32).reshape(2, 3, 4)
         # Bounds given as arrays must be 1-D (ONNX's 1-D tensors), also 0-d ones.
         (
             lambda: jaxonnx.get_op("Slice", 13)(X, np.array(0), np.array(1)),
-            r"^Slice needs a 1-D `starts`, got shape \(\)\.$",
+            r"^Slice-13 needs a 1-D `starts`, got shape \(\)\.$",
         ),
         (
             lambda: jaxonnx.get_op("Slice", 13)(X, np.array([0]), np.array(1)),
-            r"^Slice needs a 1-D `ends`, got shape \(\)\.$",
+            r"^Slice-13 needs a 1-D `ends`, got shape \(\)\.$",
         ),
         (
             lambda: jaxonnx.get_op("Slice", 10)(X, np.array([0]), np.array([1]), np.array(0)),
@@ -90,11 +90,11 @@ X = jnp.arange(24, dtype=jnp.int32).reshape(2, 3, 4)
         ),
         (
             lambda: ops.slice(X, [[0]], [[1]]),
-            r"^Slice needs a 1-D `starts`, got shape \(1, 1\)\.$",
+            r"^Slice-13 needs a 1-D `starts`, got shape \(1, 1\)\.$",
         ),
         (
             lambda: ops.slice(X, [0.5], [1]),
-            r"^Slice needs integer `starts`, got dtype float64\.$",
+            r"^Slice-13 needs integer `starts`, got dtype float64\.$",
         ),
     ],
 )
@@ -108,20 +108,17 @@ def test_slice_validation_messages(call, message):
     [
         (
             lambda: jaxonnx.get_op("Slice", 13)(X, np.array([0], np.int32), np.array([1], np.int64)),
-            r"^Slice needs its index inputs \(`starts`, `ends`, `axes`, `steps`\) to share one dtype, "
-            r"got `starts` int32 and `ends` int64\.$",
+            r"^Slice-13 needs `starts` and `ends` of one element type \(Tind\), got int32 and int64\.$",
         ),
         (
             lambda: jaxonnx.get_op("Slice", 10)(
                 X, np.array([0]), np.array([1]), np.array([0]), np.array([1], np.int32)
             ),
-            r"^Slice-10 needs its index inputs \(`starts`, `ends`, `axes`, `steps`\) to share one dtype, "
-            r"got `starts` int64, `ends` int64, `axes` int64 and `steps` int32\.$",
+            r"^Slice-10 needs `starts` and `steps` of one element type \(Tind\), got int64 and int32\.$",
         ),
         (
             lambda: jaxonnx.get_op("Slice", 13)(X, jnp.array([0], jnp.int32), np.array([1], np.int64)),
-            r"^Slice needs its index inputs \(`starts`, `ends`, `axes`, `steps`\) to share one dtype, "
-            r"got `starts` int32 and `ends` int64\.$",
+            r"^Slice-13 needs `starts` and `ends` of one element type \(Tind\), got int32 and int64\.$",
         ),
     ],
 )
@@ -152,7 +149,7 @@ def test_slice_traced_bounds_raise_static_value_error_naming_the_input(name):
     def f(traced):
         return ops.slice(X, **(bounds | {name: traced}))
 
-    message = rf"^Slice needs the value of `{name}` to decide its output shape, but `{name}` is traced \(shape \(1,\), dtype int64\)"
+    message = rf"^Slice-13 needs the value of `{name}` to decide its output shape, but `{name}` is traced \(shape \(1,\), dtype int64\)"
     with pytest.raises(StaticValueError, match=message) as info:
         jax.jit(f)(jnp.asarray(bounds[name]))
     assert info.value.argument == name
@@ -173,7 +170,7 @@ def test_slice_bounds_given_as_concrete_jax_arrays_are_read_eagerly():
 
 
 def test_where_needs_a_bool_condition():
-    with pytest.raises(OnnxTypeError, match=r"^Where needs a bool `condition`, got dtype int32\.$"):
+    with pytest.raises(OnnxTypeError, match=r"^Where-16 does not accept tensor\(int32\) for input `condition`; it accepts bool\.$"):
         ops.where(jnp.array([1, 0], jnp.int32), jnp.array([1, 2]), jnp.array([3, 4]))
     # The registry refuses it by the schema's type constraint first.
     with pytest.raises(OnnxTypeError, match=r"^Where-9 does not accept tensor\(uint8\) for input `condition`; it accepts bool\.$"):
@@ -181,17 +178,17 @@ def test_where_needs_a_bool_condition():
 
 
 def test_where_needs_one_dtype_for_x_and_y():
-    with pytest.raises(OnnxTypeError, match=r"^Where needs `X` and `Y` of one dtype, got int32 and int64\.$"):
+    with pytest.raises(OnnxTypeError, match=r"^Where-16 needs `X` and `Y` of one element type \(T\), got int32 and int64\.$"):
         ops.where(jnp.array([True]), jnp.array([1], jnp.int32), jnp.array([1], jnp.int64))
-    with pytest.raises(OnnxTypeError, match=r"^Where needs `X` and `Y` of one dtype, got float32 and bfloat16\.$"):
+    with pytest.raises(OnnxTypeError, match=r"^Where-16 needs `X` and `Y` of one element type \(T\), got float32 and bfloat16\.$"):
         jaxonnx.get_op("Where", 16)(np.array([True]), np.zeros(1, np.float32), np.zeros(1, "bfloat16"))
 
 
 def test_where_unbroadcastable_shapes():
-    message = r"^Where cannot broadcast `condition` \(2,\), `X` \(3,\) and `Y` \(1,\) to one shape\.$"
+    message = r"^Where-16 cannot broadcast `condition` \(2,\), `X` \(3,\) and `Y` \(1,\) to one shape\.$"
     with pytest.raises(OnnxValidationError, match=message):
         ops.where(jnp.array([True, False]), jnp.arange(3), jnp.arange(1))
-    message = r"^Where cannot broadcast `condition` \(0,\), `X` \(2, 1\) and `Y` \(3, 1\) to one shape\.$"
+    message = r"^Where-16 cannot broadcast `condition` \(0,\), `X` \(2, 1\) and `Y` \(3, 1\) to one shape\.$"
     with pytest.raises(OnnxValidationError, match=message):
         jaxonnx.get_op("Where", 16)(np.zeros((0,), bool), np.zeros((2, 1)), np.zeros((3, 1)))
 
@@ -200,28 +197,28 @@ def test_where_unbroadcastable_shapes():
 
 
 def test_compress_needs_a_bool_condition():
-    with pytest.raises(OnnxTypeError, match=r"^Compress needs a bool `condition`, got dtype int32\.$"):
+    with pytest.raises(OnnxTypeError, match=r"^Compress-28 does not accept tensor\(int32\) for input `condition`; it accepts bool\.$"):
         ops.compress(X, jnp.array([0, 1], jnp.int32), axis=0)
 
 
 def test_compress_condition_longer_than_the_axis():
-    message = r"^Compress got a `condition` of length 3, longer than axis 0 of `input` \(size 2, input shape \(2, 3, 4\)\)\.$"
+    message = r"^Compress-28 got a `condition` of length 3, longer than axis 0 of `input` \(size 2, input shape \(2, 3, 4\)\)\.$"
     with pytest.raises(OnnxValidationError, match=message):
         ops.compress(X, [True, False, True], axis=0)
-    message = r"^Compress got a `condition` of length 25, longer than axis 0 of `input` \(size 24, input shape \(24,\)\)\.$"
+    message = r"^Compress-28 got a `condition` of length 25, longer than axis 0 of `input` \(size 24, input shape \(24,\)\)\.$"
     with pytest.raises(OnnxValidationError, match=message):
         ops.compress(X, np.ones(25, bool))
 
 
 def test_compress_needs_a_1d_condition():
-    with pytest.raises(OnnxValidationError, match=r"^Compress needs a 1-D `condition`, got shape \(1, 2\)\.$"):
+    with pytest.raises(OnnxValidationError, match=r"^Compress-28 needs a 1-D `condition`, got shape \(1, 2\)\.$"):
         ops.compress(X, np.array([[True, False]]), axis=0)
-    with pytest.raises(OnnxValidationError, match=r"^Compress needs a 1-D `condition`, got shape \(\)\.$"):
+    with pytest.raises(OnnxValidationError, match=r"^Compress-11 needs a 1-D `condition`, got shape \(\)\.$"):
         jaxonnx.get_op("Compress", 11)(np.zeros(3), np.array(True))
 
 
 def test_compress_axis_out_of_range_and_compress_9_negative_axis():
-    with pytest.raises(OnnxValidationError, match=r"^Compress got `axis`=3 for an input of rank 3; the accepted range is \[-3, 2\]\.$"):
+    with pytest.raises(OnnxValidationError, match=r"^Compress-28 got `axis`=3 for an input of rank 3; the accepted range is \[-3, 2\]\.$"):
         ops.compress(X, [True], axis=3)
     with pytest.raises(OnnxValidationError, match=r"^Compress-9 got `axis`=-1 for an input of rank 3; the accepted range is \[0, 2\]\.$"):
         jaxonnx.get_op("Compress", 9)(np.asarray(X), np.array([True]), axis=-1)
@@ -229,7 +226,7 @@ def test_compress_axis_out_of_range_and_compress_9_negative_axis():
 
 
 def test_compress_traced_condition_without_size_names_size():
-    with pytest.raises(StaticValueError, match=r"^Compress cannot decide its output shape under `jax.jit`: `condition` is traced") as info:
+    with pytest.raises(StaticValueError, match=r"^Compress-28 cannot decide its output shape under `jax.jit`: `condition` is traced") as info:
         jax.jit(lambda c: ops.compress(X, c, axis=1))(jnp.array([True, False]))
     assert "`size=`" in str(info.value) and "`fill_value=`" in str(info.value)
     assert info.value.argument == "condition"
@@ -238,10 +235,10 @@ def test_compress_traced_condition_without_size_names_size():
 
 
 def test_compress_size_too_small_raises_eagerly():
-    message = r"^Compress selected 2 slices but `size`=1; the result would be truncated, so it is refused\. Give a larger `size`\.$"
+    message = r"^Compress-28 selected 2 slices but `size`=1; the result would be truncated, so it is refused\. Give a larger `size`\.$"
     with pytest.raises(OnnxValidationError, match=message):
         ops.compress(X, [True, True], axis=0, size=1)
-    with pytest.raises(OnnxValidationError, match=r"^Compress needs a non-negative int `size`, got -1\.$"):
+    with pytest.raises(OnnxValidationError, match=r"^Compress-28 needs a non-negative int `size`, got -1\.$"):
         ops.compress(X, [True], axis=0, size=-1)
 
 
@@ -254,7 +251,7 @@ def test_compress_size_too_small_raises_at_run_time_under_jit():
 
 
 def test_compress_size_must_be_an_int_not_a_bool():
-    with pytest.raises(OnnxValidationError, match=r"^Compress needs a non-negative int `size`, got True\.$"):
+    with pytest.raises(OnnxValidationError, match=r"^Compress-28 needs a non-negative int `size`, got True\.$"):
         ops.compress(X, [True], axis=0, size=True)
     with pytest.raises(OnnxValidationError, match=r"^Compress-9 needs a non-negative int `size`, got False\.$"):
         jaxonnx.get_op("Compress", 9)(np.zeros(2), np.array([True]), size=False)
@@ -276,7 +273,7 @@ def test_compress_size_must_be_an_int_not_a_bool():
 )
 def test_compress_fill_value_must_be_exact_in_the_dtype_of_data(data, fill_value):
     message = (
-        rf"^Compress got `fill_value`={re.escape(repr(fill_value))}, which dtype {data.dtype} of `input` "
+        rf"^Compress-28 got `fill_value`={re.escape(repr(fill_value))}, which dtype {data.dtype} of `input` "
         rf"cannot hold exactly; the padding would not be {re.escape(repr(fill_value))}, so it is refused\.$"
     )
     with pytest.raises(OnnxValidationError, match=message):
@@ -319,18 +316,18 @@ def test_compress_pads_strings_with_strings():
     out = jaxonnx.get_op("Compress", 11)(strings, np.array([True]), size=2, fill_value="pad")
     assert_exact(out, np.array(["a", "pad"], dtype=object), kind="numpy")
     for fill_value in (0, b"x"):
-        message = rf"^Compress pads string data \(dtype object\) with `fill_value`, which must be a string that the dtype holds, got {re.escape(repr(fill_value))}\.$"
+        message = rf"^Compress-28 pads string data \(dtype object\) with `fill_value`, which must be a string that the dtype holds, got {re.escape(repr(fill_value))}\.$"
         with pytest.raises(OnnxTypeError, match=message):
             ops.compress(strings, np.array([True]), size=2, fill_value=fill_value)
     # A fixed-width str array cannot hold a longer string.
-    with pytest.raises(OnnxTypeError, match=r"^Compress pads string data \(dtype <U1\) with `fill_value`, which must be a string that the dtype holds, got 'xy'\.$"):
+    with pytest.raises(OnnxTypeError, match=r"^Compress-28 pads string data \(dtype <U1\) with `fill_value`, which must be a string that the dtype holds, got 'xy'\.$"):
         ops.compress(np.array(["a", "b"]), np.array([True]), size=2, fill_value="xy")
 
 
 def test_compress_fill_value_must_be_a_scalar_number():
-    with pytest.raises(OnnxTypeError, match=r"^Compress needs a scalar number `fill_value` for dtype int32, got \[1\]\.$"):
+    with pytest.raises(OnnxTypeError, match=r"^Compress-28 needs a scalar number `fill_value` for dtype int32, got \[1\]\.$"):
         ops.compress(X, np.array([True]), axis=0, size=2, fill_value=[1])
-    with pytest.raises(OnnxTypeError, match=r"^Compress needs a scalar number `fill_value` for dtype int32, got 'a'\.$"):
+    with pytest.raises(OnnxTypeError, match=r"^Compress-28 needs a scalar number `fill_value` for dtype int32, got 'a'\.$"):
         ops.compress(X, np.array([True]), axis=0, size=2, fill_value="a")
 
 
@@ -351,7 +348,7 @@ def test_compress_traced_condition_with_size_cannot_be_exported():
 
 
 def test_gather_elements_rank_mismatch():
-    message = r"^GatherElements needs `indices` of the rank of `data` \(3\), got shape \(2, 3\) for `data` of shape \(2, 3, 4\)\.$"
+    message = r"^GatherElements-13 needs `indices` of the rank of `data` \(3\), got shape \(2, 3\) for `data` of shape \(2, 3, 4\)\.$"
     with pytest.raises(OnnxValidationError, match=message):
         ops.gather_elements(X, jnp.zeros((2, 3), jnp.int32))
 
@@ -361,10 +358,10 @@ def test_gather_elements_out_of_bounds_concrete_index_shows_value_and_position()
     indices[1, 2, 3] = 4
     indices[1, 2, 0] = -5  # the first bad one in row-major order
     # (no `$`: under jit, JAX appends a note on its traceback filtering to the message)
-    message = r"^GatherElements got index -5 at position \(1, 2, 0\) of `indices`, outside \[-4, 3\] for axis 2 of `data` with shape \(2, 3, 4\)\."
+    message = r"^GatherElements-13 got index -5 at position \(1, 2, 0\) of `indices`, outside \[-4, 3\] for axis 2 of `data` with shape \(2, 3, 4\)\."
     with pytest.raises(OnnxValidationError, match=message):
         ops.gather_elements(X, jnp.asarray(indices), axis=-1)
-    with pytest.raises(OnnxValidationError, match=message):
+    with pytest.raises(OnnxValidationError, match=message.replace("-13", "-11")):
         jaxonnx.get_op("GatherElements", 11)(np.asarray(X), indices, axis=2)
     # Closed over under jit, numpy indices are concrete and checked the same way.
     with pytest.raises(OnnxValidationError, match=message):
@@ -372,7 +369,7 @@ def test_gather_elements_out_of_bounds_concrete_index_shows_value_and_position()
 
 
 def test_gather_elements_indices_larger_than_data_on_another_dim():
-    message = r"^GatherElements got `indices` of shape \(3, 1\) larger than `data` \(2, 2\) on dim 0, which is not the gather axis \(1\)\.$"
+    message = r"^GatherElements-13 got `indices` of shape \(3, 1\) larger than `data` \(2, 2\) on dim 0, which is not the gather axis \(1\)\.$"
     with pytest.raises(OnnxValidationError, match=message):
         ops.gather_elements(jnp.zeros((2, 2)), jnp.zeros((3, 1), jnp.int32), axis=1)
     # Smaller is fine: only that corner of `data` is read.
@@ -382,14 +379,14 @@ def test_gather_elements_indices_larger_than_data_on_another_dim():
 
 
 def test_gather_elements_axis_out_of_range_and_scalar_data():
-    with pytest.raises(OnnxValidationError, match=r"^GatherElements got `axis`=-4 for an input of rank 3; the accepted range is \[-3, 2\]\.$"):
+    with pytest.raises(OnnxValidationError, match=r"^GatherElements-13 got `axis`=-4 for an input of rank 3; the accepted range is \[-3, 2\]\.$"):
         ops.gather_elements(X, jnp.zeros((1, 1, 1), jnp.int32), axis=-4)
-    with pytest.raises(OnnxValidationError, match=r"^GatherElements needs `data` of rank >= 1, got a scalar\.$"):
+    with pytest.raises(OnnxValidationError, match=r"^GatherElements-13 needs `data` of rank >= 1, got a scalar\.$"):
         ops.gather_elements(jnp.array(1.0), jnp.array(0))
 
 
 def test_gather_elements_needs_integer_indices():
-    with pytest.raises(OnnxTypeError, match=r"^GatherElements needs integer `indices`, got dtype float32\.$"):
+    with pytest.raises(OnnxTypeError, match=r"^GatherElements-13 does not accept tensor\(float\) for input `indices`; it accepts int32, int64\.$"):
         ops.gather_elements(X, jnp.zeros((1, 1, 1), jnp.float32))
 
 
@@ -409,7 +406,7 @@ def test_gather_elements_under_jit_clamps_out_of_bounds_indices():
 def test_gather_elements_empty_axis_under_jit():
     data = jnp.zeros((2, 0), jnp.float32)
     assert_exact(jax.jit(lambda d, i: ops.gather_elements(d, i, 1))(data, jnp.zeros((2, 0), jnp.int32)), np.zeros((2, 0), np.float32))
-    with pytest.raises(OnnxValidationError, match=r"^GatherElements gathers along axis 1 of size 0 with 2 indices; every index is out of bounds\."):
+    with pytest.raises(OnnxValidationError, match=r"^GatherElements-13 gathers along axis 1 of size 0 with 2 indices; every index is out of bounds\."):
         jax.jit(lambda d, i: ops.gather_elements(d, i, 1))(data, jnp.zeros((2, 1), jnp.int32))
 
 
@@ -421,8 +418,8 @@ def test_gather_elements_empty_axis_under_jit():
     [(1, -1, "[0, 3]"), (9, -1, "[0, 3]"), (9, 4, "[0, 3]"), (11, 4, "[-3, 3]"), (13, -4, "[-3, 3]"), (25, 5, "[-3, 3]")],
 )
 def test_flatten_axis_out_of_range(version, axis, accepted):
-    # Versions 11 and later share the newest semantics and say "Flatten".
-    name = f"Flatten-{version}" if version < 11 else "Flatten"
+    # Every version names itself.
+    name = f"Flatten-{version}"
     message = rf"^{name} got `axis`={axis} for an input of rank 3; the accepted range is {re.escape(accepted)}\.$"
     with pytest.raises(OnnxValidationError, match=message):
         jaxonnx.get_op("Flatten", version)(np.zeros((2, 3, 4), np.float32), axis=axis)
@@ -433,7 +430,7 @@ def test_flatten_axis_out_of_range(version, axis, accepted):
 def test_flatten_scalar():
     assert_exact(ops.flatten(jnp.float32(3.5), 0), np.array([[3.5]], np.float32), kind="jax")
     assert_exact(ops.flatten(jnp.float32(3.5), -0), np.array([[3.5]], np.float32), kind="jax")
-    with pytest.raises(OnnxValidationError, match=r"^Flatten got `axis`=1 for an input of rank 0; the accepted range is \[0, 0\]\.$"):
+    with pytest.raises(OnnxValidationError, match=r"^Flatten-25 got `axis`=1 for an input of rank 0; the accepted range is \[0, 0\]\.$"):
         ops.flatten(jnp.float32(3.5))
 
 
@@ -527,25 +524,42 @@ I64 = np.array([2**40, -3, 7], np.int64)
 @pytest.mark.parametrize(
     "call, name",
     [
-        (lambda: ops.flatten(I64), "`input` of Flatten"),
-        (lambda: ops.slice(I64, [0], [2]), "`data` of Slice"),
-        (lambda: ops.gather_elements(I64, np.array([0], np.int32)), "`data` of GatherElements"),
-        (lambda: ops.where(np.array([True, False, True]), I64, I64), "`X` of Where"),
-        (lambda: ops.compress(I64, [True]), "`input` of Compress"),
-        (lambda: ops.flatten(I64.astype(np.uint64)), "`input` of Flatten"),
-        (lambda: ops.flatten(np.zeros(2, np.float64)), "`input` of Flatten"),
-        (lambda: ops.flatten(np.zeros(2, np.complex128)), "`input` of Flatten"),
-        # Mixed numpy/JAX inputs of the registry: the numpy one would have to become JAX.
-        (lambda: jaxonnx.get_op("Where", 16)(jnp.array([True, False, True]), I64, I64), "`X` of Where"),
-        (lambda: jaxonnx.get_op("GatherElements", 13)(I64, jnp.array([0, 1])), "`data` of GatherElements"),
-        (lambda: jaxonnx.get_op("Compress", 11)(I64, jnp.array([True, False])), "`input` of Compress"),
-        (lambda: jaxonnx.get_op("Slice", 13)(I64, jnp.array([0]), jnp.array([2])), "`data` of Slice"),
-        (lambda: jax.jit(lambda c: jaxonnx.get_op("Compress", 11)(I64, c, size=1))(jnp.array([True])), "`input` of Compress"),
+        (lambda: ops.flatten(I64), "`input` of Flatten-25"),
+        (lambda: ops.slice(I64, [0], [2]), "`data` of Slice-13"),
+        (lambda: ops.gather_elements(I64, np.array([0], np.int32)), "`data` of GatherElements-13"),
+        (lambda: ops.where(np.array([True, False, True]), I64, I64), "`X` of Where-16"),
+        (lambda: ops.compress(I64, [True]), "`input` of Compress-28"),
+        (lambda: ops.flatten(I64.astype(np.uint64)), "`input` of Flatten-25"),
+        # Mixed numpy/JAX inputs of the registry: the numpy one has to become JAX.
+        (lambda: jaxonnx.get_op("Where", 16)(jnp.array([True, False, True]), I64, I64), "`X` of Where-16"),
+        (lambda: jaxonnx.get_op("GatherElements", 13)(I64, jnp.array([0, 1])), "`data` of GatherElements-13"),
+        (lambda: jaxonnx.get_op("Compress", 11)(I64, jnp.array([True, False])), "`input` of Compress-11"),
+        (lambda: jaxonnx.get_op("Slice", 13)(I64, jnp.array([0]), jnp.array([2])), "`data` of Slice-13"),
+        (lambda: jax.jit(lambda c: jaxonnx.get_op("Compress", 11)(I64, c, size=1))(jnp.array([True])), "`input` of Compress-11"),
     ],
 )
-def test_x64_off_refuses_64_bit_values_instead_of_narrowing(call, name):
-    with pytest.raises(OnnxTypeError, match=rf"^The {re.escape(name)} has dtype \w+: \w+ needs 64-bit JAX types, but `jax_enable_x64` is off and jaxonnx will not narrow it to 32 bits"):
+def test_x64_off_a_64_bit_value_that_does_not_fit_32_bits_raises(call, name):
+    # x64 off: 64-bit types compute as their 32-bit JAX counterparts; 2**40 cannot, so it
+    # raises naming the input and the value instead of wrapping.
+    with pytest.raises(OnnxTypeError, match=rf"{re.escape(name)} holds the u?int64 value 1099511627776 .*does not fit"):
         call()
+
+
+@pytest.mark.usefixtures("x64_off")
+def test_x64_off_64_bit_values_compute_in_32_bits_exactly_where_they_fit():
+    small = np.array([[2**31 - 1, -(2**31)], [0, 5]], np.int64)
+    for dtype, expected in ((np.int64, np.int32), (np.uint64, np.uint32), (np.float64, np.float32), (np.complex128, np.complex64)):
+        x = np.abs(small).astype(dtype) if dtype == np.uint64 else small.astype(dtype)
+        want = x.astype(expected)
+        for call in (
+            lambda x: ops.flatten(x),
+            lambda x: ops.slice(x, [0], [2]),
+            lambda x: ops.where(np.array([True, True]), x, x),
+            lambda x: jaxonnx.get_op("Where", 16)(jnp.array([True, True]), x, x),
+        ):
+            out = call(x)
+            assert isinstance(out, jax.Array) and out.dtype == expected
+            np.testing.assert_array_equal(np.asarray(out), want.reshape(out.shape))
 
 
 @pytest.mark.usefixtures("x64_off")
@@ -566,23 +580,6 @@ def test_x64_off_static_64_bit_values_stay_exact():
     assert jnp.arange(2).dtype == jnp.int32  # the fixture really turned x64 off
 
 
-@pytest.mark.usefixtures("x64_off")
-def test_x64_off_nothing_is_narrowed_silently():
-    # A 64-bit value that would have to become a JAX array raises, through every op.
-    for dtype in (np.int64, np.uint64, np.float64, np.complex128):
-        x = random_array(np.random.default_rng(0), (3, 2), dtype)
-        for call in (
-            lambda x: ops.flatten(x),
-            lambda x: ops.slice(x, [0], [2]),
-            lambda x: ops.where(np.array([True, False]), x, x),
-            lambda x: ops.compress(x, [True]),
-            lambda x: ops.gather_elements(x, np.array([[0, 1]], np.int32)),
-            lambda x: jaxonnx.get_op("Where", 16)(jnp.array([True, False]), x, x),
-        ):
-            with pytest.raises(OnnxTypeError, match="`jax_enable_x64` is off"):
-                call(x)
-
-
 def test_public_ops_keep_a_closed_over_numpy_condition_and_indices_static_under_jit():
     x = jnp.arange(6.0).reshape(3, 2)
     kept = jax.jit(lambda v: ops.compress(v, np.array([True, False, True]), axis=0))(x)
@@ -598,4 +595,4 @@ def test_public_slice_reads_any_integer_bounds():
     x = jnp.arange(10)
     expected = np.asarray(x)[1:3]
     np.testing.assert_array_equal(ops.slice(x, starts=jnp.array([1], jnp.int32), ends=np.array([3])), expected)
-    np.testing.assert_array_equal(ops.slice(x, starts=np.array(1), ends=3), expected)
+    np.testing.assert_array_equal(ops.slice(x, starts=1, ends=3), expected)
