@@ -159,3 +159,54 @@ def test_backend_validates_concrete_inputs_like_the_eager_path():
 
 if __name__ == "__main__":
     unittest.main()
+
+
+# --------------------------------------------------------------------------- strict warnings, peers' versions
+
+
+@pytest.mark.parametrize(
+    ("module", "ignored"),
+    [("onnx.backend.test.case.node.slice", True), ("onnx.reference.ops.op_where", True), ("onnx", True),
+     ("jaxonnx._interpreter", False), ("onnxruntime.capi", False), ("tests.test_backend", False)],
+)
+def test_deprecation_warnings_are_errors_except_inside_onnxs_own_modules(module, ignored):
+    # What numpy 2.5 raises where onnx's test-case modules set an array's shape.
+    def warn():
+        warnings.warn_explicit(
+            "Setting the shape on a NumPy array has been deprecated in NumPy 2.5.",
+            DeprecationWarning, filename=f"{module.replace('.', '/')}.py", lineno=1, module=module,
+        )
+
+    if ignored:
+        warn()
+    else:
+        with pytest.raises(DeprecationWarning, match="Setting the shape"):
+            warn()
+
+
+def test_a_kernel_onnxruntime_lacks_skips_naming_its_version_and_the_kernel(run_onnxruntime, monkeypatch):
+    import onnxruntime
+    from onnxruntime.capi.onnxruntime_pybind11_state import NotImplemented as OnnxruntimeNotImplemented
+
+    # onnxruntime's own error for a missing kernel (1.30 has none for int8 Where); no
+    # version is hard-coded, so the error is raised here as onnxruntime raises it.
+    def no_kernel(*args, **kwargs):
+        raise OnnxruntimeNotImplemented(
+            "[ONNXRuntimeError] : 9 : NOT_IMPLEMENTED : Could not find an implementation for Where(16) node with name ''"
+        )
+
+    monkeypatch.setattr(onnxruntime, "InferenceSession", no_kernel)
+    node = onnx.helper.make_node("Where", ["c", "x", "y"], ["z"])
+    graph = onnx.helper.make_graph(
+        [node], "missing_kernel",
+        [onnx.helper.make_tensor_value_info(n, t, [1]) for n, t in
+         [("c", onnx.TensorProto.BOOL), ("x", onnx.TensorProto.INT8), ("y", onnx.TensorProto.INT8)]],
+        [onnx.helper.make_tensor_value_info("z", onnx.TensorProto.INT8, [1])],
+    )
+    model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 16)])
+    with pytest.raises(pytest.skip.Exception) as skipped:
+        run_onnxruntime(model, {"c": np.array([True]), "x": np.array([1], np.int8), "y": np.array([2], np.int8)})
+    assert str(skipped.value) == (
+        f"onnxruntime {onnxruntime.__version__} does not implement this: "
+        "Could not find an implementation for Where(16) node with name ''"
+    )

@@ -12,7 +12,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -35,11 +34,6 @@ def _model(nodes, inputs, outputs, initializers=(), *, opset=21, name="g") -> on
 
 def _reference(model: onnx.ModelProto, feed: dict) -> list[np.ndarray]:
     return ReferenceEvaluator(model).run(None, feed)
-
-
-def _onnxruntime(model: onnx.ModelProto, feed: dict) -> list[np.ndarray]:
-    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    return session.run(None, feed)
 
 
 def _assert_exact(actual, expected):
@@ -117,12 +111,12 @@ CHAIN_OPSETS = [11, 13, 16, 21, 25]
 
 
 @pytest.mark.parametrize("opset", CHAIN_OPSETS)
-def test_chain_of_all_five_ops_equals_reference_and_onnxruntime(opset):
+def test_chain_of_all_five_ops_equals_reference_and_onnxruntime(opset, run_onnxruntime):
     proto = _chain_model(opset)
     model = jaxonnx.load(proto)
     feed = _chain_feed(opset)
     expected = _reference(proto, feed)
-    for want, got in zip(expected, _onnxruntime(proto, feed)):
+    for want, got in zip(expected, run_onnxruntime(proto, feed)):
         _assert_exact(got, want)  # the two references agree, so the test compares with both
     assert expected[0].shape == (1, 6)
 
@@ -167,7 +161,7 @@ _CHAIN_21_JIT = jax.jit(jaxonnx.load(_CHAIN_21))
 
 
 @pytest.mark.parametrize("opset", [9, 10])
-def test_chain_with_the_oldest_versions(opset):
+def test_chain_with_the_oldest_versions(opset, run_onnxruntime):
     """Opset 9: Slice-1 (bounds as attributes), Flatten-9, Compress-9, Where-9; opset 10: Slice-10."""
     if opset == 9:
         slice_node = helper.make_node("Slice", ["x"], ["rows"], name="slice", starts=[1, 1], ends=[-1, 100], axes=[0, 1])
@@ -196,7 +190,7 @@ def test_chain_with_the_oldest_versions(opset):
     )
     feed = {"x": np.arange(40, dtype=np.float64).reshape(5, 4, 2), "cond": np.array([[[True, False]]])}
     (expected,) = _reference(proto, feed)
-    (from_ort,) = _onnxruntime(proto, feed)
+    (from_ort,) = run_onnxruntime(proto, feed)
     _assert_exact(from_ort, expected)
     model = jaxonnx.load(proto)
     assert ("slice", "Slice", "Slice-1" if opset == 9 else "Slice-10") in model.describe_nodes()
@@ -204,7 +198,7 @@ def test_chain_with_the_oldest_versions(opset):
     _assert_exact(jax.jit(model)(*map(jnp.asarray, feed.values()))[0], expected)
 
 
-def test_sparse_value_constant_feeds_slice_starts():
+def test_sparse_value_constant_feeds_slice_starts(run_onnxruntime):
     # onnx.reference's Constant returns its own SparseTensor type for sparse_value and then
     # refuses it, so this model is compared with onnxruntime and with numpy slicing.
     sparse = helper.make_sparse_tensor(
@@ -225,7 +219,7 @@ def test_sparse_value_constant_feeds_slice_starts():
     )
     x = np.arange(20, dtype=np.float32).reshape(4, 5)
     expected = x[0:3, 2:5]
-    (from_ort,) = _onnxruntime(proto, {"x": x})
+    (from_ort,) = run_onnxruntime(proto, {"x": x})
     _assert_exact(from_ort, expected)
     model = jaxonnx.load(proto)
     _assert_exact(model(x)[0], expected)
@@ -263,13 +257,13 @@ def _static_chain_model() -> onnx.ModelProto:
     )
 
 
-def test_static_values_propagate_through_constant_chains_under_jit():
+def test_static_values_propagate_through_constant_chains_under_jit(run_onnxruntime):
     proto = _static_chain_model()
     model = jaxonnx.load(proto)
     x = np.arange(15, dtype=np.float32).reshape(5, 3)
     (expected,) = _reference(proto, {"x": x})
     _assert_exact(expected, x[[1, 2]][:, [0, 2]])
-    _assert_exact(_onnxruntime(proto, {"x": x})[0], expected)
+    _assert_exact(run_onnxruntime(proto, {"x": x})[0], expected)
     _assert_exact(jax.jit(model)(jnp.asarray(x))[0], expected)
 
     # Static Slice bounds become one static `slice`, never a gather; the constant Compress
@@ -436,7 +430,7 @@ def _string_model() -> onnx.ModelProto:
     )
 
 
-def test_string_tensors_run_through_the_model_eagerly():
+def test_string_tensors_run_through_the_model_eagerly(run_onnxruntime):
     proto = _string_model()
     model = jaxonnx.load(proto)
     feed = {
@@ -445,7 +439,7 @@ def test_string_tensors_run_through_the_model_eagerly():
         "other": np.array("ω", dtype=object),
     }
     (expected,) = _reference(proto, feed)
-    _assert_exact(_onnxruntime(proto, feed)[0], expected)
+    _assert_exact(run_onnxruntime(proto, feed)[0], expected)
     _assert_exact(expected, np.array([["epsilon", "epsilon", "ω"]], dtype=object))
     (flat,) = model(*feed.values())
     assert isinstance(flat, np.ndarray) and flat.dtype == object

@@ -15,7 +15,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
@@ -31,11 +30,6 @@ def _model(nodes, inputs, outputs, initializers=(), *, opset=21) -> onnx.ModelPr
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     model.ir_version = 10
     return model
-
-
-def _onnxruntime(model: onnx.ModelProto, feed: dict) -> list[np.ndarray]:
-    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    return session.run(None, feed)
 
 
 def _load_quietly(model, **kwargs) -> jaxonnx.Model:
@@ -97,9 +91,9 @@ def test_x64_on_as_jax_keeps_every_64_bit_value():
 # --------------------------------------------------------------------------- graph inputs and outputs
 
 
-def test_x64_off_int64_indices_run_eagerly_and_under_jit_as_onnxruntime_does(x64_off):
+def test_x64_off_int64_indices_run_eagerly_and_under_jit_as_onnxruntime_does(x64_off, run_onnxruntime):
     proto = _gather_model()
-    (expected,) = _onnxruntime(proto, {"data": DATA, "indices": INDICES})
+    (expected,) = run_onnxruntime(proto, {"data": DATA, "indices": INDICES})
     with pytest.warns(jaxonnx.X64Warning, match=r"input 'indices' \(int64 as int32\)"):
         model = jaxonnx.load(proto)
     # jax.jit turns the numpy int64 array into int32 before jaxonnx sees it: accepted.
@@ -141,7 +135,7 @@ def test_x64_off_errors_say_that_jax_jit_converted_the_array(x64_off):
         jax.jit(model)(np.array([1, 2], np.int64))
 
 
-def test_x64_off_64_bit_outputs_and_double_inputs_compute_in_32_bits(x64_off):
+def test_x64_off_64_bit_outputs_and_double_inputs_compute_in_32_bits(x64_off, run_onnxruntime):
     proto = _model(
         [
             helper.make_node("GatherElements", ["x", "indices"], ["gathered"], axis=0),
@@ -151,7 +145,7 @@ def test_x64_off_64_bit_outputs_and_double_inputs_compute_in_32_bits(x64_off):
         [vi("gathered", TensorProto.DOUBLE, [2]), vi("flat_labels", TensorProto.INT64, [1, 2])],
     )
     feed = {"x": np.array([0.5, 1.25, -3.0]), "indices": np.array([2, 0], np.int64), "labels": np.array([-7, 2**31 - 1], np.int64)}
-    expected = _onnxruntime(proto, feed)
+    expected = run_onnxruntime(proto, feed)
     with pytest.warns(jaxonnx.X64Warning) as record:
         model = jaxonnx.load(proto)
     assert len(record) == 1  # one warning per model, listing every 64-bit input and output
