@@ -676,8 +676,9 @@ SHAPES = [
         The hint is an upper bound, not a truncation. Selecting more rows than the hint
         raises when the model runs. Under jit the check runs inside the compiled
         computation, so the error reaches Python as a `jax.errors.JaxRuntimeError` whose
-        message ends with jaxonnx's. (JAX also logs the callback's traceback; we silence
-        that logger here to keep the output short.)
+        message ends with jaxonnx's. jaxonnx also logs the message (logger `jaxonnx`, on
+        stderr) before JAX logs the callback's traceback, so it is the first thing a reader
+        of the log sees; we silence JAX's traceback here to keep the output short.
         """
     ),
     code(
