@@ -399,6 +399,23 @@ def test_size_hint_overflow_raises_at_run_time_and_never_truncates():
     _assert_exact(picked, np.array([[1, 2], [0, 0], [0, 0], [0, 0]], np.float32))
 
 
+def test_a_size_hint_overflow_under_jit_shows_jaxonnxs_message_first(capfd):
+    import logging
+
+    # No logging configured, as in a plain script: Python prints records of level WARNING and
+    # above to stderr. jaxonnx's one-line message comes before JAX's callback traceback.
+    root = logging.getLogger()
+    saved_handlers, root.handlers = root.handlers, []
+    try:
+        model = jax.jit(jaxonnx.load(_compress_from_input_model(), size_hints={"picked": 2}))
+        with pytest.raises(jax.errors.JaxRuntimeError):
+            jax.block_until_ready(model(X52, np.ones(5, bool)))
+    finally:
+        root.handlers = saved_handlers
+    first_line = capfd.readouterr().err.splitlines()[0]
+    assert first_line.startswith("jaxonnx: Compress") and "selected 5 slices at run time" in first_line
+
+
 def test_backend_runs_the_size_hint_model():
     rep = jaxonnx.backend.prepare(_compress_from_input_model(), size_hints={"picked": 3})
     outputs = rep.run([X52, np.array([False, False, True, False, True])])
