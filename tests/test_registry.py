@@ -15,7 +15,7 @@ from jaxonnx import OnnxTypeError, OnnxValidationError, UnsupportedOpError
 from jaxonnx import _registry
 from jaxonnx._dtypes import onnx_type_name
 
-OUR_OPS = ("Compress", "Constant", "Flatten", "GatherElements", "Identity", "Slice", "Where")
+OUR_OPS = tuple(jaxonnx.supported_ops())  # every registered op, from the registry
 
 
 def onnx_since_versions(op: str) -> list[int]:

@@ -1,0 +1,27 @@
+"""One example call of an op: its inputs, attributes and the versions it is valid for."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Container
+
+import numpy as np
+
+
+@dataclasses.dataclass
+class Example:
+    """Inputs (``None`` for an omitted optional input) and attributes of one op call.
+
+    ``versions``: the since_versions the example is valid for (None: every registered
+    version whose schema has all its attributes and accepts its input count).
+    ``grad``: whether to check gradients (False where the op is not differentiable at the
+    example's values, e.g. ties); ``vmap``: whether to check vmap.
+    """
+
+    inputs: list[np.ndarray | None]
+    attributes: dict = dataclasses.field(default_factory=dict)
+    versions: Container[int] | None = None
+    grad: bool = True
+    vmap: bool = True
+    rtol: float = 1e-5
+    atol: float = 1e-6
