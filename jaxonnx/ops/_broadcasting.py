@@ -1,0 +1,38 @@
+"""Broadcasting for the elementwise ops: ONNX's multidirectional rule (numpy's), spelled out.
+
+The ranks are equalised here, with leading 1-dims, so that JAX's
+``jax_numpy_rank_promotion="raise"`` setting accepts the ops and a mismatch is an ONNX
+error naming the inputs instead of a numpy or JAX one. Registers no op.
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+
+from jaxonnx._errors import OnnxValidationError
+
+
+def broadcast_together(*arrays, names):
+    """``arrays`` of one rank (numpy's rule; ``None`` entries stay ``None``).
+
+    Raises:
+        OnnxValidationError: if the shapes do not broadcast, naming each input and shape.
+    """
+    present = [a for a in arrays if a is not None]
+    shapes = [tuple(a.shape) for a in present]
+    try:
+        # jnp's version also takes the symbolic dims of `jax.export` (shape polymorphism).
+        jnp.broadcast_shapes(*shapes)
+    except ValueError:
+        described = ", ".join(f"`{name}` {tuple(a.shape)}" for name, a in zip(names, arrays) if a is not None)
+        raise OnnxValidationError(f"cannot broadcast {described} to one shape (numpy's rule).") from None
+    rank = max((len(s) for s in shapes), default=0)
+    return tuple(
+        a if a is None or a.ndim == rank else a.reshape((1,) * (rank - a.ndim) + tuple(a.shape))
+        for a in arrays
+    )
+
+
+def variadic_names(count: int) -> list[str]:
+    """How errors name the inputs of a variadic op (Max, Sum, ...): `data_0[i]`."""
+    return [f"data_0[{i}]" for i in range(count)]
