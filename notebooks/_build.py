@@ -165,7 +165,9 @@ QUICKSTART = [
         Every ONNX version (`since_version`) of each op is registered. `get_op(op, opset)`
         resolves the way ONNX does: a model with opset *N* runs the newest version whose
         `since_version` is at most *N*. Slice has versions 1, 10, 11 and 13, so a model
-        with opset 12 runs Slice-11:
+        with opset 12 runs Slice-11. `jaxonnx.supported_ops()` maps every registered op to
+        its versions (the README's support table is generated from it); here are the five
+        ops of these notebooks:
         """
     ),
     code(
@@ -173,16 +175,17 @@ QUICKSTART = [
         print(jaxonnx.get_op("Slice", 12).name)
         print(jaxonnx.get_op("Slice", 13).name)
         print(jaxonnx.get_op("Flatten", 22).name)
-        for op, versions in jaxonnx.supported_ops().items():
-            print(f"{op:15} {versions}")
+        supported = jaxonnx.supported_ops()
+        for op in ["Compress", "Flatten", "GatherElements", "Slice", "Where"]:
+            print(f"{op:15} {supported[op]}")
         """
     ),
-    md("Asking for something that is not there lists what is:"),
+    md("Asking for something that is not there says what is:"),
     code(
         """
-        for op, opset in [("Conv", 13), ("Slice", 0)]:
+        for op, opset, domain in [("Slice", 0, ""), ("Inverse", 1, "com.microsoft")]:
             try:
-                jaxonnx.get_op(op, opset)
+                jaxonnx.get_op(op, opset, domain=domain)
             except jaxonnx.UnsupportedOpError as e:
                 print(f"{type(e).__name__}: {e}")
         """
