@@ -62,7 +62,7 @@ def _one_hot(indices, depth, values, axis, *, negative_indices):
     indices = indices.astype(compared)
     if negative_indices and compared.kind != "u":
         indices = xp.where(indices < 0, indices + np.asarray(depth, compared), indices)
-    positions = np.arange(depth, dtype=compared).reshape((depth,) + (1,) * (indices.ndim - axis))
+    positions = np.arange(depth, dtype=compared).reshape((1,) * axis + (depth,) + (1,) * (indices.ndim - axis))
     hit = xp.expand_dims(indices, axis) == positions
     values = values.reshape(2)
     return xp.where(hit, values[1], values[0])

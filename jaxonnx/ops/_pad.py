@@ -38,6 +38,8 @@ def pad(data, pads, constant_value=None, axes=None, *, mode: str = "constant"):
         >>> jaxonnx.ops.pad(jnp.array([[1, 2, 3]]), np.array([2, -1]), axes=np.array([1]), mode="reflect")
         Array([[3, 2, 1, 2]], dtype=int32)
     """
+    # A graph's STRING attributes arrive as bytes (onnx.helper.get_attribute_value).
+    mode = mode.decode() if isinstance(mode, bytes) else mode
     if mode not in MODES:
         raise OnnxValidationError(f"got `mode`={mode!r}; it must be one of {', '.join(MODES)}.")
     rank = data.ndim
@@ -103,7 +105,9 @@ def _pad_1(data, *, paddings, mode="constant", value=0.0):
     return pad(data, np.asarray(paddings, np.int64), np.asarray(value, data.dtype), mode=_mode(mode, MODES[:3]))
 
 
-def _mode(mode: str, accepted) -> str:
+def _mode(mode, accepted) -> str:
+    # A graph's STRING attributes arrive as bytes (onnx.helper.get_attribute_value).
+    mode = mode.decode() if isinstance(mode, bytes) else mode
     if mode not in accepted:
         raise OnnxValidationError(
             f"got `mode`={mode!r}; this version accepts {', '.join(accepted)} (wrap came with version 19)."

@@ -46,7 +46,7 @@ def trilu(input, k=None, *, upper: int = 1):
         offset = offset.astype(np.int32)
     else:
         k = int(np.clip(np.asarray(k).reshape(-1)[0], -rows - 1, cols + 1))
-    keep = offset >= k if upper else offset <= k
+    keep = (offset >= k if upper else offset <= k).reshape((1,) * (input.ndim - 2) + (rows, cols))
     xp = namespace(input, keep)
     zero = np.asarray("" if input.dtype.kind in "OUS" else 0).astype(input.dtype)
     return xp.where(keep, input, zero)
