@@ -65,6 +65,8 @@ def _arg_min_1(data, *, axis=0, keepdims=1):
 
 
 def _arg(data, axis, keepdims, select_last_index, *, largest, allow_negative=True):
+    if data.ndim == 0:
+        raise OnnxValidationError("needs `data` of rank >= 1, got a scalar.")
     axis = normalize_axis(axis, data.ndim, allow_negative=allow_negative)
     dim = data.shape[axis]
     if dim == 0:

@@ -47,9 +47,9 @@ def _prod(xp, data, axes, keepdims):
 
 
 def _mean(xp, data, axes, keepdims):
-    total = _sum(xp, data, axes, keepdims)
     count = math.prod(data.shape[a] for a in axes)
     if data.dtype.kind in "iu":
+        total = _sum(xp, data, axes, keepdims)
         if count == 0:
             raise OnnxValidationError(
                 f"reduces an empty set of integers (`data` of shape {tuple(data.shape)}, axes {list(axes)}); "
@@ -58,8 +58,10 @@ def _mean(xp, data, axes, keepdims):
         # Truncated towards zero like onnx.reference (numpy's mean in the integer type), exactly.
         floor = total // count
         return xp.where((floor * count != total) & (total < 0), floor + 1, floor)
-    with np.errstate(invalid="ignore"):  # the mean of an empty set is NaN, as in numpy and JAX
-        return total / np.asarray(count, data.dtype)
+    # float16/bfloat16 sum in float32: their sums of a few thousand values, or counts past
+    # 65504, would overflow to inf and the mean would read inf or 0. An empty mean is NaN.
+    total = _sum(xp, data.astype(np.float32) if data.dtype.itemsize == 2 else data, axes, keepdims)
+    return (total / np.asarray(count, total.dtype)).astype(data.dtype)
 
 
 def _l2(xp, data, axes, keepdims):
@@ -100,7 +102,8 @@ _REDUCTIONS = {
 
 def _reduce(op_type, data, axes, keepdims, noop_with_empty_axes=0, *, allow_negative=True):
     axes = reduced_axes(axes, data.ndim, noop_with_empty_axes, allow_negative=allow_negative)
-    return _REDUCTIONS[op_type](namespace(data), data, axes, bool(keepdims))
+    with np.errstate(all="ignore"):  # overflow to inf, 0/0 = NaN: silent in numpy as in JAX
+        return _REDUCTIONS[op_type](namespace(data), data, axes, bool(keepdims))
 
 
 @register("ReduceSum", 13, static=("axes",))

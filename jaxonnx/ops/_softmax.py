@@ -29,9 +29,9 @@ def softmax(input, *, axis: int = -1):
         An array of the shape and dtype of ``input``.
 
     Example:
-        >>> jaxonnx.ops.softmax(jnp.log(jnp.array([[1.0, 3.0], [2.0, 2.0]])))
-        Array([[0.25, 0.75],
-               [0.5 , 0.5 ]], dtype=float32)
+        >>> jaxonnx.ops.softmax(jnp.array([[0.0, 1.0], [2.0, 2.0]]))
+        Array([[0.26894143, 0.7310586 ],
+               [0.5       , 0.5       ]], dtype=float32)
     """
     return _normalized(input, axis, log=False)
 
