@@ -61,7 +61,8 @@ def scatter_elements(data, indices, updates, *, axis: int = 0, reduction: str = 
             )
     (along,) = nd_indices(indices[..., None], data.shape, first_dim=axis, column=False)
     grid = np.indices(indices.shape, sparse=True)
-    index = tuple(along if d == axis else np.broadcast_to(grid[d], indices.shape) for d in range(rank))
+    # The other dims' positions, in the index type of `along` (strict promotion in a stack).
+    index = tuple(along if d == axis else np.broadcast_to(grid[d].astype(along.dtype), indices.shape) for d in range(rank))
     return scatter(data, index, updates, reduction)
 
 

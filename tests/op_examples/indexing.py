@@ -1,0 +1,79 @@
+"""Examples of the indexing ops: Gather, GatherND, ScatterND, ScatterElements, NonZero, Pad,
+OneHot, Trilu, DepthToSpace and SpaceToDepth.
+
+Float values are distinct and scattered updates never tie with the data, so max/min
+scatters have meaningful gradients; duplicate indices appear only with a reduction (with
+``none`` ONNX leaves them unspecified). Pads are non-negative here: ``onnx.reference``
+refuses negative pads (jaxonnx cuts them, as onnxruntime does).
+"""
+
+import numpy as np
+
+from tests.op_examples._example import Example
+
+_rng = np.random.default_rng(7)
+_X = _rng.permutation(np.arange(1, 13, dtype=np.float32)).reshape(3, 4) / 4  # distinct, no ties
+_X3 = _rng.standard_normal((2, 3, 4)).astype(np.float32)
+_I64 = np.int64
+
+_ND_UPDATES = np.array([[10.5, 11.5, 12.5, 13.5], [-7.5, -8.5, -9.5, -6.5], [20.25, 0.125, -0.375, 5.5]], np.float32)
+_EL_UPDATES = np.array([[4.5, -3.5, 7.25], [-2.25, 6.75, 9.5]], np.float32)
+
+EXAMPLES = {
+    "Gather": [
+        Example([_X, np.array([[2, -1], [0, 0]], _I64)], {"axis": 0}),
+        Example([_X3, np.array([3, -4, 1], np.int32)], {"axis": -1}),
+        Example([_X3, np.array(1, _I64)], {"axis": 1}),
+    ],
+    "GatherND": [
+        Example([_X3, np.array([[1, -2], [0, 2], [1, 0]], _I64)]),
+        Example([_X3, np.array([[[2], [0]], [[-1], [1]]], _I64)], {"batch_dims": 1}),
+    ],
+    "ScatterND": [
+        Example([_X, np.array([[2], [0]], _I64), _ND_UPDATES[:2]]),
+        Example([_X, np.array([[1, -1], [2, 0]], _I64), np.array([30.5, -40.5], np.float32)]),
+        *(
+            Example([_X, np.array([[0], [2], [0]], _I64), _ND_UPDATES], {"reduction": reduction}, versions=versions)
+            for reduction, versions in [("add", (16, 18)), ("mul", (16, 18)), ("max", (18,)), ("min", (18,))]
+        ),
+    ],
+    "ScatterElements": [
+        Example([_X, np.array([[1, 0, 2], [2, 1, 0]], _I64), _EL_UPDATES], {"axis": 0}),
+        Example([_X, np.array([[3, -4, 1], [0, 2, -1]], _I64), _EL_UPDATES], {"axis": -1}),
+        *(
+            Example([_X, np.array([[1, 1, 0], [1, 2, 2]], _I64), _EL_UPDATES], {"axis": 1, "reduction": reduction}, versions=versions)
+            for reduction, versions in [("add", (16, 18)), ("mul", (16, 18)), ("max", (18,)), ("min", (18,))]
+        ),
+    ],
+    "NonZero": [
+        Example([np.where(_X3 > 0.3, _X3, np.float32(0))]),
+        Example([np.array([[True, False, True], [False, False, True]])]),
+    ],
+    "Pad": [
+        Example([_X], {"paddings": [1, 0, 2, 3], "value": 1.5}, versions=(1,)),
+        Example([_X], {"pads": [0, 2, 1, 1], "mode": "reflect"}, versions=(2,)),
+        Example([_X3, np.array([0, 1, 2, 1, 0, 3], _I64), np.array(-2.5, np.float32)]),
+        Example([_X3, np.array([1, 0, 2, 2, 3, 1], _I64)], {"mode": "edge"}),
+        Example([_X3, np.array([1, 2, 3, 1, 1, 2], _I64)], {"mode": "reflect"}, versions=(11, 13)),
+        Example([_X3, np.array([3, 1, 2, 1], _I64), None, np.array([-1, 1], _I64)], {"mode": "reflect"}),
+        Example([_X3, np.array([5, 2], _I64), None, np.array([2], _I64)], {"mode": "wrap"}, versions=(19, 21, 23, 24, 25)),
+    ],
+    "OneHot": [
+        Example([np.array([[0, 3], [4, 1]], _I64), np.array(5, _I64), np.array([-1.5, 2.5], np.float32)], {"axis": 1}),
+        Example([np.array([1, -1, 7, -9], np.int32), np.array(4.0, np.float32), np.array([0, 3], _I64)], versions=(11, 28)),
+        Example([np.array([[2.0, 0.0, 5.0]], np.float32), np.array(3, _I64), np.array([0.25, 1.5], np.float32)], {"axis": 0}),
+    ],
+    "Trilu": [
+        Example([_X]),
+        Example([_X3, np.array(-1, _I64)], {"upper": 0}),
+        Example([_X3, np.array(2, _I64)], {"upper": 1}),
+    ],
+    "DepthToSpace": [
+        Example([_rng.standard_normal((1, 8, 2, 3)).astype(np.float32)], {"blocksize": 2}),
+        Example([_rng.standard_normal((2, 4, 3, 2)).astype(np.float32)], {"blocksize": 2, "mode": "CRD"}),
+    ],
+    "SpaceToDepth": [
+        Example([_rng.standard_normal((1, 2, 4, 6)).astype(np.float32)], {"blocksize": 2}),
+        Example([_rng.standard_normal((2, 1, 3, 3)).astype(np.float32)], {"blocksize": 3, "mode": "CRD"}),
+    ],
+}
