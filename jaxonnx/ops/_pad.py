@@ -35,8 +35,8 @@ def pad(data, pads, constant_value=None, axes=None, *, mode: str = "constant"):
         The padded array, with the dtype of ``data``.
 
     Example:
-        >>> jaxonnx.ops.pad(jnp.array([[1, 2, 3]]), np.array([2, -1]), axes=np.array([1]), mode="reflect")
-        Array([[3, 2, 1, 2]], dtype=int32)
+        >>> jaxonnx.ops.pad(jnp.array([[1, 2, 3, 4]]), np.array([2, -1]), axes=np.array([1]), mode="reflect")
+        Array([[3, 2, 1, 2, 3]], dtype=int32)
     """
     # A graph's STRING attributes arrive as bytes (onnx.helper.get_attribute_value).
     mode = mode.decode() if isinstance(mode, bytes) else mode
