@@ -103,6 +103,8 @@ def scatter(data, index: tuple, updates, reduction: str):
         else:
             _NUMPY_UFUNCS[reduction].at(out, index, updates)
         return out
+    if data.dtype == np.bool_:  # numpy's bool sum and product are `or` and `and`; JAX has neither
+        reduction = {"add": "max", "mul": "min"}.get(reduction, reduction)
     if reduction == "mul":
         return _scatter_mul(data, index, updates)
     method = {"none": "set", "add": "add", "max": "max", "min": "min"}[reduction]
