@@ -42,8 +42,10 @@ def gather_nd(data, indices, *, batch_dims: int = 0):
         Array([3, 2], dtype=int32)
     """
     b = batch_dims
-    if indices.ndim < 1:
-        raise OnnxValidationError("needs `indices` of rank >= 1, got a scalar.")
+    if data.ndim < 1 or indices.ndim < 1:
+        raise OnnxValidationError(
+            f"needs `data` and `indices` of rank >= 1, got shapes {tuple(data.shape)} and {tuple(indices.shape)}."
+        )
     if not 0 <= b < min(data.ndim, indices.ndim):
         raise OnnxValidationError(
             f"got `batch_dims`={b} for `data` of rank {data.ndim} and `indices` of rank "

@@ -6,7 +6,7 @@ import numpy as np
 
 from jaxonnx._errors import OnnxValidationError
 from jaxonnx._registry import register
-from jaxonnx.ops._common import namespace, normalize_axis
+from jaxonnx.ops._common import namespace
 
 
 @register("OneHot", 11, 28, static=("depth",))
@@ -50,7 +50,12 @@ def _one_hot(indices, depth, values, axis, *, negative_indices):
     depth = int(depth.reshape(-1)[0])
     if values.size != 2:
         raise OnnxValidationError(f"needs `values` = [off_value, on_value] (2 elements), got shape {tuple(values.shape)}.")
-    axis = normalize_axis(axis, indices.ndim + 1)
+    rank = indices.ndim
+    if not -rank - 1 <= axis <= rank:
+        raise OnnxValidationError(
+            f"got `axis`={axis} for `indices` of rank {rank}; the new axis goes at a position in [{-rank - 1}, {rank}]."
+        )
+    axis = axis % (rank + 1)
     xp = namespace(indices, values)
     if indices.dtype.kind == "f":
         compared = np.promote_types(indices.dtype, np.float32)  # float16 cannot count past 2048
