@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import jax
+import jax.numpy as jnp
+import numpy as np
+
 from jaxonnx._errors import OnnxValidationError
 from jaxonnx._registry import register
 from jaxonnx.ops._common import int_list, namespace, normalize_axis
@@ -59,18 +63,22 @@ def _top_k(x, k: int, axis: int, *, largest: bool):
             f"got K={k} for axis {axis} of size {dim} (`X` of shape {tuple(x.shape)}); K must be in [0, {dim}]."
         )
     xp = namespace(x)
-    # Sort keys: -0.0 and 0.0 are equal values, but XLA's sort orders them.
+    # Sort keys: -0.0 and 0.0 are equal values, but XLA orders them.
     keys = xp.where(x == 0, xp.zeros_like(x), x) if x.dtype.kind == "f" else x
-    if largest:
-        # A stable sort of the reversed axis, reversed back: descending, ties by lower index.
-        order = xp.flip(xp.argsort(xp.flip(keys, axis), axis=axis, stable=True), axis)
-        order = dim - 1 - order
+    if xp is np:
+        if largest:  # a stable sort of the reversed axis, reversed back: ties by lower index
+            indices = dim - 1 - np.flip(np.argsort(np.flip(keys, axis), axis=axis, stable=True), axis)
+        else:
+            indices = np.argsort(keys, axis=axis, stable=True)
+        indices = indices[(slice(None),) * axis + (slice(0, k),)]
     else:
-        order = xp.argsort(keys, axis=axis, stable=True)
-    first_k = [slice(None)] * x.ndim
-    first_k[axis] = slice(0, k)
-    indices = order[tuple(first_k)]
+        # lax.top_k (largest first, ties by lower index) is ~100x faster than a full sort on
+        # CPU. The smallest are the largest of an order-reversing key: -x for floats (NaN
+        # stays the largest, as in numpy's sort), ~x for integers (no overflow).
+        if not largest:
+            keys = -keys if x.dtype.kind == "f" else ~keys
+        _, indices = jax.lax.top_k(jnp.moveaxis(keys, axis, -1), k)
+        indices = jnp.moveaxis(indices, -1, axis).astype(jax.dtypes.canonicalize_dtype(np.int64))
     return xp.take_along_axis(x, indices, axis), indices
-
 
 __all__ = ["top_k"]
