@@ -940,11 +940,199 @@ SPEED = [
 ]
 
 
+# --------------------------------------------------------------------------- 05 fine-tuning
+
+FINETUNE = [
+    md(
+        """
+        # Fine-tuning an exported PyTorch model
+
+        `tests/fixtures/models/mlp_dynamo_dynamic.onnx` is a small PyTorch MLP (Linear, ReLU,
+        Linear, Tanh, Linear, Softmax) exported with `torch.onnx.export(dynamo=True)` and a
+        symbolic batch dimension. Here it is loaded with `jaxonnx.load`, its weights are
+        fine-tuned with [optax](https://optax.readthedocs.io) on a tiny synthetic
+        classification task, and the fine-tuned weights are run by the same jitted forward
+        at another batch size, then written back into the ONNX file and checked with
+        onnxruntime.
+
+        `model.params` holds the float initializers (the weights) by name, and
+        `model.apply(params, *inputs)` is the model with those weights swapped in: a pure
+        function of the weights, so `jax.grad`, `jax.jit` and any optax optimizer apply.
+        """
+    ),
+    code(
+        """
+        import io
+
+        import jax
+        import jax.numpy as jnp
+        import numpy as np
+        import onnx
+        import onnxruntime as ort
+        import optax
+        from IPython.display import Image, display
+        from matplotlib.figure import Figure
+        from onnx import numpy_helper
+
+        import jaxonnx
+
+
+        def show(fig):  # a matplotlib Figure drawn with Agg directly (no pyplot backend), as a PNG
+            png = io.BytesIO()
+            fig.savefig(png, format="png", metadata={"Software": None})  # no version string in the bytes
+            display(Image(png.getvalue()))
+        """
+    ),
+    md("## The exported model"),
+    code(
+        """
+        MODEL_PATH = "../tests/fixtures/models/mlp_dynamo_dynamic.onnx"
+        model = jaxonnx.load(MODEL_PATH)
+        print(model)
+        for name, op, version in model.describe_nodes():
+            print(f"  {name:14} {version}")
+        print("params:", {name: tuple(p.shape) for name, p in model.params.items()})
+        """
+    ),
+    md(
+        """
+        ## A synthetic task
+
+        Four classes of 8-dimensional Gaussian points, labelled by a random linear "teacher"
+        (the class is the largest of `x @ teacher`). A fixed seed makes the data, and so
+        every printed number below, the same on every run.
+        """
+    ),
+    code(
+        """
+        rng = np.random.default_rng(0)
+        n_features, n_classes = 8, 4
+        teacher = rng.normal(size=(n_features, n_classes)).astype(np.float32)
+
+
+        def make_batch(n):
+            x = rng.normal(size=(n, n_features)).astype(np.float32)
+            return x, np.argmax(x @ teacher, axis=1)
+
+
+        x_train, y_train = make_batch(512)
+        x_test, y_test = make_batch(200)  # held out, and a different batch size
+        print("train:", x_train.shape, "examples per class", np.bincount(y_train, minlength=n_classes))
+        print("test: ", x_test.shape, "examples per class", np.bincount(y_test, minlength=n_classes))
+        """
+    ),
+    md(
+        """
+        ## Fine-tuning with optax
+
+        The exported graph ends in Softmax, so the model returns probabilities and the
+        cross-entropy takes their log (clipped away from 0, where the log is undefined).
+        One training step (forward, gradient, Adam update) is one jitted function; the
+        loop calls it 100 times, and compiles it once.
+        """
+    ),
+    code(
+        """
+        def loss_fn(params, x, labels):
+            (probabilities,) = model.apply(params, x)
+            log_p = jnp.log(jnp.clip(probabilities, 1e-7))
+            return -jnp.mean(jnp.take_along_axis(log_p, labels[:, None], axis=1))
+
+
+        optimizer = optax.adam(learning_rate=1e-2)
+
+
+        @jax.jit
+        def train_step(params, opt_state, x, labels):
+            loss, grads = jax.value_and_grad(loss_fn)(params, x, labels)
+            updates, opt_state = optimizer.update(grads, opt_state, params)
+            return optax.apply_updates(params, updates), opt_state, loss
+
+
+        params = model.params  # the exported weights: the starting point
+        opt_state = optimizer.init(params)
+        losses = []
+        for step in range(100):
+            params, opt_state, loss = train_step(params, opt_state, x_train, y_train)
+            losses.append(float(loss))
+
+        # Two decimals: float32 round-off, which varies with the CPU's vector width, stays far below.
+        print(f"cross-entropy: start {losses[0]:.2f}, end {losses[-1]:.2f} (log 4 = {np.log(4):.2f} is chance)")
+        """
+    ),
+    code(
+        """
+        fig = Figure(figsize=(4, 2.5), dpi=80)
+        ax = fig.subplots()
+        ax.semilogy(losses)
+        ax.set_xlabel("step")
+        ax.set_ylabel("cross-entropy (log scale)")
+        ax.set_title("Adam on the exported MLP's weights")
+        fig.tight_layout()
+        show(fig)
+        """
+    ),
+    md(
+        """
+        ## The fine-tuned weights at another batch size
+
+        The export's batch dimension is symbolic, so one jitted forward that takes the
+        weights as an argument runs any batch size (each new shape is traced once). Before and after fine-tuning, on the 512 training and the 200 held-out
+        examples:
+        """
+    ),
+    code(
+        """
+        traced_shapes = []
+
+
+        @jax.jit
+        def predict(params, x):
+            traced_shapes.append(x.shape)  # Python runs only while tracing: once per new shape
+            return model.apply(params, x)
+
+
+        def correct(params, x, labels):
+            (probabilities,) = predict(params, x)
+            return int((np.argmax(probabilities, axis=1) == labels).sum())
+
+
+        for name, weights in [("exported", model.params), ("fine-tuned", params)]:
+            print(f"{name:10}  train {correct(weights, x_train, y_train):3}/{len(y_train)}"
+                  f"  held out {correct(weights, x_test, y_test):3}/{len(y_test)}")
+        print("predict traced for x of shapes:", traced_shapes)
+        """
+    ),
+    md(
+        """
+        ## Back to ONNX
+
+        The fine-tuned weights are plain arrays named like the initializers, so they go back
+        into the ONNX file with `numpy_helper.from_array`; onnxruntime then computes what
+        jaxonnx computes.
+        """
+    ),
+    code(
+        """
+        finetuned = onnx.load(MODEL_PATH)
+        for initializer in finetuned.graph.initializer:
+            if initializer.name in params:
+                initializer.CopyFrom(numpy_helper.from_array(np.asarray(params[initializer.name]), initializer.name))
+        session = ort.InferenceSession(finetuned.SerializeToString(), providers=["CPUExecutionProvider"])
+        (p_ort,) = session.run(None, {"x": x_test})
+        (p_jax,) = predict(params, x_test)
+        print("onnxruntime == jaxonnx (to 1e-6):", np.allclose(p_ort, p_jax, rtol=0, atol=1e-6))
+        """
+    ),
+]
+
+
 NOTEBOOKS = {
     "01_quickstart.ipynb": QUICKSTART,
     "02_gradients.ipynb": GRADIENTS,
     "03_data_dependent_shapes.ipynb": SHAPES,
     "04_speed.ipynb": SPEED,
+    "05_finetune_exported_model.ipynb": FINETUNE,
 }
 
 
