@@ -19,6 +19,7 @@ from jaxonnx.ops._common import is_traced, namespace
 _SATURATING = {"float8e4m3fn", "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz"}
 _JAX_LACKS = {"float6e2m3", "float6e3m2"}  # ml_dtypes holds them; XLA cannot convert to them
 _ROUND_MODES = ("up", "down", "nearest")
+_SUB_BYTE_INTS = {"int4", "uint4", "int2", "uint2"}
 
 
 @register("Cast", 28)
@@ -71,8 +72,8 @@ def _target(to, *, version: int) -> str:
     """The ONNX type name of ``to`` (a DataType code, or in Cast-1 its name), checked
     against the version's output types."""
     names = {code: name.lower() for name, code in onnx.TensorProto.DataType.items()}
-    if isinstance(to, str):  # Cast-1
-        name = to.lower()
+    if isinstance(to, (str, bytes)):  # Cast-1 (a graph gives bytes)
+        name = (to.decode() if isinstance(to, bytes) else to).lower()
     else:
         name = names.get(to, f"the unknown code {to}")
     allowed = schema_types("Cast", version, "T2")
@@ -83,6 +84,7 @@ def _target(to, *, version: int) -> str:
 
 def cast_to(x, target: str, *, saturate=1, round_mode="up"):
     """``x`` cast to the ONNX element type ``target`` (a name such as "float8e4m3fn")."""
+    round_mode = round_mode.decode() if isinstance(round_mode, bytes) else round_mode  # as a graph gives it
     if round_mode not in _ROUND_MODES:
         raise OnnxValidationError(f"got `round_mode`={round_mode!r}; it must be one of {', '.join(_ROUND_MODES)}.")
     if target == "string" or np.dtype(x.dtype).kind in "OUS":
@@ -109,6 +111,9 @@ def cast_to(x, target: str, *, saturate=1, round_mode="up"):
         x = xp.clip(wide, -limit, limit)
     elif target == "float8e8m0":
         return _to_float8e8m0(x, xp, dtype, saturate=bool(saturate), round_mode=round_mode)
+    elif target in _SUB_BYTE_INTS and np.dtype(x.dtype).kind == "f":
+        # As onnx.reference (ml_dtypes) does: truncate to an int, then keep the low bits.
+        x = x.astype(np.int32)
     return x if x.dtype == dtype else x.astype(dtype)
 
 
