@@ -5,6 +5,10 @@ Version 11 allowed negative axes, 12 added ``select_last_index``, 13 only bfloat
 
 from __future__ import annotations
 
+import jax
+import jax.numpy as jnp
+import numpy as np
+
 from jaxonnx._errors import OnnxValidationError
 from jaxonnx._registry import register
 from jaxonnx.ops._common import namespace, normalize_axis
@@ -75,11 +79,21 @@ def _arg(data, axis, keepdims, select_last_index, *, largest, allow_negative=Tru
             f"{'largest' if largest else 'smallest'} element."
         )
     xp = namespace(data)
-    search = xp.argmax if largest else xp.argmin
-    if select_last_index:
-        # The first hit in the reversed axis is the last one; numpy and XLA return first hits.
-        return dim - 1 - search(xp.flip(data, axis), axis=axis, keepdims=bool(keepdims))
-    return search(data, axis=axis, keepdims=bool(keepdims))
-
+    keepdims = bool(keepdims)
+    if xp is np:
+        search = np.argmax if largest else np.argmin
+        if select_last_index:  # the first hit in the reversed axis is the last one
+            return dim - 1 - search(np.flip(data, axis), axis=axis, keepdims=keepdims)
+        return search(data, axis=axis, keepdims=keepdims)
+    # The extreme, then the first (or last) position that holds it, or holds a NaN (a NaN is
+    # the extreme, as in numpy): two plain reductions, which XLA:CPU runs 3-5x faster than
+    # jnp.argmax's variadic (value, index) reduction. Positions count in float32 where it
+    # holds them exactly: XLA:CPU's float min is ~3x faster than its integer min.
+    extreme = (jnp.max if largest else jnp.min)(data, axis=axis, keepdims=True)
+    hit = (data == extreme) | (data != data) if data.dtype.kind == "f" else data == extreme
+    index_type = jax.dtypes.canonicalize_dtype(np.int64)
+    position = jax.lax.broadcasted_iota(np.float32 if dim <= 2**24 else index_type, data.shape, axis)
+    pick, miss = (jnp.max, -1) if select_last_index else (jnp.min, dim)
+    return pick(jnp.where(hit, position, miss), axis=axis, keepdims=keepdims).astype(index_type)
 
 __all__ = ["arg_max", "arg_min"]
