@@ -1,9 +1,10 @@
 """Split: versions 1, 2, 11, 13 and 18.
 
 The lengths of the parts come from ``split`` (an attribute in 1, 2 and 11; an input in 1,
-13 and 18) or, in 18, from ``num_outputs``. Without either, ONNX splits into as many
-equal parts as the node has outputs, a number the op contract does not pass to ops yet,
-so that case is refused with an error that says so.
+13 and 18) or, in 18, from ``num_outputs``. Before 18, without ``split``, ONNX splits into
+as many equal parts as the node has outputs. The op contract does not pass that count to
+ops yet, so the adapters take it as ``output_count`` (None until the registry passes it)
+and refuse the case with an error that says so while it is missing.
 """
 
 from __future__ import annotations
@@ -46,25 +47,25 @@ def split(input, split=None, *, axis: int = 0, num_outputs: int | None = None):
 
 
 @register("Split", 13, static=("split",))
-def _split_13(input, split=None, *, axis=0):
-    return _split(input, _lengths(split), axis, allow_negative=True)
+def _split_13(input, split=None, *, axis=0, output_count=None):
+    return _split(input, _lengths(split), axis, output_count=output_count, allow_negative=True)
 
 
 @register("Split", 11)
-def _split_11(input, *, axis=0, split=None):
-    return _split(input, split, axis, allow_negative=True)
+def _split_11(input, *, axis=0, split=None, output_count=None):
+    return _split(input, split, axis, output_count=output_count, allow_negative=True)
 
 
 @register("Split", 2)
-def _split_2(input, *, axis=0, split=None):
-    return _split(input, split, axis, allow_negative=False)
+def _split_2(input, *, axis=0, split=None, output_count=None):
+    return _split(input, split, axis, output_count=output_count, allow_negative=False)
 
 
 @register("Split", 1, static=("split",))
-def _split_1(input, split_input=None, *, axis=None, split=None):
+def _split_1(input, split_input=None, *, axis=None, split=None, output_count=None):
     # Split-1 takes `split` as an input (of the data's float type) or as an attribute.
     lengths = split if split_input is None else _whole_numbers(split_input)
-    return _split(input, lengths, 0 if axis is None else axis, allow_negative=False)
+    return _split(input, lengths, 0 if axis is None else axis, output_count=output_count, allow_negative=False)
 
 
 def _lengths(split):
@@ -82,16 +83,23 @@ def _whole_numbers(split):
     return [int(v) for v in values]
 
 
-def _split(data, lengths, axis, *, num_outputs=None, allow_negative):
+def _split(data, lengths, axis, *, num_outputs=None, output_count=None, allow_negative):
     if data.ndim == 0:
         raise OnnxValidationError("needs `input` of rank >= 1, got a scalar.")
     axis = normalize_axis(axis, data.ndim, allow_negative=allow_negative)
     dim = data.shape[axis]
     if lengths is None and num_outputs is None:
-        raise OnnxValidationError(
-            "got no `split`, so the parts would be as many as the node's outputs, which jaxonnx "
-            "cannot see yet (the op contract does not pass the output count). Give `split`."
-        )
+        if output_count is None:
+            raise OnnxValidationError(
+                "got no `split`, so the parts would be as many as the node's outputs, which jaxonnx "
+                "cannot see yet (the op contract does not pass the output count). Give `split`."
+            )
+        if output_count < 1 or dim % output_count:
+            raise OnnxValidationError(
+                f"cannot split axis {axis} of length {dim} (`input` shape {tuple(data.shape)}) into "
+                f"{output_count} equal parts, one per output; give `split`."
+            )
+        lengths = [dim // output_count] * output_count
     if num_outputs is not None:
         if num_outputs < 1:
             raise OnnxValidationError(f"got `num_outputs`={num_outputs}; it must be >= 1.")
