@@ -16,6 +16,15 @@ def cast_like(input, target_type, *, saturate: int = 1, round_mode: str = "up"):
     The rules are Cast's (see :func:`jaxonnx.ops.cast`); only the dtype of ``target_type``
     is read. Before version 19 (no ``saturate``) float8 casts saturate.
 
+    Args:
+        input: an array.
+        target_type: an array whose element type the result takes (its values are not read).
+        saturate: for float8 targets: 1 saturates, 0 gives NaN (or inf for float8e5m2).
+        round_mode: for float8e8m0: "up" (the default), "down" or "nearest".
+
+    Returns:
+        The converted array.
+
     Example:
         >>> jaxonnx.ops.cast_like(jnp.array([1.7, -2.5]), jnp.zeros(1, jnp.int8))
         Array([ 1, -2], dtype=int8)

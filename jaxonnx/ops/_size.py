@@ -14,6 +14,12 @@ def size(data):
 
     Like Shape, the result is an exact numpy value even for a traced ``data``.
 
+    Args:
+        data: an array of any element type.
+
+    Returns:
+        A 0-D int64 array.
+
     Example:
         >>> jaxonnx.ops.size(jnp.zeros((2, 3)))
         array(6)
