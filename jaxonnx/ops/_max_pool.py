@@ -44,11 +44,16 @@ def max_pool(X, *, auto_pad="NOTSET", ceil_mode=0, dilations=None, kernel_shape=
     )
     lowest = -np.inf if jnp.issubdtype(X.dtype, jnp.floating) else jnp.iinfo(X.dtype).min
     lowest = np.asarray(lowest).astype(X.dtype)
-    Y = jax.lax.reduce_window(X, lowest, jax.lax.max, **window)
-    return Y, _indices(X, lowest, storage_order, window)
+    positions = _first_max_positions(X, lowest, window)
+    if max(dilations) == 1:
+        Y = jax.lax.reduce_window(X, lowest, jax.lax.max, **window)
+    else:  # JAX has no VJP of a dilated max window; a gather of the maxima has the exact one.
+        Y = jnp.take(X.reshape(-1), positions)
+    return Y, positions if not storage_order else _column_major(positions, X.shape[2:])
 
 
-def _indices(X, lowest, storage_order, window):
+def _first_max_positions(X, lowest, window):
+    """The row-major flat index in ``X`` of each window's maximum (the first on ties)."""
     spatial_shape = X.shape[2:]
     size = int(np.prod(spatial_shape))
     index_type = jax.dtypes.canonicalize_dtype(np.int64)
@@ -62,10 +67,14 @@ def _indices(X, lowest, storage_order, window):
         return jnp.where(take_b, b_value, a_value), jnp.where(take_b, b_index, a_index)
 
     no_index = np.asarray(np.iinfo(index_type).max, dtype=index_type)
-    _, indices = jax.lax.reduce_window((X, position), (lowest, no_index), first_max, **window)
-    if not storage_order:
-        return indices
-    # Column-major spatial index: the same coordinates with the strides reversed.
+    # Indices have no gradient; a variadic reduce_window has no JVP rule either.
+    values = jax.lax.stop_gradient(X)
+    return jax.lax.reduce_window((values, position), (lowest, no_index), first_max, **window)[1]
+
+
+def _column_major(indices, spatial_shape):
+    """Row-major flat indices with their spatial part made column-major (storage_order=1)."""
+    size = int(np.prod(spatial_shape))
     channel, rest = indices // size, indices % size
     column_major = jnp.zeros_like(rest)
     for axis, dim in reversed(list(enumerate(spatial_shape))):
