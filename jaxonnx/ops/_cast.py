@@ -20,6 +20,8 @@ _SATURATING = {"float8e4m3fn", "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz"}
 _JAX_LACKS = {"float6e2m3", "float6e3m2"}  # ml_dtypes holds them; XLA cannot convert to them
 _ROUND_MODES = ("up", "down", "nearest")
 _SUB_BYTE_INTS = {"int4", "uint4", "int2", "uint2"}
+_CODES = {name.lower(): code for name, code in onnx.TensorProto.DataType.items()}
+_NAMES = {code: name for name, code in _CODES.items()}
 
 
 @register("Cast", 28)
@@ -71,11 +73,10 @@ def schema_types(op_type: str, version: int, type_param: str) -> frozenset[str]:
 def _target(to, *, version: int) -> str:
     """The ONNX type name of ``to`` (a DataType code, or in Cast-1 its name), checked
     against the version's output types."""
-    names = {code: name.lower() for name, code in onnx.TensorProto.DataType.items()}
     if isinstance(to, (str, bytes)):  # Cast-1 (a graph gives bytes)
         name = (to.decode() if isinstance(to, bytes) else to).lower()
     else:
-        name = names.get(to, f"the unknown code {to}")
+        name = _NAMES.get(to, f"the unknown code {to}")
     allowed = schema_types("Cast", version, "T2")
     if name not in allowed:
         raise OnnxTypeError(f"cannot cast to {name} (`to`={to!r}); it casts to {', '.join(sorted(allowed))}.")
@@ -94,8 +95,8 @@ def cast_to(x, target: str, *, saturate=1, round_mode="up"):
                 "so casts from and to string run only on concrete values (outside `jax.jit`)."
             )
         x = np.asarray(x)
-        if target == "string":
-            return x.astype(np.str_).astype(object)
+        if target == "string":  # numpy's shortest repr, as onnx.reference; ml_dtypes via their scalars
+            return (x.astype(object) if x.dtype.kind == "V" else x).astype(np.str_).astype(object)
         x = _parse_strings(x, target)
     dtype = numpy_dtype(_CODES[target])
     xp = namespace(x)
@@ -104,20 +105,18 @@ def cast_to(x, target: str, *, saturate=1, round_mode="up"):
             raise OnnxTypeError(f"cannot cast a JAX array to {target}, which JAX cannot hold; cast numpy values.")
         dtype = jax_dtype(dtype)
     if target in _SATURATING and saturate:
-        # Saturation happens before rounding in a type that holds every input exactly (or,
-        # for integers above 2**24, still above every float8 limit).
+        # Clipped before rounding, in a type that holds every float input exactly (integers
+        # above 2**24 round in float32 but stay far above every float8 limit).
         limit = float(ml_dtypes.finfo(dtype).max)
         wide = x.astype(np.float64 if np.dtype(x.dtype) == np.float64 else np.float32)
         x = xp.clip(wide, -limit, limit)
     elif target == "float8e8m0":
         return _to_float8e8m0(x, xp, dtype, saturate=bool(saturate), round_mode=round_mode)
-    elif target in _SUB_BYTE_INTS and np.dtype(x.dtype).kind == "f":
+    elif target in _SUB_BYTE_INTS and jnp.issubdtype(x.dtype, jnp.floating):
         # As onnx.reference (ml_dtypes) does: truncate to an int, then keep the low bits.
         x = x.astype(np.int32)
     return x if x.dtype == dtype else x.astype(dtype)
 
-
-_CODES = {name.lower(): code for name, code in onnx.TensorProto.DataType.items()}
 
 
 def _parse_strings(x: np.ndarray, target: str) -> np.ndarray:
