@@ -34,9 +34,9 @@ def expand(input, shape):
     if np.ndim(shape) != 1:
         raise OnnxValidationError(f"needs a 1-D `shape`, got shape {np.shape(shape)}.")
     dims = int_list(shape, name="shape")
+    if min(dims, default=0) < 0:
+        raise OnnxValidationError(f"got `shape`={list(dims)}; its dims must be >= 0.")
     try:
-        if min(dims, default=0) < 0:
-            raise ValueError
         # jnp's version also takes the symbolic dims of `jax.export`.
         out_shape = jnp.broadcast_shapes(tuple(input.shape), dims)
     except ValueError:

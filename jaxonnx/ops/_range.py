@@ -39,7 +39,7 @@ def range(start, limit, delta, *, stash_type: int = onnx.TensorProto.FLOAT):
     scalars = {name: _scalar(v, name) for name, v in (("start", start), ("limit", limit), ("delta", delta))}
     dtype = np.asarray(start).dtype
     compute = np.float64 if dtype.kind == "f" else None
-    if dtype.itemsize == 2 and dtype.kind != "i":  # float16, bfloat16
+    if dtype.name in ("float16", "bfloat16"):
         if stash_type not in _STASH_TYPES:
             raise OnnxValidationError(f"got `stash_type`={stash_type}; it must be 1 (float) or 11 (double).")
         compute = _STASH_TYPES[stash_type]
