@@ -27,9 +27,9 @@ def group_normalization(X, scale, bias, *, epsilon=1e-5, num_groups=None, stash_
         The normalized ``X``, with its dtype.
 
     Example:
-        >>> x = jnp.array([[[1.0], [3.0], [5.0], [5.0]]])
-        >>> jaxonnx.ops.group_normalization(x, jnp.ones(4), jnp.zeros(4), num_groups=2, epsilon=0.0).ravel()
-        Array([-1.,  1.,  0.,  0.], dtype=float32)
+        >>> x = jnp.array([[[1.0], [3.0], [5.0], [7.0]]])
+        >>> jaxonnx.ops.group_normalization(x, jnp.ones(4), jnp.arange(4.0), num_groups=2, epsilon=0.0).ravel()
+        Array([-1.,  2.,  1.,  4.], dtype=float32)
     """
     return _group_normalization(X, scale, bias, epsilon, num_groups, stash_type, per_group=False)
 

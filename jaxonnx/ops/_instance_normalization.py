@@ -21,10 +21,10 @@ def instance_normalization(input, scale, B, *, epsilon=1e-5, consumed_inputs=Non
         ``scale * (input - mean) / sqrt(var + epsilon) + B``, with the dtype of ``input``.
 
     Example:
-        >>> x = jnp.array([[[1.0, 3.0], [5.0, 5.0]]])
+        >>> x = jnp.array([[[1.0, 3.0], [5.0, 7.0]]])
         >>> jaxonnx.ops.instance_normalization(x, jnp.ones(2), jnp.array([0.0, 10.0]), epsilon=0.0)
         Array([[[-1.,  1.],
-                [10., 10.]]], dtype=float32)
+                [ 9., 11.]]], dtype=float32)
     """
     if input.ndim < 3:
         raise OnnxValidationError(f"needs `input` of rank >= 3 (N, C, spatial...), got shape {tuple(input.shape)}.")
