@@ -81,15 +81,18 @@ def _normalized(data, axis, *, log):
     axis = normalize_axis(axis, data.ndim)
     if data.size == 0:
         return data
-    if namespace(data) is not np:
-        # jax.nn's versions hold the shift by the maximum out of the gradient and have a
-        # cheaper derivative rule; the values are those of the numpy lines below.
-        return (jax.nn.log_softmax if log else jax.nn.softmax)(data, axis=axis)
+    xp = namespace(data)
+    # Step by step in the input type, as the Softmax-13 text defines it (Exp, ReduceSum, Div):
+    # bfloat16/float16 results then round as onnx.reference's do (jax.nn.softmax keeps float32
+    # between steps and differs from onnx's bfloat16 attention cases by one unit). The shift
+    # by the maximum only guards exp from overflow; its gradient is zero, so it is held out.
+    shift = xp.max(data, axis=axis, keepdims=True)
+    shift = shift if xp is np else jax.lax.stop_gradient(shift)
     with np.errstate(invalid="ignore", divide="ignore"):  # rows of -inf give NaN, as in JAX
-        shifted = data - np.max(data, axis=axis, keepdims=True)
-        exp = np.exp(shifted)
-        total = np.sum(exp, axis=axis, keepdims=True)
-        return shifted - np.log(total) if log else exp / total
+        shifted = data - shift
+        exp = xp.exp(shifted)
+        total = xp.sum(exp, axis=axis, keepdims=True, dtype=data.dtype)
+        return shifted - xp.log(total) if log else exp / total
 
 
 __all__ = ["log_softmax", "softmax"]
