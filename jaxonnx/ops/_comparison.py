@@ -8,12 +8,15 @@ strings, on the eager (numpy) path.
 
 from __future__ import annotations
 
+import numpy as np
+
 from jaxonnx._registry import register
 from jaxonnx.ops._broadcasting import broadcast_together
 from jaxonnx.ops._legacy import legacy_binary
 
 
 @register("Equal", 7, 11, 13, 19)
+@np.errstate(invalid="ignore")  # numpy warns on nan in bfloat16 (ml_dtypes) comparisons
 def equal(A, B):
     """Implements ONNX Equal: ``A == B`` elementwise (nan equals nothing).
 
@@ -26,6 +29,7 @@ def equal(A, B):
 
 
 @register("Less", 7, 9, 13)
+@np.errstate(invalid="ignore")
 def less(A, B):
     """Implements ONNX Less: ``A < B`` elementwise.
 
@@ -38,6 +42,7 @@ def less(A, B):
 
 
 @register("LessOrEqual", 12, 16)
+@np.errstate(invalid="ignore")
 def less_or_equal(A, B):
     """Implements ONNX LessOrEqual: ``A <= B`` elementwise.
 
@@ -50,6 +55,7 @@ def less_or_equal(A, B):
 
 
 @register("Greater", 7, 9, 13)
+@np.errstate(invalid="ignore")
 def greater(A, B):
     """Implements ONNX Greater: ``A > B`` elementwise.
 
@@ -62,6 +68,7 @@ def greater(A, B):
 
 
 @register("GreaterOrEqual", 12, 16)
+@np.errstate(invalid="ignore")
 def greater_or_equal(A, B):
     """Implements ONNX GreaterOrEqual: ``A >= B`` elementwise.
 

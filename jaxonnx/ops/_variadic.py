@@ -16,9 +16,11 @@ from jaxonnx._errors import OnnxValidationError
 from jaxonnx._registry import register
 from jaxonnx.ops._broadcasting import broadcast_together, variadic_names
 from jaxonnx.ops._common import namespace
+from jaxonnx.ops._div import true_divide
 
 
 @register("Max", 8, 12, 13)
+@np.errstate(invalid="ignore")  # numpy warns on nan in bfloat16 (ml_dtypes) comparisons
 def max(*data_0):
     """Implements ONNX Max: the elementwise maximum of one or more arrays, with numpy
     broadcasting; nan wins (as in ``np.maximum``).
@@ -33,6 +35,7 @@ def max(*data_0):
 
 
 @register("Min", 8, 12, 13)
+@np.errstate(invalid="ignore")
 def min(*data_0):
     """Implements ONNX Min: the elementwise minimum of one or more arrays, with numpy
     broadcasting; nan wins (as in ``np.minimum``).
@@ -70,7 +73,8 @@ def mean(*data_0):
         Array([1.5, 3. ], dtype=float32)
     """
     total = sum(*data_0)
-    return total / namespace(total).asarray(len(data_0), dtype=total.dtype)
+    # A true division: XLA would multiply by a rounded 1/count (see `true_divide`).
+    return true_divide(total, namespace(total).asarray(len(data_0), dtype=total.dtype))
 
 
 def _same_shapes(fn):
