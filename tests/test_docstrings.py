@@ -10,13 +10,7 @@ import pytest
 import jaxonnx
 import jaxonnx.backend
 
-PUBLIC = [
-    jaxonnx.ops.compress,
-    jaxonnx.ops.flatten,
-    jaxonnx.ops.gather_elements,
-    jaxonnx.ops.slice,
-    jaxonnx.ops.slice_bounds,
-    jaxonnx.ops.where,
+PUBLIC = [getattr(jaxonnx.ops, name) for name in jaxonnx.ops.__all__] + [  # every op, from the registry
     jaxonnx.get_op,
     jaxonnx.supported_ops,
     jaxonnx.load,
