@@ -148,7 +148,7 @@ def _resize(
     given = scales if scales is not None else sizes
     if len(given) != len(axes):
         name = "scales" if scales is not None else "sizes"
-        raise OnnxValidationError(f"needs one value of `{name}` per resized axis ({len(axes)}), got {list(given)}.")
+        raise OnnxValidationError(f"needs one value of `{name}` per resized axis ({len(axes)}), got {np.asarray(given).tolist()}.")
     in_sizes = [X.shape[a] for a in axes]
     if scales is not None:
         if not np.all(scales > 0):
