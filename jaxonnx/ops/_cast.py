@@ -73,8 +73,8 @@ def schema_types(op_type: str, version: int, type_param: str) -> frozenset[str]:
 def _target(to, *, version: int) -> str:
     """The ONNX type name of ``to`` (a DataType code, or in Cast-1 its name), checked
     against the version's output types."""
-    if isinstance(to, (str, bytes)):  # Cast-1 (a graph gives bytes)
-        name = (to.decode() if isinstance(to, bytes) else to).lower()
+    if isinstance(to, str):  # Cast-1
+        name = to.lower()
     else:
         name = _NAMES.get(to, f"the unknown code {to}")
     allowed = schema_types("Cast", version, "T2")
@@ -85,7 +85,6 @@ def _target(to, *, version: int) -> str:
 
 def cast_to(x, target: str, *, saturate=1, round_mode="up"):
     """``x`` cast to the ONNX element type ``target`` (a name such as "float8e4m3fn")."""
-    round_mode = round_mode.decode() if isinstance(round_mode, bytes) else round_mode  # as a graph gives it
     if round_mode not in _ROUND_MODES:
         raise OnnxValidationError(f"got `round_mode`={round_mode!r}; it must be one of {', '.join(_ROUND_MODES)}.")
     if target == "string" or np.dtype(x.dtype).kind in "OUS":
