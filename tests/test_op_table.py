@@ -53,7 +53,7 @@ def _cases():
 
 def _reference(op: jaxonnx.OpVersion, example) -> list[np.ndarray]:
     names = [f"in{i}" if x is not None else "" for i, x in enumerate(example.inputs)]
-    outputs = [f"out{i}" for i in range(len(op.schema.outputs))]
+    outputs = [f"out{i}" for i in range(example.outputs or len(op.schema.outputs))]
     node = helper.make_node(op.op_type, names, outputs, **example.attributes)
     graph = helper.make_graph([node], "example", [], [helper.make_tensor_value_info(o, 0, None) for o in outputs])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", op.since_version)])

@@ -14,6 +14,7 @@ class Example:
 
     ``versions``: the since_versions the example is valid for (None: every registered
     version whose schema has all its attributes and accepts its input count).
+    ``outputs``: how many outputs the example's node declares.
     ``grad``: whether to check gradients (False where the op is not differentiable at the
     example's values, e.g. ties); ``vmap``: whether to check vmap.
     """
@@ -25,3 +26,6 @@ class Example:
     vmap: bool = True
     rtol: float = 1e-5
     atol: float = 1e-6
+    #: How many outputs the node declares (None: every output of the schema); some ops'
+    #: semantics depend on it (BatchNormalization before 14, MaxPool without Indices).
+    outputs: int | None = None
