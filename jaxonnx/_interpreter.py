@@ -494,6 +494,8 @@ class Model:
     def _run_node(self, node: _Node, values: dict[str, Any]) -> None:
         args = [values[name] if name else None for name in node.inputs]
         extra = {"size": node.size} if node.size is not None else {}
+        if node.op.contract.output_count:
+            extra["output_count"] = len(node.outputs)
         with jax.named_scope(node.name):
             try:
                 results = node.op(*args, **node.attributes, **extra)

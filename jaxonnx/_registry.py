@@ -44,6 +44,9 @@ class OpContract:
             selection) but that may also be traced: numpy stays numpy, JAX stays JAX.
         size_hint: the output length depends on input values, so the op takes ``size`` and
             ``fill_value`` keywords (and the interpreter's ``size_hints``).
+        output_count: the op's number of outputs depends on the node (Split before 18 without
+            ``split``: one equal part per output), so it takes an ``output_count`` keyword,
+            which the interpreter and the backend fill with the node's number of outputs.
         folds: the op computes on numpy when all its array inputs are numpy, so values known
             at trace time (initializers, Constant, Shape and everything computed from them)
             stay exact numpy. Ops written with ``jax.lax`` only set ``folds=False``: their
@@ -54,6 +57,7 @@ class OpContract:
     concrete: tuple[str, ...] = ()
     size_hint: bool = False
     folds: bool = True
+    output_count: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -223,6 +227,8 @@ class OpVersion:
         hint = {}
         if self.contract.size_hint:
             hint = {"size": attributes.pop("size", None), "fill_value": attributes.pop("fill_value", None)}
+        if self.contract.output_count:
+            hint["output_count"] = attributes.pop("output_count", None)
         attributes = {k: v for k, v in attributes.items() if v is not None}
         self.check_input_count(inputs)
         inputs = _convert_inputs(self, inputs, public=public)
@@ -446,6 +452,7 @@ def register(
     concrete: Sequence[str] = (),
     size_hint: bool = False,
     folds: bool = True,
+    output_count: bool = False,
 ):
     """Registers ``fn`` as ``op_type`` at each of ``since_versions``; returns ``fn``, marked
     so that ``jaxonnx.ops`` exports the newest of these versions as a public function (with
@@ -470,7 +477,7 @@ def register(
             contract names an input the schema does not have.
     """
     domain = canonical_domain(domain)
-    contract = OpContract(tuple(static), tuple(concrete), size_hint, folds)
+    contract = OpContract(tuple(static), tuple(concrete), size_hint, folds, output_count)
 
     def decorate(fn):
         # Check every version first, so that a refused call registers nothing.

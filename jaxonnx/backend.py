@@ -152,6 +152,8 @@ class JaxOnnxBackend(onnx_backend.Backend):
         opset = kwargs.get("opset_version", onnx.defs.onnx_opset_version())
         op = get_op(node.op_type, opset, canonical_domain(node.domain))
         attributes = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+        if op.contract.output_count:
+            attributes["output_count"] = len(node.output)
         with _on(device):
             args = _node_arguments(node, op, inputs)
             try:
