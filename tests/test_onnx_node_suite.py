@@ -36,14 +36,18 @@ def _params():
 
 
 def assert_similar_outputs(expected, actual, rtol, atol):
-    """onnx's ``BackendTest.assert_similar_outputs`` for tensors: same count, same dtype,
-    strings equal, numbers within the case's rtol/atol."""
+    """onnx's ``Runner.assert_similar_outputs`` for tensors: same count, shape and dtype,
+    strings equal, numbers within the case's rtol/atol (bfloat16: at least two ULPs, 2**-6,
+    compared in float32, as onnx does)."""
     assert len(actual) == len(expected)
     for want, got in zip(expected, actual):
         got = np.asarray(got)
+        assert got.shape == want.shape, f"shape {got.shape}, expected {want.shape}"
         assert got.dtype == want.dtype, f"dtype {got.dtype}, expected {want.dtype}"
         if want.dtype == object:
             np.testing.assert_array_equal(got, want)
+        elif want.dtype.name == "bfloat16":
+            np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=max(rtol, 2**-6), atol=atol)
         else:
             np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
 
