@@ -21,8 +21,6 @@ def gelu(X, *, approximate: str = "none"):
         >>> jaxonnx.ops.gelu(jnp.array([-1.0, 1.0]))
         Array([-0.15865527,  0.8413447 ], dtype=float32)
     """
-    if isinstance(approximate, bytes):  # a node's STRING attribute arrives undecoded (defaults are str)
-        approximate = approximate.decode()
     if approximate not in ("none", "tanh"):
         raise OnnxValidationError(f"got `approximate`={approximate!r}; it must be 'none' or 'tanh'.")
     return jax.nn.gelu(X, approximate=approximate == "tanh")
