@@ -157,7 +157,7 @@ def test_check_an_unsupported_model(tmp_path, capsys):
         tmp_path,
         [
             helper.make_node("Flatten", ["x"], ["f"], name="flat"),
-            helper.make_node("Relu", ["f"], ["y"], name="activation"),
+            helper.make_node("Shrink", ["f"], ["y"], name="activation"),
         ],
         [vi("x", TensorProto.FLOAT, [2, 3])],
         [vi("y", TensorProto.FLOAT, [2, 3])],
@@ -165,8 +165,8 @@ def test_check_an_unsupported_model(tmp_path, capsys):
     assert main(["check", path]) == 1
     out = capsys.readouterr().out
     assert re.search(r"flat\s+Flatten\s+Flatten-21\s+supported", out)
-    assert re.search(r"activation\s+Relu\s+-\s+NOT supported: jaxonnx does not implement this op", out)
-    assert "1 node(s) not supported; unsupported: Relu (1 node)\n" in out
+    assert re.search(r"activation\s+Shrink\s+-\s+NOT supported: jaxonnx does not implement this op", out)
+    assert "1 node(s) not supported; unsupported: Shrink (1 node)\n" in out
     supported = ", ".join(jaxonnx.supported_ops())
     assert out.endswith(f"jaxonnx supports: {supported}\n") and out.count("Compress") == 1
 
@@ -250,9 +250,9 @@ def test_check_names_unnamed_nodes_like_the_interpreter_and_counts_unsupported_o
     path = _save(
         tmp_path,
         [
-            helper.make_node("Relu", ["x"], ["a"]),
+            helper.make_node("Shrink", ["x"], ["a"]),
             helper.make_node("Flatten", ["a"], ["f"]),
-            helper.make_node("Relu", ["f"], ["b"]),
+            helper.make_node("Shrink", ["f"], ["b"]),
             helper.make_node("Gemm", ["b", "b"], ["y"], name="dense"),
         ],
         [vi("x", TensorProto.FLOAT, [2, 2])],
@@ -261,11 +261,11 @@ def test_check_names_unnamed_nodes_like_the_interpreter_and_counts_unsupported_o
     assert main(["check", path]) == 1
     out = capsys.readouterr().out
     assert re.search(r"^  Flatten_1\s+Flatten\s+Flatten-21\s+supported$", out, flags=re.MULTILINE)
-    assert re.search(r"^  Relu_0\s+Relu\s+-\s+NOT supported", out, flags=re.MULTILINE)
+    assert re.search(r"^  Shrink_0\s+Shrink\s+-\s+NOT supported", out, flags=re.MULTILINE)
     assert re.search(r"^  dense\s+Gemm\s+-\s+NOT supported", out, flags=re.MULTILINE)
-    assert "3 node(s) not supported; unsupported: Relu (2 nodes), Gemm (1 node)\n" in out
+    assert "3 node(s) not supported; unsupported: Shrink (2 nodes), Gemm (1 node)\n" in out
     # The interpreter names the same nodes the same way.
-    with pytest.raises(jaxonnx.UnsupportedOpError, match=r"node 'Relu_0' \(Relu\).*node 'Relu_2' \(Relu\)"):
+    with pytest.raises(jaxonnx.UnsupportedOpError, match=r"node 'Shrink_0' \(Shrink\).*node 'Shrink_2' \(Shrink\)"):
         jaxonnx.load(path)
 
 

@@ -208,7 +208,7 @@ def test_unsupported_op_at_load_names_it_and_lists_the_supported_ops():
     proto = _model(
         [
             helper.make_node("Flatten", ["x"], ["f"], name="flatten"),
-            helper.make_node("Relu", ["f"], ["y"], name="activation"),
+            helper.make_node("Shrink", ["f"], ["y"], name="activation"),
         ],
         [vi("x", TensorProto.FLOAT, [2, 2])],
         [vi("y", TensorProto.FLOAT, [2, 2])],
@@ -216,7 +216,7 @@ def test_unsupported_op_at_load_names_it_and_lists_the_supported_ops():
     with pytest.raises(jaxonnx.UnsupportedOpError) as info:
         jaxonnx.load(proto)
     message = str(info.value)
-    assert "node 'activation' (Relu): not supported" in message
+    assert "node 'activation' (Shrink): not supported" in message
     assert "jaxonnx supports these ops of the ONNX domain (ai.onnx), with their versions: Compress [9, 11, 28], Constant [" in message
     assert "Slice [1, 10, 11, 13]" in message and "Where [9, 16]" in message
     assert ".." not in message
