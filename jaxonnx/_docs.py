@@ -39,18 +39,22 @@ def _describe(types: set[str]) -> str:
 
 
 def support_table() -> str:
-    """A markdown table: op, since_version, the element types of its data input (from onnx's schema)."""
-    rows = ["| Op | since_version | element types of the data input |", "|---|---|---|"]
+    """A markdown table, one row per op: its registered since_versions, whether it takes a
+    size hint, and the element types of its data input in the newest version (from onnx's
+    schema; the data input is the formal with the widest type list)."""
+    rows = [
+        "| Op | since_versions | element types of the data input (newest version) |",
+        "|---|---|---|",
+    ]
     for op_type, versions in supported_ops().items():
-        for version in versions:
-            op = get_op(op_type, version)
-            schema = op.schema
-            constraints = {c.type_param_str: c.allowed_type_strs for c in schema.type_constraints}
-            formals = schema.outputs if op_type == "Constant" else schema.inputs
-            # The data input is the one with the widest type list (Where's condition is bool only).
-            allowed = max((constraints[f.type_str] for f in formals), key=len)
-            types = {t[len("tensor(") : -1] for t in allowed if t.startswith("tensor(")}
-            rows.append(f"| {op_type} | {version} | {_describe(types)} |")
+        op = get_op(op_type, max(versions))
+        schema = op.schema
+        constraints = {c.type_param_str: c.allowed_type_strs for c in schema.type_constraints}
+        formals = schema.outputs if not schema.inputs else schema.inputs
+        allowed = max((constraints.get(f.type_str, [f.type_str]) for f in formals), key=len)
+        types = {t[len("tensor(") : -1] for t in allowed if t.startswith("tensor(")}
+        note = " (size hint)" if op.takes_size_hint else ""
+        rows.append(f"| {op_type}{note} | {', '.join(map(str, versions))} | {_describe(types)} |")
     return "\n".join(rows)
 
 
