@@ -73,10 +73,11 @@ def load(model, *, size_hints: Mapping[str, int] | None = None, base_dir: str | 
 
     Args:
         model: a path to an ``.onnx`` file, its bytes, or an ``onnx.ModelProto``.
-        size_hints: output length along the selection axis for Compress outputs whose
-            condition is only known at run time, by output name, e.g. ``{"kept": 128}``.
-            The output then always has that length: the selected slices first, the rest
-            zeros; selecting more raises at run time rather than truncating.
+        size_hints: the data-dependent output length of ops that take a size hint
+            (Compress: along its axis; NonZero: the number of nonzeros), by output name,
+            e.g. ``{"kept": 128}``, for inputs only known at run time. The output then
+            always has that length: the selected entries first, then padding; selecting
+            more raises at run time rather than truncating.
         base_dir: the folder that external data (of initializers, sparse tensors and node
             attributes alike) is read from when ``model`` is bytes or a ModelProto (a path's
             own folder is used otherwise). Locations that resolve outside it are refused, and
