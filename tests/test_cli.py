@@ -253,7 +253,7 @@ def test_check_names_unnamed_nodes_like_the_interpreter_and_counts_unsupported_o
             helper.make_node("Shrink", ["x"], ["a"]),
             helper.make_node("Flatten", ["a"], ["f"]),
             helper.make_node("Shrink", ["f"], ["b"]),
-            helper.make_node("Gemm", ["b", "b"], ["y"], name="dense"),
+            helper.make_node("Celu", ["b"], ["y"], name="dense"),
         ],
         [vi("x", TensorProto.FLOAT, [2, 2])],
         [vi("y", TensorProto.FLOAT, [2, 2])],
@@ -262,8 +262,8 @@ def test_check_names_unnamed_nodes_like_the_interpreter_and_counts_unsupported_o
     out = capsys.readouterr().out
     assert re.search(r"^  Flatten_1\s+Flatten\s+Flatten-21\s+supported$", out, flags=re.MULTILINE)
     assert re.search(r"^  Shrink_0\s+Shrink\s+-\s+NOT supported", out, flags=re.MULTILINE)
-    assert re.search(r"^  dense\s+Gemm\s+-\s+NOT supported", out, flags=re.MULTILINE)
-    assert "3 node(s) not supported; unsupported: Shrink (2 nodes), Gemm (1 node)\n" in out
+    assert re.search(r"^  dense\s+Celu\s+-\s+NOT supported", out, flags=re.MULTILINE)
+    assert "3 node(s) not supported; unsupported: Shrink (2 nodes), Celu (1 node)\n" in out
     # The interpreter names the same nodes the same way.
     with pytest.raises(jaxonnx.UnsupportedOpError, match=r"node 'Shrink_0' \(Shrink\).*node 'Shrink_2' \(Shrink\)"):
         jaxonnx.load(path)

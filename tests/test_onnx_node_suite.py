@@ -34,7 +34,8 @@ def test_skips_name_real_cases_with_reasons():
 def test_the_real_model_ops_are_registered_and_their_cases_run():
     missing = sorted(REAL_MODEL_OPS - REGISTERED)
     assert not missing, f"real-model ops not registered: {missing}"
-    real = [c for c in node_cases() if tensor_graph(c) and case_ops(c) <= REAL_MODEL_OPS]
-    running = [c for c in real if c.name not in SKIPS]
+    real = [c for c in node_cases() if case_ops(c) <= REAL_MODEL_OPS]
+    # Two of them feed sequences or optionals (not tensors): the backend cannot take those.
+    running = [c for c in real if tensor_graph(c) and c.name not in SKIPS]
     # onnx 1.23 has 1210 such cases; the target is that at least 1180 run (and pass, in test_backend.py).
     assert len(real) >= 1210 and len(running) >= 1180, (len(real), len(running))

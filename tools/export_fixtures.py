@@ -588,6 +588,16 @@ def export_fixture(spec: ModelSpec, exporter: str, dynamic: bool, out_dir: str) 
     aliases = collections.Counter(id(p) for _, p in module.named_parameters(remove_duplicate=False))
     initializers = {t.name: onnx.numpy_helper.to_array(t) for t in proto.graph.initializer}
     used = {i for node in proto.graph.node for i in node.input}
+
+    def readers(value):
+        """How many node inputs read ``value``, following Identity nodes: an exporter that merges
+        equal-valued initializers (zero-initialised biases) reads the survivor at several places,
+        directly (dynamo) or through Identity (TorchScript)."""
+        return sum(
+            readers(node.output[0]) if node.op_type == "Identity" else 1
+            for node in proto.graph.node for name in node.input if name == value
+        )
+
     candidates, excluded = [], {}
     for init_name, value in initializers.items():
         if init_name not in parameters:
@@ -599,6 +609,9 @@ def export_fixture(spec: ModelSpec, exporter: str, dynamic: bool, out_dir: str) 
             excluded[init_name] = "its values differ from the parameter's (folded by the exporter)"
         elif init_name not in used:
             excluded[init_name] = "no node reads it"
+        elif (count := readers(init_name)) > 1:
+            # Its ONNX gradient is the sum over every parameter merged into it; torch's is one's.
+            excluded[init_name] = f"read at {count} places: the exporter merged equal-valued initializers into it"
         else:
             candidates.append(init_name)
     overriding = ort_session(proto, candidates)
