@@ -86,6 +86,10 @@ def _normalized(data, axis, *, log):
     # bfloat16/float16 results then round as onnx.reference's do (jax.nn.softmax keeps float32
     # between steps and differs from onnx's bfloat16 attention cases by one unit). The shift
     # by the maximum only guards exp from overflow; its gradient is zero, so it is held out.
+    if data.dtype == np.float16:
+        # float16 keeps float32 between the steps (as onnx.reference's float16 cases round);
+        # bfloat16 below rounds at every step, as its cases do.
+        return _normalized(data.astype(np.float32), axis, log=log).astype(np.float16)
     shift = xp.max(data, axis=axis, keepdims=True)
     shift = shift if xp is np else jax.lax.stop_gradient(shift)
     with np.errstate(invalid="ignore", divide="ignore"):  # rows of -inf give NaN, as in JAX
