@@ -42,12 +42,7 @@ def gather_elements(data, indices, *, axis: int = 0):
             f"for `data` of shape {tuple(data.shape)}."
         )
     axis = normalize_axis(axis, rank)
-    for d, (n_index, n_data) in enumerate(zip(indices.shape, data.shape)):
-        if d != axis and n_index > n_data:
-            raise OnnxValidationError(
-                f"got `indices` of shape {tuple(indices.shape)} larger than `data` "
-                f"{tuple(data.shape)} on dim {d}, which is not the gather axis ({axis})."
-            )
+    check_indices_fit(indices, data, axis, kind="gather")
     dim = data.shape[axis]
     indices = in_bounds_indices(indices, dim, axis=axis, shape=data.shape)
     # Non-axis dims of `indices` may be shorter than `data`'s: only that corner is read.
@@ -56,6 +51,17 @@ def gather_elements(data, indices, *, axis: int = 0):
     xp = namespace(data, indices)
     # No `mode`: every index is in bounds now, and the default gather has the plainest VJP.
     return xp.take_along_axis(data, indices, axis)
+
+
+def check_indices_fit(indices, data, axis: int, *, kind: str) -> None:
+    """GatherElements and ScatterElements: off the ``kind`` axis, ``indices`` may be shorter
+    than ``data`` (only that corner is used), never longer."""
+    for d, (n_index, n_data) in enumerate(zip(indices.shape, data.shape)):
+        if d != axis and n_index > n_data:
+            raise OnnxValidationError(
+                f"got `indices` of shape {tuple(indices.shape)} larger than `data` "
+                f"{tuple(data.shape)} on dim {d}, which is not the {kind} axis ({axis})."
+            )
 
 
 def in_bounds_indices(indices, dim: int, *, axis: int, shape, name: str = "indices"):

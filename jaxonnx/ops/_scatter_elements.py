@@ -7,6 +7,7 @@ import numpy as np
 from jaxonnx._errors import OnnxValidationError
 from jaxonnx._registry import register
 from jaxonnx.ops._common import normalize_axis
+from jaxonnx.ops._gather_elements import check_indices_fit
 from jaxonnx.ops._gather_nd import nd_indices
 from jaxonnx.ops._scatter_nd import REDUCTIONS, checked_reduction, scatter, text
 
@@ -53,12 +54,7 @@ def scatter_elements(data, indices, updates, *, axis: int = 0, reduction: str = 
             f"`indices`, got `indices` {tuple(indices.shape)} and `updates` {tuple(updates.shape)}."
         )
     axis = normalize_axis(axis, rank)
-    for d, (n_index, n_data) in enumerate(zip(indices.shape, data.shape)):
-        if d != axis and n_index > n_data:
-            raise OnnxValidationError(
-                f"got `indices` of shape {tuple(indices.shape)} larger than `data` "
-                f"{tuple(data.shape)} on dim {d}, which is not the scatter axis ({axis})."
-            )
+    check_indices_fit(indices, data, axis, kind="scatter")
     (along,) = nd_indices(indices[..., None], data.shape, first_dim=axis, column=False)
     grid = np.indices(indices.shape, sparse=True)
     # The other dims' positions, in the index type of `along` (strict promotion in a stack).
