@@ -352,8 +352,8 @@ def decode_attribute(value):
         return tensor_to_numpy(value)
     if isinstance(value, onnx.SparseTensorProto):
         return sparse_to_numpy(value)
-    if isinstance(value, bytes):  # STRING attributes read from a graph
-        return value.decode()
+    if isinstance(value, bytes):  # STRING attributes read from a graph (ops see str only)
+        return value.decode(errors="replace")
     if isinstance(value, list) and value and all(isinstance(v, bytes) for v in value):
-        return [v.decode() for v in value]
+        return [v.decode(errors="replace") for v in value]
     return value

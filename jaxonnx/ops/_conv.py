@@ -13,16 +13,12 @@ from jaxonnx._registry import register
 _AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
 
 
-def as_text(value):
-    """A STRING attribute as str: graph nodes give bytes (the registry decodes only defaults)."""
-    return value.decode() if isinstance(value, bytes) else value
 
 
 def window_attributes(x_shape, kernel_shape, strides, dilations, pads, auto_pad, *, what="`X`"):
     """The per-axis ``kernel, strides, dilations`` and ``(low, high)`` explicit padding of a
     sliding-window op, validated; ``pads`` is None for the SAME_* modes (computed later)."""
     spatial = len(x_shape) - 2
-    auto_pad = as_text(auto_pad)
     if spatial < 1:
         raise OnnxValidationError(f"needs {what} of rank >= 3 (N, C, spatial...), got shape {tuple(x_shape)}.")
     given = {"kernel_shape": kernel_shape, "strides": strides, "dilations": dilations}

@@ -31,7 +31,6 @@ def depth_to_space(input, *, blocksize: int, mode: str = "DCR"):
                [2, 3]], dtype=int32)
     """
     # A graph's STRING attributes arrive as bytes (onnx.helper.get_attribute_value).
-    mode = mode.decode() if isinstance(mode, bytes) else mode
     if mode not in MODES:
         raise OnnxValidationError(f"got `mode`={mode!r}; it must be DCR or CRD.")
     if input.ndim != 4 or blocksize < 1 or input.shape[1] % (blocksize * blocksize):

@@ -38,8 +38,6 @@ def einsum(*Inputs, equation: str):
         Array([[ 5., 14.],
                [14., 50.]], dtype=float32)
     """
-    if isinstance(equation, bytes):  # a graph's STRING attribute arrives undecoded
-        equation = equation.decode(errors="replace")
     shapes = ", ".join(str(tuple(x.shape)) for x in Inputs)
     equation = equation.replace(" ", "")
     left, arrow, right = equation.partition("->")

@@ -39,7 +39,6 @@ def pad(data, pads, constant_value=None, axes=None, *, mode: str = "constant"):
         Array([[3, 2, 1, 2, 3]], dtype=int32)
     """
     # A graph's STRING attributes arrive as bytes (onnx.helper.get_attribute_value).
-    mode = mode.decode() if isinstance(mode, bytes) else mode
     if mode not in MODES:
         raise OnnxValidationError(f"got `mode`={mode!r}; it must be one of {', '.join(MODES)}.")
     rank = data.ndim
@@ -107,7 +106,6 @@ def _pad_1(data, *, paddings, mode="constant", value=0.0):
 
 def _mode(mode, accepted) -> str:
     # A graph's STRING attributes arrive as bytes (onnx.helper.get_attribute_value).
-    mode = mode.decode() if isinstance(mode, bytes) else mode
     if mode not in accepted:
         raise OnnxValidationError(
             f"got `mode`={mode!r}; this version accepts {', '.join(accepted)} (wrap came with version 19)."

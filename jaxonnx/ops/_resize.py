@@ -13,7 +13,6 @@ import numpy as np
 from jaxonnx._errors import OnnxValidationError
 from jaxonnx._registry import register
 from jaxonnx.ops._common import int_list, namespace, normalize_axis
-from jaxonnx.ops._conv import as_text
 
 _TRANSFORMS = {
     "half_pixel": lambda y, scale, n, out, roi: (y + 0.5) / scale - 0.5,
@@ -131,7 +130,6 @@ def _resize(
     X, roi, scales, sizes, *, transform, transforms, mode="nearest", nearest_mode="round_prefer_floor", antialias=0,
     axes=None, cubic_coeff_a=-0.75, exclude_outside=0, extrapolation_value=0.0, policy="stretch",
 ):
-    mode, transform, nearest_mode, policy = (as_text(v) for v in (mode, transform, nearest_mode, policy))
     _check_choice("mode", mode, ("nearest", "linear", "cubic"))
     _check_choice("coordinate_transformation_mode", transform, sorted(transforms))
     _check_choice("nearest_mode", nearest_mode, [*_NEAREST, "resize_10"] if nearest_mode == "resize_10" else list(_NEAREST))

@@ -9,7 +9,7 @@ from jaxonnx._registry import register
 from jaxonnx.ops._common import normalize_axis
 from jaxonnx.ops._gather_elements import check_indices_fit
 from jaxonnx.ops._gather_nd import nd_indices
-from jaxonnx.ops._scatter_nd import REDUCTIONS, checked_reduction, scatter, text
+from jaxonnx.ops._scatter_nd import REDUCTIONS, checked_reduction, scatter
 
 
 @register("ScatterElements", 18, concrete=("indices",))
@@ -42,7 +42,6 @@ def scatter_elements(data, indices, updates, *, axis: int = 0, reduction: str = 
         Array([[2., 0., 3.],
                [0., 0., 0.]], dtype=float32)
     """
-    reduction = text(reduction)
     if reduction not in REDUCTIONS:
         raise OnnxValidationError(f"got `reduction`={reduction!r}; it must be one of {', '.join(REDUCTIONS)}.")
     rank = data.ndim

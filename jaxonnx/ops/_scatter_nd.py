@@ -45,7 +45,6 @@ def scatter_nd(data, indices, updates, *, reduction: str = "none"):
         Array([[0., 0.],
                [2., 2.]], dtype=float32)
     """
-    reduction = text(reduction)
     if reduction not in REDUCTIONS:
         raise OnnxValidationError(f"got `reduction`={reduction!r}; it must be one of {', '.join(REDUCTIONS)}.")
     if data.ndim == 0 or indices.ndim == 0:
@@ -77,13 +76,9 @@ def _scatter_nd_11(data, indices, updates):
     return scatter_nd(data, indices, updates)
 
 
-def text(value):
-    """A STRING attribute as str: a graph's arrive as bytes (onnx.helper.get_attribute_value)."""
-    return value.decode() if isinstance(value, bytes) else value
 
 
 def checked_reduction(reduction, accepted) -> str:
-    reduction = text(reduction)
     if reduction not in accepted:
         raise OnnxValidationError(
             f"got `reduction`={reduction!r}; this version accepts {', '.join(accepted)} "

@@ -28,7 +28,6 @@ def space_to_depth(input, *, blocksize: int, mode: str = "DCR"):
         Array([0, 1, 2, 3], dtype=int32)
     """
     # A graph's STRING attributes arrive as bytes (onnx.helper.get_attribute_value).
-    mode = mode.decode() if isinstance(mode, bytes) else mode
     if mode not in ("DCR", "CRD"):
         raise OnnxValidationError(f"got `mode`={mode!r}; it must be DCR or CRD.")
     b = blocksize
