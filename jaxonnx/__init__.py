@@ -10,12 +10,12 @@ from jaxonnx._errors import OnnxValidationError as OnnxValidationError
 from jaxonnx._errors import StaticValueError as StaticValueError
 from jaxonnx._errors import UnsupportedOpError as UnsupportedOpError
 from jaxonnx._errors import X64Warning as X64Warning
-from jaxonnx._interpreter import Model as Model
-from jaxonnx._interpreter import load as load
-from jaxonnx._registry import OpVersion as OpVersion
-from jaxonnx._registry import get_op as get_op
-from jaxonnx._registry import register as register
-from jaxonnx._registry import supported_ops as supported_ops
+from jaxonnx._core.model import Model as Model
+from jaxonnx._core.model import load as load
+from jaxonnx._core.registry import OpVersion as OpVersion
+from jaxonnx._core.registry import get_op as get_op
+from jaxonnx._core.registry import register as register
+from jaxonnx._core.registry import supported_ops as supported_ops
 from jaxonnx._tuning import tune_cpu_allocator as tune_cpu_allocator
 
 __version__ = "0.1.0"

@@ -228,7 +228,7 @@ def _run(args) -> int:
 def _check(args) -> int:
     import jaxonnx
     from jaxonnx._errors import UnsupportedOpError
-    from jaxonnx._loading import canonical_domain, opset_versions, parse_model
+    from jaxonnx._core.loading import canonical_domain, opset_versions, parse_model
 
     try:
         with open(args.model, "rb") as f:

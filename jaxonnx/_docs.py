@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import re
 
-from jaxonnx._registry import get_op, supported_ops
+from jaxonnx._core.registry import get_op, supported_ops
 
 _START, _END = "<!-- support-table:start -->", "<!-- support-table:end -->"
 

@@ -20,11 +20,11 @@ import numpy as np
 import onnx
 import onnx.backend.base as onnx_backend
 
-from jaxonnx._dtypes import as_jax, is_string_array
+from jaxonnx._core.dtypes import as_jax, is_string_array
 from jaxonnx._errors import OnnxValidationError, with_context
-from jaxonnx._interpreter import Model, load
-from jaxonnx._loading import canonical_domain
-from jaxonnx._registry import get_op
+from jaxonnx._core.model import Model, load
+from jaxonnx._core.loading import canonical_domain
+from jaxonnx._core.registry import get_op
 
 _PLATFORMS = {"CPU": ("cpu",), "CUDA": ("gpu", "cuda"), "GPU": ("gpu", "cuda", "rocm"), "TPU": ("tpu",)}
 

@@ -16,7 +16,7 @@ import ml_dtypes
 import numpy as np
 import onnx.defs
 
-from jaxonnx._dtypes import onnx_type_name
+from jaxonnx._core.dtypes import onnx_type_name
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1

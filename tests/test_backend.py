@@ -176,7 +176,7 @@ if __name__ == "__main__":
 @pytest.mark.parametrize(
     ("module", "ignored"),
     [("onnx.backend.test.case.node.slice", True), ("onnx.reference.ops.op_where", True), ("onnx", True),
-     ("jaxonnx._interpreter", False), ("onnxruntime.capi", False), ("tests.test_backend", False)],
+     ("jaxonnx._core.model", False), ("onnxruntime.capi", False), ("tests.test_backend", False)],
 )
 def test_deprecation_warnings_are_errors_except_inside_onnxs_own_modules(module, ignored):
     # What numpy 2.5 raises where onnx's test-case modules set an array's shape.

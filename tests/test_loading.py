@@ -384,7 +384,7 @@ def test_sparse_external_data_is_not_read_relative_to_the_working_directory(tmp_
 
 
 def test_tensor_to_numpy_never_reads_external_data(tmp_path, monkeypatch):
-    from jaxonnx._loading import tensor_to_numpy
+    from jaxonnx._core.loading import tensor_to_numpy
 
     monkeypatch.chdir(tmp_path)
     SECRET.tofile(tmp_path / "secret.bin")
@@ -428,7 +428,7 @@ def test_a_tiny_sparse_tensor_with_huge_dims_is_refused_without_allocating():
     ],
 )
 def test_malformed_sparse_tensors_are_refused(values, indices, dims, message):
-    from jaxonnx._loading import sparse_to_numpy
+    from jaxonnx._core.loading import sparse_to_numpy
 
     sparse = _sparse(np.asarray(values, np.float32), indices, dims)
     with pytest.raises(jaxonnx.OnnxValidationError, match=message):
@@ -440,7 +440,7 @@ def test_malformed_sparse_tensors_are_refused(values, indices, dims, message):
 
 
 def test_string_sparse_tensors_fill_with_empty_strings():
-    from jaxonnx._loading import sparse_to_numpy
+    from jaxonnx._core.loading import sparse_to_numpy
 
     dense = sparse_to_numpy(_sparse(np.array(["a", "b"], dtype=object), [[0, 1], [1, 0]], [2, 2]))
     assert dense.dtype == object and dense.tolist() == [["", "a"], ["b", ""]]

@@ -16,7 +16,7 @@ from _spec import assert_exact
 from _node_cases import case_ops, node_cases, tensor_graph
 
 import jaxonnx
-from jaxonnx._loading import tensor_to_numpy
+from jaxonnx._core.loading import tensor_to_numpy
 
 OUR_OPS = set(jaxonnx.supported_ops())  # the registry decides which cases run
 SEED_OPS = {"Compress", "Flatten", "GatherElements", "Slice", "Where"}

@@ -511,7 +511,7 @@ def test_strings_beside_traced_values_raise_a_clear_error_under_jit(call, traced
 
 def test_strings_cannot_become_jax_arrays():
     with pytest.raises(OnnxTypeError, match=r"string tensor, which JAX cannot hold"):
-        jaxonnx._dtypes.as_jax(STRINGS)
+        jaxonnx._core.dtypes.as_jax(STRINGS)
 
 
 # ------------------------------------------------------------------------------ the x64 policy

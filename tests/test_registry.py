@@ -12,8 +12,8 @@ from _spec import ALL_DTYPES, schema_types
 
 import jaxonnx
 from jaxonnx import OnnxTypeError, OnnxValidationError, UnsupportedOpError
-from jaxonnx import _registry
-from jaxonnx._dtypes import onnx_type_name
+from jaxonnx._core import registry as _registry
+from jaxonnx._core.dtypes import onnx_type_name
 
 OUR_OPS = tuple(jaxonnx.supported_ops())  # every registered op, from the registry
 

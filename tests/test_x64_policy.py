@@ -19,7 +19,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import jaxonnx
-from jaxonnx._dtypes import as_jax
+from jaxonnx._core.dtypes import as_jax
 
 vi = helper.make_tensor_value_info
 INT64_MIN = np.iinfo(np.int64).min

@@ -1,0 +1,559 @@
+"""The opset-versioned op registry.
+
+Ops are registered at the ``since_version`` numbers onnx defines and resolved the way
+``onnx.reference`` does: a model with opset ``N`` runs the largest registered
+``since_version <= N``. A version that only widens the type list is one more number in
+the op's ``register`` call; a version whose signature changed is a thin adapter.
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import functools
+import inspect
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jax
+import numpy as np
+import onnx
+import onnx.defs
+
+from jaxonnx._core.dtypes import as_jax, is_string_array, onnx_type_name
+from jaxonnx._errors import (
+    JaxOnnxError,
+    OnnxTypeError,
+    OnnxValidationError,
+    StaticValueError,
+    UnsupportedOpError,
+)
+
+from jaxonnx._core.loading import DEFAULT_DOMAIN, canonical_domain, decode_attribute
+
+
+@dataclasses.dataclass(frozen=True)
+class OpContract:
+    """What an op states once at registration; the registry enforces it on every call.
+
+    Attributes:
+        static: the inputs (by their onnx formal names) that decide the output shape, so
+            their values must be known at trace time. They reach the op as exact numpy
+            arrays; a traced one raises :class:`StaticValueError` naming it.
+        concrete: inputs the op reads when their values are known (bounds checks, exact
+            selection) but that may also be traced: numpy stays numpy, JAX stays JAX.
+        size_hint: the output length depends on input values, so the op takes ``size`` and
+            ``fill_value`` keywords (and the interpreter's ``size_hints``).
+        output_count: the op's number of outputs depends on the node (Split before 18 without
+            ``split``: one equal part per output), so it takes an ``output_count`` keyword,
+            which the interpreter and the backend fill with the node's number of outputs.
+        folds: the op computes on numpy when all its array inputs are numpy, so values known
+            at trace time (initializers, Constant, Shape and everything computed from them)
+            stay exact numpy. Ops written with ``jax.lax`` only set ``folds=False``: their
+            inputs always arrive as JAX arrays.
+    """
+
+    static: tuple[str, ...] = ()
+    concrete: tuple[str, ...] = ()
+    size_hint: bool = False
+    folds: bool = True
+    output_count: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class OpVersion:
+    """One registered version of an ONNX op.
+
+    Calling it runs the op with that version's semantics: inputs positionally (``None``
+    for an omitted optional input), ONNX attributes as keyword arguments (``None`` for an
+    attribute means it is not given; absent attributes take the schema's default). Refused,
+    with an error naming the version (``Slice-13``): fewer inputs than the version requires
+    (or ``None`` for a required one), inputs of element types outside the version's type
+    constraints or of different dtypes where the schema ties them to one type, attributes
+    the version does not define, a missing required attribute, and attribute values of the
+    wrong kind (an ``INT`` attribute takes an int, not a bool or a float).
+
+    Inputs are converted once, as the op's :class:`OpContract` says. Numpy inputs stay
+    numpy when the op folds (this is how the interpreter evaluates values known at trace
+    time exactly); any JAX input makes the result a JAX array. Python scalars and lists
+    become numpy arrays with ``np.asarray``.
+    """
+
+    op_type: str
+    since_version: int
+    domain: str
+    fn: Callable
+    contract: OpContract = OpContract()
+
+    @property
+    def takes_size_hint(self) -> bool:
+        """Whether an output's length depends on input values, so the op takes a size hint."""
+        return self.contract.size_hint
+
+    @property
+    def name(self) -> str:
+        return f"{self.op_type}-{self.since_version}"
+
+    @functools.cached_property
+    def schema(self) -> onnx.defs.OpSchema:
+        return onnx.defs.get_schema(self.op_type, self.since_version, self.domain)
+
+    @functools.cached_property
+    def _formals(self) -> tuple[tuple[str, str, frozenset[str], bool], ...]:
+        """``(name, type parameter, allowed element types, variadic)`` per formal input."""
+        constraints = {c.type_param_str: c.allowed_type_strs for c in self.schema.type_constraints}
+        formals = []
+        for formal in self.schema.inputs:
+            strs = constraints.get(formal.type_str, [formal.type_str])
+            names = frozenset(s[len("tensor(") : -1] for s in strs if s.startswith("tensor("))
+            variadic = formal.option == _VARIADIC
+            homogeneous = not variadic or formal.is_homogeneous
+            type_param = formal.type_str if formal.type_str in constraints and homogeneous else None
+            formals.append((formal.name, type_param, names, variadic))
+        return tuple(formals)
+
+    def formal_names(self, count: int) -> list[str]:
+        """The formal name of each of ``count`` inputs (a variadic formal's name repeats)."""
+        formals = self._formals
+        names = [f[0] for f in formals[:count]]
+        if count > len(formals) and formals and formals[-1][3]:
+            names += [formals[-1][0]] * (count - len(formals))
+        return names
+
+    @functools.cached_property
+    def defaults(self) -> dict[str, Any]:
+        """Every attribute of the schema with its default value (None where it has none)."""
+        defaults = {}
+        for name, attribute in self.schema.attributes.items():
+            value = None
+            if attribute.default_value.type != onnx.AttributeProto.UNDEFINED:
+                value = onnx.helper.get_attribute_value(attribute.default_value)
+                value = value.decode() if isinstance(value, bytes) else value
+            defaults[name] = value
+        return defaults
+
+    def check_input_count(self, inputs) -> None:
+        formals = self._formals
+        if len(inputs) > len(formals) and not (formals and formals[-1][3]):
+            raise OnnxValidationError(
+                f"{self.name} takes at most {len(formals)} inputs, got {len(inputs)}."
+            )
+
+    def check_inputs(self, inputs, *, tie_static: bool = True) -> None:
+        """Raises if an input's element type is outside this version's constraints, or if
+        inputs the schema ties to one type parameter have different dtypes (for static
+        inputs only where ``tie_static``: ``jaxonnx.ops`` reads any integer bounds)."""
+        self.check_input_count(inputs)
+        formals = self._formals
+        bound: dict[str, tuple[str, np.dtype]] = {}
+        for index, value in enumerate(inputs):
+            if value is None or not hasattr(value, "dtype"):
+                continue  # a Python bound of `jaxonnx.ops`, read by the op as numpy indexing would
+            formal_name, type_param, allowed, _ = formals[min(index, len(formals) - 1)]
+            dtype = np.dtype(value.dtype)
+            type_name = onnx_type_name(dtype)
+            if type_name not in allowed and not _narrowed_by_jax(value, allowed):
+                raise OnnxTypeError(
+                    f"{self.name} does not accept tensor({type_name}) for input "
+                    f"`{formal_name}`; it accepts {', '.join(sorted(allowed))}."
+                )
+            if type_param is None or (not tie_static and formal_name in self.contract.static):
+                continue
+            kind = "string" if dtype.kind in "OUS" else dtype
+            if type_param in bound and bound[type_param][1] != kind:
+                other, other_kind = bound[type_param]
+                raise OnnxTypeError(
+                    f"{self.name} needs `{other}` and `{formal_name}` of one element type "
+                    f"({type_param}), got {other_kind} and {kind}."
+                )
+            bound.setdefault(type_param, (formal_name, kind))
+
+    def check_required_inputs(self, inputs) -> None:
+        """Raises if an input the version requires is missing or ``None``."""
+        formals = self.schema.inputs
+        required = [i for i, formal in enumerate(formals) if formal.option != _OPTIONAL]
+        needed = required[-1] + 1 if required else 0
+        if formals and formals[-1].option == _VARIADIC:
+            needed = len(formals) - 1 + formals[-1].min_arity
+        if len(inputs) < needed:
+            names = ", ".join(formal.name for formal in formals[:needed])
+            raise OnnxValidationError(
+                f"{self.name} needs at least {needed} inputs ({names}), got {len(inputs)}."
+            )
+        for i in required:
+            if i < len(inputs) and inputs[i] is None:
+                raise OnnxValidationError(
+                    f"{self.name} needs its input `{formals[i].name}` (input {i}), got None; "
+                    "only optional inputs may be omitted."
+                )
+
+    def check_attributes(self, attributes) -> None:
+        """Raises for unknown attributes, missing required ones and values of the wrong kind."""
+        schema_attributes = self.schema.attributes
+        unknown = sorted(set(attributes) - set(schema_attributes))
+        if unknown:
+            known = ", ".join(sorted(schema_attributes)) or "none"
+            raise OnnxValidationError(
+                f"{self.name} has no attribute {', '.join(map(repr, unknown))}; its attributes are: {known}."
+            )
+        missing = sorted(name for name, a in schema_attributes.items() if a.required and name not in attributes)
+        if missing:
+            raise OnnxValidationError(
+                f"{self.name} needs the attribute{'s' if len(missing) > 1 else ''} "
+                f"{', '.join(f'`{name}`' for name in missing)}, which {'were' if len(missing) > 1 else 'was'} not given."
+            )
+        for name, value in attributes.items():
+            kind = schema_attributes[name].type
+            accepts, description = _ATTRIBUTE_KINDS.get(kind, (None, None))
+            if accepts is not None and not accepts(value):
+                shown = repr(value)
+                if len(shown) > 80:
+                    shown = shown[:77] + "..."
+                raise OnnxTypeError(
+                    f"{self.name} needs {description} for the attribute `{name}` ({kind.name}), "
+                    f"got {shown} ({type(value).__name__})."
+                )
+
+    def __call__(self, *inputs, **attributes):
+        return self._run(inputs, attributes, public=False)
+
+    def _run(self, inputs, attributes, *, public: bool):
+        try:
+            return self._checked_run(inputs, attributes, public=public)
+        except JaxOnnxError as error:
+            raise _labelled(error, self.name) from error.__cause__
+
+    def _checked_run(self, inputs, attributes, *, public: bool):
+        hint = {}
+        if self.contract.size_hint:
+            hint = {"size": attributes.pop("size", None), "fill_value": attributes.pop("fill_value", None)}
+        if self.contract.output_count:
+            hint["output_count"] = attributes.pop("output_count", None)
+        attributes = {k: v for k, v in attributes.items() if v is not None}
+        self.check_input_count(inputs)
+        inputs = _convert_inputs(self, inputs, public=public)
+        self.check_required_inputs(inputs)
+        self.check_inputs(inputs, tie_static=not public)
+        self.check_attributes(attributes)
+        keywords = {**self.defaults, **{k: decode_attribute(v) for k, v in attributes.items()}, **hint}
+        results = self.fn(*inputs, **keywords)
+        if isinstance(results, tuple):
+            return tuple(_numpy_scalar_as_array(r) for r in results)
+        return _numpy_scalar_as_array(results)
+
+    def public_function(self) -> Callable:
+        """The op as a ``jaxonnx.ops`` function: inputs positional or by name, attributes as
+        keywords, Python scalars and lists following JAX's rules (weak types)."""
+        signature = inspect.signature(self.fn)
+        input_names = [p.name for p in signature.parameters.values() if p.kind in _POSITIONAL]
+        variadic = any(p.kind == inspect.Parameter.VAR_POSITIONAL for p in signature.parameters.values())
+        var_keyword = next((p.name for p in signature.parameters.values() if p.kind == inspect.Parameter.VAR_KEYWORD), None)
+        if not variadic:
+            # Attributes may follow the inputs positionally, as in jax.numpy (`flatten(x, 2)`).
+            signature = signature.replace(parameters=[
+                p.replace(kind=inspect.Parameter.POSITIONAL_OR_KEYWORD) if p.kind == inspect.Parameter.KEYWORD_ONLY else p
+                for p in signature.parameters.values()
+            ])
+
+        @functools.wraps(self.fn)
+        def op(*args, **kwargs):
+            if not variadic:
+                bound = signature.bind(*args, **kwargs)
+                args = [bound.arguments.get(name) for name in input_names]
+                kwargs = {k: v for k, v in bound.arguments.items() if k not in input_names}
+                kwargs.update(kwargs.pop(var_keyword, {}) if var_keyword else {})
+                while args and args[-1] is None:
+                    args.pop()
+            return self._run(tuple(args), kwargs, public=True)
+
+        op.op_version = self
+        op.__signature__ = signature
+        return op
+
+
+_POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+
+
+def _labelled(error: JaxOnnxError, name: str) -> JaxOnnxError:
+    """The op's own error with the version label in front (ops write "got ..." sentences)."""
+    message = str(error)
+    if name in message:  # the registry's own messages name the version already
+        return error
+    labelled = type(error)(f"{name} {message}")
+    labelled.argument = getattr(error, "argument", None)
+    return labelled
+
+
+def _numpy_scalar_as_array(value):
+    return np.asarray(value) if isinstance(value, np.generic) else value
+
+
+def _narrowed_by_jax(value, allowed: frozenset[str]) -> bool:
+    """A 32-bit JAX array where the schema names the 64-bit type: JAX made it so because
+    ``jax_enable_x64`` is off, and the op computes in the 32-bit counterpart."""
+    if not isinstance(value, jax.Array) or jax.config.jax_enable_x64:
+        return False
+    wide = {"int32": "int64", "uint32": "uint64", "float": "double", "complex64": "complex128"}
+    return wide.get(onnx_type_name(value.dtype)) in allowed
+
+
+def _convert_inputs(op: OpVersion, inputs, *, public: bool) -> tuple:
+    """The inputs as the op's contract says (see :class:`OpContract`)."""
+    names = op.formal_names(len(inputs))
+    contract = op.contract
+    converted = []
+    any_jax = any(isinstance(value, jax.Array) for value in inputs)
+    for name, value in zip(names, inputs):
+        if value is None:
+            converted.append(None)
+        elif name in contract.static:
+            # `jaxonnx.ops` reads Python values as they are, as numpy indexing does (a bound
+            # may be a plain int there); graph values are always tensors.
+            python = public and not isinstance(value, (jax.Array, np.ndarray, np.generic))
+            converted.append(value if python else _static(value, name))
+        elif isinstance(value, (jax.Array, np.ndarray)):
+            converted.append(value)
+        elif isinstance(value, np.generic):
+            converted.append(np.asarray(value))
+        else:
+            converted.append(_python_value(value, public=public))
+    dynamic = [i for i, name in enumerate(names) if name not in contract.static and converted[i] is not None]
+    is_string = [is_string_array(converted[i]) for i in dynamic]
+    if any(is_string):
+        traced = [names[i] for i in dynamic if is_traced(converted[i])]
+        if traced:
+            strings = [names[i] for i, s in zip(dynamic, is_string) if s]
+            raise OnnxTypeError(
+                f"{op.name} got the string tensor `{strings[0]}` with the traced `{traced[0]}`; JAX cannot "
+                "hold strings, so string tensors run only on the eager path (numpy or concrete "
+                "inputs, outside `jax.jit`)."
+            )
+        for i in dynamic:  # the eager string path: concrete JAX arrays beside strings become numpy
+            converted[i] = np.asarray(converted[i])
+        return tuple(converted)
+    to_jax = public or not contract.folds or any_jax
+    weak = public and [i for i in dynamic if _is_python_scalar(inputs[i])]
+    if to_jax:
+        for i in dynamic:
+            if names[i] in contract.concrete and not isinstance(converted[i], jax.Array):
+                continue  # read by the op while known; it converts them where it computes
+            if isinstance(converted[i], np.ndarray):
+                converted[i] = as_jax(converted[i], what=f"input `{names[i]}` of {op.name}")
+    if weak:
+        _apply_weak_types(op, names, converted, weak)
+    return tuple(converted)
+
+
+def _is_python_scalar(value) -> bool:
+    return isinstance(value, (bool, int, float, complex))
+
+
+def _python_value(value, *, public: bool):
+    """A Python scalar or (nested) list: in ``jaxonnx.ops``, as ``jnp.asarray`` makes it (a
+    weakly typed scalar, JAX's default dtypes); in a graph (always typed), as numpy."""
+    if public and not isinstance(value, (str, bytes)):
+        array = np.asarray(value)
+        if array.dtype.kind in "OUS":
+            return array
+        return jax.numpy.asarray(value)
+    return np.asarray(value)
+
+
+def _apply_weak_types(op: OpVersion, names, converted, weak) -> None:
+    """JAX's rule for Python scalars: they take the dtype of the array they meet (the array
+    of the same type parameter), so ``where(c, x_f32, 1.0)`` is float32."""
+    formals = {f[0]: f[1] for f in op._formals}
+    for i in weak:
+        type_param = formals.get(names[i])
+        partners = [
+            converted[j] for j, name in enumerate(names)
+            if j not in weak and converted[j] is not None and type_param is not None and formals.get(name) == type_param
+        ]
+        if partners:
+            converted[i] = jax.numpy.asarray(converted[i], dtype=partners[0].dtype)
+
+
+def _static(value, name: str) -> np.ndarray:
+    """The exact numpy value of an input that decides the output shape."""
+    if is_traced(value):
+        error = StaticValueError(
+            f"needs the value of `{name}` to decide its output shape, but `{name}` is traced "
+            f"(shape {tuple(value.shape)}, dtype {value.dtype}) so its value is unknown at trace "
+            "time. Pass it as a Python value or a numpy array."
+        )
+        error.argument = name
+        raise error
+    return np.asarray(value)
+
+
+def is_traced(x) -> bool:
+    return isinstance(x, jax.core.Tracer)
+
+
+_OPTIONAL = onnx.defs.OpSchema.FormalParameterOption.Optional
+_VARIADIC = onnx.defs.OpSchema.FormalParameterOption.Variadic
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def _is_float(value) -> bool:
+    return _is_int(value) or isinstance(value, (float, np.floating))
+
+
+def _is_string(value) -> bool:
+    return isinstance(value, (str, bytes))
+
+
+def _sequence_of(item):
+    def accepts(value):
+        if isinstance(value, np.ndarray):
+            return value.ndim == 1 and all(item(v) for v in value.tolist())
+        return isinstance(value, Sequence) and not _is_string(value) and all(item(v) for v in value)
+
+    return accepts
+
+
+def _instance_of(*types):
+    return lambda value: isinstance(value, types)
+
+
+_AttrType = onnx.defs.OpSchema.AttrType
+_ATTRIBUTE_KINDS = {
+    _AttrType.INT: (_is_int, "an int"),
+    _AttrType.INTS: (_sequence_of(_is_int), "a sequence of ints"),
+    _AttrType.FLOAT: (_is_float, "a float"),
+    _AttrType.FLOATS: (_sequence_of(_is_float), "a sequence of floats"),
+    _AttrType.STRING: (_is_string, "a string"),
+    _AttrType.STRINGS: (_sequence_of(_is_string), "a sequence of strings"),
+    _AttrType.TENSOR: (_instance_of(onnx.TensorProto), "an onnx.TensorProto"),
+    _AttrType.TENSORS: (_sequence_of(_instance_of(onnx.TensorProto)), "a sequence of onnx.TensorProto"),
+    _AttrType.SPARSE_TENSOR: (_instance_of(onnx.SparseTensorProto), "an onnx.SparseTensorProto"),
+    _AttrType.SPARSE_TENSORS: (
+        _sequence_of(_instance_of(onnx.SparseTensorProto)),
+        "a sequence of onnx.SparseTensorProto",
+    ),
+    _AttrType.GRAPH: (_instance_of(onnx.GraphProto), "an onnx.GraphProto"),
+    _AttrType.GRAPHS: (_sequence_of(_instance_of(onnx.GraphProto)), "a sequence of onnx.GraphProto"),
+    _AttrType.TYPE_PROTO: (_instance_of(onnx.TypeProto), "an onnx.TypeProto"),
+    _AttrType.TYPE_PROTOS: (_sequence_of(_instance_of(onnx.TypeProto)), "a sequence of onnx.TypeProto"),
+}
+
+
+_REGISTRY: dict[tuple[str, str], dict[int, OpVersion]] = {}
+
+
+def register(
+    op_type: str,
+    *since_versions: int,
+    domain: str = DEFAULT_DOMAIN,
+    static: Sequence[str] = (),
+    concrete: Sequence[str] = (),
+    size_hint: bool = False,
+    folds: bool = True,
+    output_count: bool = False,
+):
+    """Registers ``fn`` as ``op_type`` at each of ``since_versions``; returns ``fn``, marked
+    so that ``jaxonnx.ops`` exports the newest of these versions as a public function (with
+    the same conversion, see :meth:`OpVersion.public_function`) when its module lists it in
+    ``__all__``.
+
+    ``fn`` is a pure function of arrays and Python values: the onnx inputs positionally
+    (``None`` for an omitted optional one), every attribute of the schema as a keyword
+    (the schema's default, or None, where the node gives none), and ``size`` /
+    ``fill_value`` when ``size_hint`` is set. Its errors are sentences without the op's
+    name ("got `axis`=3 for ..."); the registry puts the version label in front. The
+    contract keywords are those of :class:`OpContract`. A version that only widens the type
+    list is one more number here; a version whose semantics differ is a thin adapter.
+
+    Example (how ``jaxonnx/ops/_slice.py`` registers Slice-11 and -13)::
+
+        @register("Slice", 11, 13, static=("starts", "ends", "axes", "steps"))
+        def slice(data, starts, ends, axes=None, steps=None): ...
+
+    Raises:
+        ValueError: if a version is registered twice, onnx defines no such version, or the
+            contract names an input the schema does not have.
+    """
+    domain = canonical_domain(domain)
+    contract = OpContract(tuple(static), tuple(concrete), size_hint, folds, output_count)
+
+    def decorate(fn):
+        # Check every version first, so that a refused call registers nothing.
+        versions = _REGISTRY.get((domain, op_type), {})
+        for since in since_versions:
+            if since in versions:
+                raise ValueError(f"{op_type}-{since} is already registered ({versions[since].fn}).")
+            try:
+                schema = onnx.defs.get_schema(op_type, since, domain)
+            except onnx.defs.SchemaError:
+                raise ValueError(
+                    f"onnx defines no op {op_type!r} in domain {domain or 'ai.onnx'!r} at version {since}."
+                ) from None
+            if schema.since_version != since:
+                raise ValueError(
+                    f"onnx defines no {op_type} version {since}; the nearest is {schema.since_version}."
+                )
+            unknown = set(contract.static + contract.concrete) - {f.name for f in schema.inputs}
+            if unknown:
+                raise ValueError(f"{op_type}-{since} has no inputs {sorted(unknown)} (named in its contract).")
+        if len(set(since_versions)) != len(since_versions):
+            raise ValueError(f"{op_type} got a version twice in {since_versions}.")
+        versions = _REGISTRY.setdefault((domain, op_type), {})
+        for since in since_versions:
+            versions[since] = OpVersion(op_type, since, domain, fn, contract)
+        fn.onnx_op = versions[max(since_versions)]  # `jaxonnx.ops` exports its public_function
+        return fn
+
+    return decorate
+
+
+def get_op(op_type: str, opset: int, domain: str = DEFAULT_DOMAIN) -> OpVersion:
+    """Resolves ``op_type`` for a model whose opset (for ``domain``) is ``opset``.
+
+    Returns the registered version with the largest ``since_version <= opset``.
+
+    Example:
+        >>> jaxonnx.get_op("Slice", opset=12).since_version
+        11
+
+    Raises:
+        UnsupportedOpError: if the op is not registered or ``opset`` is below its first version.
+    """
+    domain = canonical_domain(domain)
+    versions = _REGISTRY.get((domain, op_type))
+    if not versions:
+        known = supported_ops(domain)
+        if not known:
+            raise UnsupportedOpError(
+                f"The domain {domain!r} is not supported (op {op_type!r}); jaxonnx implements the "
+                "ONNX domain ('' or 'ai.onnx') only."
+            )
+        raise UnsupportedOpError(
+            f"The op {op_type!r} (domain {domain or 'ai.onnx'!r}) is not supported; "
+            f"supported ops: {', '.join(sorted(known))}."
+        )
+    ordered = sorted(versions)
+    position = bisect.bisect_right(ordered, opset)
+    if position == 0:
+        raise UnsupportedOpError(
+            f"The op {op_type!r} does not exist at opset {opset}; its versions are "
+            f"{', '.join(map(str, ordered))}, so the model's opset must be at least {ordered[0]}."
+        )
+    return versions[ordered[position - 1]]
+
+
+def supported_ops(domain: str = DEFAULT_DOMAIN) -> dict[str, tuple[int, ...]]:
+    """The registered ops of ``domain`` and the since_versions of each.
+
+    Example:
+        >>> jaxonnx.supported_ops()["Slice"]
+        (1, 10, 11, 13)
+    """
+    domain = canonical_domain(domain)
+    return {
+        op_type: tuple(sorted(versions))
+        for (op_domain, op_type), versions in sorted(_REGISTRY.items())
+        if op_domain == domain
+    }

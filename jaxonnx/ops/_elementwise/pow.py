@@ -1,0 +1,61 @@
+"""Pow: versions 1 (legacy broadcasting), 7, 12 (exponent of its own type T1), 13 and 15."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from jaxonnx._core.registry import register
+from jaxonnx.ops._helpers.broadcasting import broadcast_together
+from jaxonnx.ops._helpers.legacy import legacy_binary
+
+
+# folds=False: XLA's and numpy's float `pow` differ in the last bit, and an op gives one answer.
+@register("Pow", 7, 12, 13, 15, folds=False)
+def pow(X, Y):
+    """Implements ONNX Pow: ``X ** Y`` with numpy broadcasting, in the dtype of ``X``.
+
+    From version 12 the exponent may have another type than the base. A float base is
+    raised to the exponent converted to the wider of the two float types, then rounded
+    to the base's type. An integer base with an integer exponent is exact integer
+    arithmetic (wrapping on overflow); a negative exponent gives the truncated quotient
+    ``1 / X**-Y``: 1 for ``X=1``, ±1 for ``X=-1``, else 0 (also for ``X=0``, where C and
+    numpy have no answer). An integer base with a float exponent is computed in float64
+    (float32 with ``jax_enable_x64`` off) and truncated toward zero, as onnx.reference does.
+
+    Args:
+        X: the base (int32, int64 or float).
+        Y: the exponent, any numeric type, broadcastable with ``X``.
+
+    Returns:
+        An array of the broadcast shape and the dtype of ``X``.
+
+    Example:
+        >>> jaxonnx.ops.pow(jnp.array([2.0, -2.0, 4.0]), jnp.array([3, 3, -1]))
+        Array([ 8.  , -8.  ,  0.25], dtype=float32)
+    """
+    X, Y = broadcast_together(X, Y, names=("X", "Y"))
+    x_int, y_int = X.dtype.kind in "iu", Y.dtype.kind in "iu"
+    if not x_int:
+        wide = X.dtype if y_int else _wider_float(X.dtype, Y.dtype)
+        return jnp.power(X.astype(wide), Y.astype(wide)).astype(X.dtype)
+    if not y_int:
+        wide = jax.dtypes.canonicalize_dtype(jnp.float64)  # float64, or float32 with x64 off
+        return jnp.power(X.astype(wide), Y.astype(wide)).astype(X.dtype)
+    negative = Y < 0
+    power = jnp.power(X, jnp.where(negative, jnp.zeros_like(Y), Y).astype(X.dtype))
+    odd = (Y % 2).astype(bool)
+    inverse = jnp.where(X == 1, 1, jnp.where(X == -1, jnp.where(odd, -1, 1), 0)).astype(X.dtype)
+    return jnp.where(negative, inverse, power)
+
+
+def _wider_float(a, b):
+    # Explicit: JAX's strict promotion mode has no implicit float16 -> float64 path.
+    if a == b or a.itemsize > b.itemsize:
+        return a
+    return b if b.itemsize > a.itemsize else jnp.dtype(jnp.float32)  # float16 with bfloat16
+
+
+register("Pow", 1, folds=False)(legacy_binary(pow, names=("X", "Y")))
+
+__all__ = ["pow"]

@@ -1,0 +1,113 @@
+"""GatherND: versions 11, 12 (adds `batch_dims`) and 13 (adds bfloat16)."""
+
+from __future__ import annotations
+
+import math
+
+import jax.numpy as jnp
+import numpy as np
+
+from jaxonnx._errors import OnnxValidationError
+from jaxonnx._core.registry import register
+from jaxonnx.ops._helpers.common import is_traced, namespace
+
+
+@register("GatherND", 12, 13, concrete=("indices",))
+def gather_nd(data, indices, *, batch_dims: int = 0):
+    """Implements ONNX GatherND: slices of ``data`` addressed by the last axis of ``indices``.
+
+    With ``b = batch_dims`` and ``k = indices.shape[-1]``, each row ``indices[..., :]``
+    is the index of a slice of ``data`` over dims ``[b, b + k)``, within the batch that
+    the first ``b`` dims (equal in both) select. The output shape is
+    ``indices.shape[:-1] + data.shape[b + k:]``. Negative indices count from the back.
+
+    Out-of-bounds indices raise when ``indices`` is concrete (numpy, or a JAX array outside
+    ``jax.jit``), naming the value and its position. Under ``jax.jit`` an out-of-bounds
+    row gathers zeros (``False`` for bool): this is what makes ``x[mask]`` exported as
+    NonZero -> Transpose -> GatherND exact with a size hint, since the padding columns
+    of :func:`non_zero` hold out-of-range indices, so the padded rows are zeros and sums
+    over the result are right. The gradient with respect to ``data`` is a scatter-add
+    (nothing for those rows).
+
+    Args:
+        data: the array to gather from, of rank >= 1.
+        indices: int64 array of rank >= 1; its last dim is at most ``data.ndim - batch_dims``.
+        batch_dims: the number of leading batch dims shared by ``data`` and ``indices``.
+
+    Returns:
+        An array with the dtype of ``data``.
+
+    Example:
+        >>> jaxonnx.ops.gather_nd(jnp.array([[1, 2], [3, 4]]), jnp.array([[1, 0], [0, -1]]))
+        Array([3, 2], dtype=int32)
+    """
+    b = batch_dims
+    if data.ndim < 1 or indices.ndim < 1:
+        raise OnnxValidationError(
+            f"needs `data` and `indices` of rank >= 1, got shapes {tuple(data.shape)} and {tuple(indices.shape)}."
+        )
+    if not 0 <= b < min(data.ndim, indices.ndim):
+        raise OnnxValidationError(
+            f"got `batch_dims`={b} for `data` of rank {data.ndim} and `indices` of rank "
+            f"{indices.ndim}; it must be in [0, {min(data.ndim, indices.ndim) - 1}]."
+        )
+    if data.shape[:b] != indices.shape[:b]:
+        raise OnnxValidationError(
+            f"needs the first {b} dims (`batch_dims`) of `data` {tuple(data.shape)} and "
+            f"`indices` {tuple(indices.shape)} equal."
+        )
+    k = indices.shape[-1]
+    if k > data.ndim - b:
+        raise OnnxValidationError(
+            f"got `indices` of shape {tuple(indices.shape)}, whose last dim {k} exceeds the "
+            f"{data.ndim - b} dims of `data` {tuple(data.shape)} after {b} batch dims."
+        )
+    address = nd_indices(indices, data.shape, first_dim=b)
+    batch = math.prod(data.shape[:b])
+    # The batch dims as one leading dim of both, indexed by an iota that broadcasts.
+    data = data.reshape((batch, *data.shape[b:]))
+    rows = (batch, *indices.shape[b:-1])
+    batch_index = np.broadcast_to(np.arange(batch).reshape((batch,) + (1,) * (len(rows) - 1)), rows)
+    index = (batch_index, *(a.reshape(rows) for a in address))
+    out_shape = (*indices.shape[:-1], *data.shape[1 + k :])
+    if namespace(data) is jnp:
+        out = data.at[index].get(mode="fill", fill_value=0)
+    else:
+        out = data[index]
+    return out.reshape(out_shape)
+
+
+@register("GatherND", 11, concrete=("indices",))
+def _gather_nd_11(data, indices):
+    return gather_nd(data, indices, batch_dims=0)
+
+
+def nd_indices(indices, shape, *, first_dim: int = 0, name: str = "indices", column: bool = True) -> tuple:
+    """The columns of ``indices`` (its last axis indexes the dims of ``shape`` from
+    ``first_dim`` on), each wrapped into ``[0, dim)``. Concrete indices outside
+    ``[-dim, dim)`` raise with the value and position; traced ones become ``dim``, out of
+    range, so that a gather in "fill" mode reads zeros and a scatter drops them. Errors
+    show the position in ``indices`` without its last axis where ``column`` is false."""
+    dims = shape[first_dim : first_dim + indices.shape[-1]]
+    index_type = np.int32 if max(dims, default=0) < 2**31 - 1 else np.int64
+    columns = []
+    for j, dim in enumerate(dims):
+        values = indices[..., j]
+        if not is_traced(values):
+            concrete = np.asarray(values)
+            bad = (concrete < -dim) | (concrete >= dim)
+            if bad.any():
+                where = tuple(int(i[0]) for i in np.nonzero(bad))
+                raise OnnxValidationError(
+                    f"got index {concrete[where]} at position {(*where, j) if column else where} of `{name}`, outside "
+                    f"[{-dim}, {dim - 1}] for dim {first_dim + j} of `data` with shape {tuple(shape)}."
+                )
+            columns.append(np.where(concrete < 0, concrete + dim, concrete).astype(index_type))
+            continue
+        wide = values.astype(np.promote_types(values.dtype, index_type))
+        inside = (wide >= -dim) & (wide < dim)
+        columns.append(jnp.where(inside, jnp.where(wide < 0, wide + dim, wide), dim).astype(index_type))
+    return tuple(columns)
+
+
+__all__ = ["gather_nd"]

@@ -1,0 +1,75 @@
+"""ScatterElements: versions 11, 13 (bfloat16), 16 (`reduction` add/mul) and 18 (max/min)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from jaxonnx._errors import OnnxValidationError
+from jaxonnx._core.registry import register
+from jaxonnx.ops._helpers.common import normalize_axis
+from jaxonnx.ops._indexing.gather_elements import check_indices_fit
+from jaxonnx.ops._indexing.gather_nd import nd_indices
+from jaxonnx.ops._indexing.scatter_nd import REDUCTIONS, checked_reduction, scatter
+
+
+@register("ScatterElements", 18, concrete=("indices",))
+def scatter_elements(data, indices, updates, *, axis: int = 0, reduction: str = "none"):
+    """Implements ONNX ScatterElements: ``out[indices[i][j]][j] = updates[i][j]`` for ``axis=0``.
+
+    The inverse of GatherElements: a copy of ``data`` where each element of ``updates``
+    replaces (or, with ``reduction`` ``add``/``mul``/``max``/``min``, is combined with) the
+    element that the same position of ``indices`` names along ``axis``. With
+    ``reduction="none"`` repeated targets leave the result unspecified (as in ONNX).
+    Negative indices count from the back.
+
+    Out-of-bounds indices raise when ``indices`` is concrete (naming the value and its
+    position). Under ``jax.jit`` an out-of-bounds update is dropped (it writes nothing).
+    Gradients flow to ``data`` (where it is kept) and ``updates`` (where it lands).
+
+    Args:
+        data: the array to update, of rank >= 1.
+        indices: int32/int64 array of the rank of ``data``; on the other dims it may be
+            shorter than ``data``.
+        updates: the new values, of the shape of ``indices`` and the dtype of ``data``.
+        axis: the scatter axis, in ``[-rank, rank - 1]``.
+        reduction: ``"none"``, ``"add"``, ``"mul"``, ``"max"`` or ``"min"``.
+
+    Returns:
+        An array of the shape and dtype of ``data``.
+
+    Example:
+        >>> jaxonnx.ops.scatter_elements(jnp.zeros((2, 3)), jnp.array([[2, 0, -1]]), jnp.array([[1., 2., 3.]]), axis=1)
+        Array([[2., 0., 3.],
+               [0., 0., 0.]], dtype=float32)
+    """
+    if reduction not in REDUCTIONS:
+        raise OnnxValidationError(f"got `reduction`={reduction!r}; it must be one of {', '.join(REDUCTIONS)}.")
+    rank = data.ndim
+    if rank == 0:
+        raise OnnxValidationError("needs `data` of rank >= 1, got a scalar.")
+    if indices.ndim != rank or updates.shape != indices.shape:
+        raise OnnxValidationError(
+            f"needs `indices` of the rank of `data` {tuple(data.shape)} and `updates` of the shape of "
+            f"`indices`, got `indices` {tuple(indices.shape)} and `updates` {tuple(updates.shape)}."
+        )
+    axis = normalize_axis(axis, rank)
+    check_indices_fit(indices, data, axis, kind="scatter")
+    (along,) = nd_indices(indices[..., None], data.shape, first_dim=axis, column=False)
+    grid = np.indices(indices.shape, sparse=True)
+    # The other dims' positions, in the index type of `along` (strict promotion in a stack).
+    index = tuple(along if d == axis else np.broadcast_to(grid[d].astype(along.dtype), indices.shape) for d in range(rank))
+    return scatter(data, index, updates, reduction)
+
+
+@register("ScatterElements", 16, concrete=("indices",))
+def _scatter_elements_16(data, indices, updates, *, axis=0, reduction="none"):
+    reduction = checked_reduction(reduction, REDUCTIONS[:3])
+    return scatter_elements(data, indices, updates, axis=axis, reduction=reduction)
+
+
+@register("ScatterElements", 11, 13, concrete=("indices",))
+def _scatter_elements_11(data, indices, updates, *, axis=0):
+    return scatter_elements(data, indices, updates, axis=axis)
+
+
+__all__ = ["scatter_elements"]

@@ -1,0 +1,78 @@
+"""Gemm: versions 1, 6, 7, 9, 11 and 13 (1 and 6 have `broadcast`; C is optional from 11)."""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+
+from jaxonnx._errors import OnnxValidationError
+from jaxonnx._core.registry import register
+from jaxonnx.ops._helpers.common import namespace
+
+
+@register("Gemm", 7, 9, 11, 13)
+def gemm(A, B, C=None, *, alpha=1.0, beta=1.0, transA=0, transB=0):
+    """Implements ONNX Gemm: ``alpha * A' @ B' + beta * C``, with ``A'`` and ``B'`` optionally transposed.
+
+    Args:
+        A: a 2-D array, ``(M, K)`` (``(K, M)`` if ``transA``).
+        B: a 2-D array of the dtype of ``A``, ``(K, N)`` (``(N, K)`` if ``transB``).
+        C: optional; broadcast one way to ``(M, N)`` (a scalar, ``(N,)``, ``(M, 1)``, ...).
+        alpha: the factor of the product.
+        beta: the factor of ``C``.
+        transA: whether to transpose ``A`` first.
+        transB: whether to transpose ``B`` first.
+
+    Returns:
+        An ``(M, N)`` array of the dtype of ``A``.
+
+    Example:
+        >>> jaxonnx.ops.gemm(jnp.ones((2, 3)), jnp.ones((4, 3)), jnp.arange(4.0), transB=1, alpha=0.5)
+        Array([[1.5, 2.5, 3.5, 4.5],
+               [1.5, 2.5, 3.5, 4.5]], dtype=float32)
+    """
+    if A.ndim != 2 or B.ndim != 2:
+        raise OnnxValidationError(f"needs 2-D `A` and `B`, got shapes {tuple(A.shape)} and {tuple(B.shape)}.")
+    a = A.T if transA else A
+    b = B.T if transB else B
+    if a.shape[1] != b.shape[0]:
+        raise OnnxValidationError(
+            f"cannot multiply `A` of shape {tuple(A.shape)} (transA={transA}) by `B` of shape "
+            f"{tuple(B.shape)} (transB={transB}): the inner dims {a.shape[1]} and {b.shape[0]} differ."
+        )
+    shape = (a.shape[0], b.shape[1])
+    xp = namespace(A, B, C)
+    y = np.matmul(a, b) if xp is np else jnp.matmul(a, b, preferred_element_type=A.dtype)
+    if C is not None and beta != 0:
+        if C.ndim > 2 or any(c not in (1, n) for c, n in zip(C.shape[::-1], shape[::-1])):
+            raise OnnxValidationError(f"cannot broadcast `C` of shape {tuple(C.shape)} to the output shape {shape}.")
+        C = C.reshape((1,) * (2 - C.ndim) + tuple(C.shape))
+    else:
+        C = None
+    exact = y.dtype.kind not in "iu" or (alpha == 1 and beta == 1)
+    # Integer data with fractional factors: computed in floats and truncated once, as onnx's reference does.
+    work = y.dtype if exact else (np.float64 if xp is np or y.dtype.itemsize == 8 else np.float32)
+    out = _scaled(y.astype(work), alpha, xp)
+    if C is not None:
+        out = out + _scaled(C.astype(work), beta, xp)
+    return out.astype(y.dtype)
+
+
+def _scaled(y, factor, xp):
+    return y if factor == 1 else y * xp.asarray(factor, dtype=y.dtype)
+
+
+@register("Gemm", 1, 6)
+def _gemm_1(A, B, C, *, alpha=1.0, beta=1.0, transA=0, transB=0, broadcast=0):
+    # Before 7, `C` must already have the output's shape unless `broadcast` is set.
+    if not broadcast and A.ndim == 2 and B.ndim == 2:
+        rows = A.shape[1] if transA else A.shape[0]
+        cols = B.shape[0] if transB else B.shape[1]
+        if tuple(C.shape) != (rows, cols):
+            raise OnnxValidationError(
+                f"got `C` of shape {tuple(C.shape)} with `broadcast`=0; it must have the output shape {(rows, cols)}."
+            )
+    return gemm(A, B, C, alpha=alpha, beta=beta, transA=transA, transB=transB)
+
+
+__all__ = ["gemm"]

@@ -1,0 +1,229 @@
+"""ReduceSum, ReduceMean, ReduceMax, ReduceMin, ReduceProd and ReduceL2: every version.
+
+The versions differ in where ``axes`` comes from. Up to ReduceSum-11 and the others' 13 it
+is an attribute (absent or empty: reduce every axis); from ReduceSum-13 and the others' 18
+it is an optional input that decides the output shape (so it is static), and an absent or
+empty one reduces every axis unless ``noop_with_empty_axes`` is set, when the reduction
+is the identity (ReduceL2 still takes ``sqrt(x * x)``, as the text says). Version 1 of
+each accepts only non-negative axes (negative ones arrived with version 11).
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import numpy as np
+
+from jaxonnx._errors import OnnxValidationError
+from jaxonnx._core.registry import register
+from jaxonnx.ops._helpers.common import int_list, namespace, normalize_axis
+
+
+def reduced_axes(axes, rank: int, noop_with_empty_axes: int = 0, *, allow_negative: bool = True) -> tuple[int, ...]:
+    """The axes a Reduce op reduces, as sorted non-negative ints.
+
+    ``axes`` absent or empty means every axis, or none when ``noop_with_empty_axes``.
+
+    Example:
+        >>> jaxonnx.ops.reduced_axes([-1, 0], rank=3)
+        (0, 2)
+    """
+    axes = () if axes is None else int_list(axes, name="axes")
+    if not axes:
+        return () if noop_with_empty_axes else tuple(range(rank))
+    normalized = [normalize_axis(a, rank, name="axes", allow_negative=allow_negative) for a in axes]
+    if len(set(normalized)) != len(normalized):
+        raise OnnxValidationError(f"got repeated `axes` {list(axes)} for an input of rank {rank}; each axis may appear once.")
+    return tuple(sorted(normalized))
+
+
+def _sum(xp, data, axes, keepdims):
+    return xp.sum(data, axis=axes, keepdims=keepdims, dtype=data.dtype)
+
+
+def _prod(xp, data, axes, keepdims):
+    return xp.prod(data, axis=axes, keepdims=keepdims, dtype=data.dtype)
+
+
+def _mean(xp, data, axes, keepdims):
+    count = math.prod(data.shape[a] for a in axes)
+    if data.dtype.kind in "iu":
+        total = _sum(xp, data, axes, keepdims)
+        if count == 0:
+            raise OnnxValidationError(
+                f"reduces an empty set of integers (`data` of shape {tuple(data.shape)}, axes {list(axes)}); "
+                "their mean is undefined."
+            )
+        # Truncated towards zero like onnx.reference (numpy's mean in the integer type), exactly.
+        floor = total // count
+        return xp.where((floor * count != total) & (total < 0), floor + 1, floor)
+    # float16/bfloat16 sum in float32: their sums of a few thousand values, or counts past
+    # 65504, would overflow to inf and the mean would read inf or 0. An empty mean is NaN.
+    total = _sum(xp, data.astype(np.float32) if data.dtype.itemsize == 2 else data, axes, keepdims)
+    return (total / np.asarray(count, total.dtype)).astype(data.dtype)
+
+
+def _l2(xp, data, axes, keepdims):
+    squares = _sum(xp, data * data, axes, keepdims)
+    if data.dtype.kind in "iu":  # the root in floating point, truncated back (onnx.reference does so)
+        wide = np.dtype(np.float64) if xp is np else jax.dtypes.canonicalize_dtype(np.float64)
+        return xp.sqrt(squares.astype(wide)).astype(data.dtype)
+    return xp.sqrt(squares)
+
+
+def _extreme(largest: bool):
+    def reduce(xp, data, axes, keepdims):
+        extreme = xp.max if largest else xp.min
+        if data.size:
+            return extreme(data, axis=axes, keepdims=keepdims)
+        # An empty set gives the identity of the reduction: -inf / the type's lowest (max), ...
+        dtype = np.dtype(data.dtype)
+        if dtype.kind == "b":
+            initial = not largest
+        elif dtype.kind in "iu":
+            initial = np.iinfo(dtype).min if largest else np.iinfo(dtype).max
+        else:
+            initial = -np.inf if largest else np.inf
+        return extreme(data, axis=axes, keepdims=keepdims, initial=np.asarray(initial, dtype))
+
+    return reduce
+
+
+_REDUCTIONS = {
+    "ReduceSum": _sum,
+    "ReduceMean": _mean,
+    "ReduceMax": _extreme(largest=True),
+    "ReduceMin": _extreme(largest=False),
+    "ReduceProd": _prod,
+    "ReduceL2": _l2,
+}
+
+
+def _reduce(op_type, data, axes, keepdims, noop_with_empty_axes=0, *, allow_negative=True):
+    axes = reduced_axes(axes, data.ndim, noop_with_empty_axes, allow_negative=allow_negative)
+    with np.errstate(all="ignore"):  # overflow to inf, 0/0 = NaN: silent in numpy as in JAX
+        return _REDUCTIONS[op_type](namespace(data), data, axes, bool(keepdims))
+
+
+@register("ReduceSum", 13, static=("axes",))
+def reduce_sum(data, axes=None, *, keepdims: int = 1, noop_with_empty_axes: int = 0):
+    """Implements ONNX ReduceSum (version 13): the sum of ``data`` over ``axes``.
+
+    Args:
+        data: the array to reduce; a scalar is valid.
+        axes: the axes to reduce (static: Python ints, numpy or concrete arrays), in
+            ``[-rank, rank - 1]``, each once. Absent or empty: every axis, or none when
+            ``noop_with_empty_axes`` is 1 (then ``data`` is returned as it is).
+        keepdims: 1 keeps the reduced axes with size 1, 0 drops them.
+        noop_with_empty_axes: see ``axes``.
+
+    Returns:
+        The sums, in the dtype of ``data`` (integers wrap as in onnx); an empty set sums to 0.
+
+    Example:
+        >>> jaxonnx.ops.reduce_sum(jnp.arange(6.0).reshape(2, 3), [1], keepdims=0)
+        Array([ 3., 12.], dtype=float32)
+    """
+    return _reduce("ReduceSum", data, axes, keepdims, noop_with_empty_axes)
+
+
+@register("ReduceMean", 18, static=("axes",))
+def reduce_mean(data, axes=None, *, keepdims: int = 1, noop_with_empty_axes: int = 0):
+    """Implements ONNX ReduceMean (version 18): the mean of ``data`` over ``axes``.
+
+    ``axes``, ``keepdims`` and ``noop_with_empty_axes`` as in :func:`reduce_sum`. The mean
+    of integers is truncated towards zero in their type (as onnx.reference computes it);
+    an empty set, which onnx leaves undefined, gives NaN for floats and is refused for
+    integers.
+
+    Example:
+        >>> jaxonnx.ops.reduce_mean(jnp.array([[1.0, 2.0], [3.0, 5.0]]), [0])
+        Array([[2. , 3.5]], dtype=float32)
+    """
+    return _reduce("ReduceMean", data, axes, keepdims, noop_with_empty_axes)
+
+
+@register("ReduceMax", 18, 20, static=("axes",))
+def reduce_max(data, axes=None, *, keepdims: int = 1, noop_with_empty_axes: int = 0):
+    """Implements ONNX ReduceMax (version 20): the largest element of ``data`` over ``axes``.
+
+    ``axes``, ``keepdims`` and ``noop_with_empty_axes`` as in :func:`reduce_sum`. For bool
+    data ``False < True``. An empty set gives ``-inf`` (floats), the type's minimum
+    (integers) or False. The gradient goes to the maximal elements, split equally among ties.
+
+    Example:
+        >>> jaxonnx.ops.reduce_max(jnp.array([[1, 7], [4, 2]]), keepdims=0)
+        Array(7, dtype=int32)
+    """
+    return _reduce("ReduceMax", data, axes, keepdims, noop_with_empty_axes)
+
+
+@register("ReduceMin", 18, 20, static=("axes",))
+def reduce_min(data, axes=None, *, keepdims: int = 1, noop_with_empty_axes: int = 0):
+    """Implements ONNX ReduceMin (version 20): the smallest element of ``data`` over ``axes``.
+
+    ``axes``, ``keepdims`` and ``noop_with_empty_axes`` as in :func:`reduce_sum`. For bool
+    data ``False < True``. An empty set gives ``inf`` (floats), the type's maximum
+    (integers) or True.
+
+    Example:
+        >>> jaxonnx.ops.reduce_min(jnp.array([[1, 7], [4, 2]]), np.array([-1]))
+        Array([[1],
+               [2]], dtype=int32)
+    """
+    return _reduce("ReduceMin", data, axes, keepdims, noop_with_empty_axes)
+
+
+@register("ReduceProd", 18, static=("axes",))
+def reduce_prod(data, axes=None, *, keepdims: int = 1, noop_with_empty_axes: int = 0):
+    """Implements ONNX ReduceProd (version 18): the product of ``data`` over ``axes``.
+
+    ``axes``, ``keepdims`` and ``noop_with_empty_axes`` as in :func:`reduce_sum`. The
+    product is in the dtype of ``data``; an empty set gives 1.
+
+    Example:
+        >>> jaxonnx.ops.reduce_prod(jnp.array([[1.0, 2.0], [3.0, 4.0]]), [1], keepdims=0)
+        Array([ 2., 12.], dtype=float32)
+    """
+    return _reduce("ReduceProd", data, axes, keepdims, noop_with_empty_axes)
+
+
+@register("ReduceL2", 18, static=("axes",))
+def reduce_l2(data, axes=None, *, keepdims: int = 1, noop_with_empty_axes: int = 0):
+    """Implements ONNX ReduceL2 (version 18): ``sqrt(sum(data ** 2))`` over ``axes``.
+
+    ``axes``, ``keepdims`` and ``noop_with_empty_axes`` as in :func:`reduce_sum`; with no
+    axes and ``noop_with_empty_axes=1`` the result is ``sqrt(data ** 2)``, i.e. ``|data|``.
+    Integers: the root of the integer sum of squares, truncated. An empty set gives 0. The
+    gradient at an all-zero slice is NaN (the root's derivative at 0).
+
+    Example:
+        >>> jaxonnx.ops.reduce_l2(jnp.array([[3.0, 4.0], [5.0, 12.0]]), [1], keepdims=0)
+        Array([ 5., 13.], dtype=float32)
+    """
+    return _reduce("ReduceL2", data, axes, keepdims, noop_with_empty_axes)
+
+
+def _with_axes_attribute(op_type, *since_versions, allow_negative=True):
+    """Registers ``op_type``'s versions whose ``axes`` is an attribute (no ``noop_with_empty_axes``)."""
+
+    def reduce_with_axes_attribute(data, *, axes=None, keepdims=1):
+        return _reduce(op_type, data, axes, keepdims, allow_negative=allow_negative)
+
+    register(op_type, *since_versions)(reduce_with_axes_attribute)
+
+
+for _op_type, _versions in {
+    "ReduceSum": (11,),
+    "ReduceMean": (11, 13),
+    "ReduceMax": (11, 12, 13),
+    "ReduceMin": (11, 12, 13),
+    "ReduceProd": (11, 13),
+    "ReduceL2": (11, 13),
+}.items():
+    _with_axes_attribute(_op_type, *_versions)
+    _with_axes_attribute(_op_type, 1, allow_negative=False)
+del _op_type, _versions
+
+__all__ = ["reduce_l2", "reduce_max", "reduce_mean", "reduce_min", "reduce_prod", "reduce_sum", "reduced_axes"]

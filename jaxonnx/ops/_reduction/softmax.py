@@ -1,0 +1,102 @@
+"""Softmax and LogSoftmax: versions 1, 11 and 13.
+
+Versions 1 and 11 normalize over all the dims from ``axis`` on (the input coerced to a
+matrix ``[prod(shape[:axis]), prod(shape[axis:])]``); 13 over the single dim ``axis``.
+Version 1 accepts only non-negative axes.
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import numpy as np
+
+from jaxonnx._errors import OnnxValidationError
+from jaxonnx._core.registry import register
+from jaxonnx.ops._helpers.common import namespace, normalize_axis
+
+
+@register("Softmax", 13)
+def softmax(input, *, axis: int = -1):
+    """Implements ONNX Softmax (version 13): ``exp(input)`` normalized to sum 1 along ``axis``.
+
+    Args:
+        input: a float array of rank >= 1.
+        axis: the axis to normalize over, in ``[-rank, rank - 1]``.
+
+    Returns:
+        An array of the shape and dtype of ``input``.
+
+    Example:
+        >>> jaxonnx.ops.softmax(jnp.array([[0.0, 1.0], [2.0, 2.0]]))
+        Array([[0.26894143, 0.7310586 ],
+               [0.5       , 0.5       ]], dtype=float32)
+    """
+    return _normalized(input, axis, log=False)
+
+
+@register("LogSoftmax", 13)
+def log_softmax(input, *, axis: int = -1):
+    """Implements ONNX LogSoftmax (version 13): ``log(softmax(input))`` along ``axis``, computed stably.
+
+    Arguments and result as in :func:`softmax`.
+
+    Example:
+        >>> jaxonnx.ops.log_softmax(jnp.array([0.0, 0.0]))
+        Array([-0.6931472, -0.6931472], dtype=float32)
+    """
+    return _normalized(input, axis, log=True)
+
+
+@register("Softmax", 11)
+def _softmax_11(input, *, axis=1):
+    return _coerced_to_2d(input, axis, log=False, allow_negative=True)
+
+
+@register("LogSoftmax", 11)
+def _log_softmax_11(input, *, axis=1):
+    return _coerced_to_2d(input, axis, log=True, allow_negative=True)
+
+
+@register("Softmax", 1)
+def _softmax_1(input, *, axis=1):
+    return _coerced_to_2d(input, axis, log=False, allow_negative=False)
+
+
+@register("LogSoftmax", 1)
+def _log_softmax_1(input, *, axis=1):
+    return _coerced_to_2d(input, axis, log=True, allow_negative=False)
+
+
+def _coerced_to_2d(data, axis, *, log, allow_negative):
+    axis = normalize_axis(axis, data.ndim, allow_negative=allow_negative)
+    matrix = data.reshape(math.prod(data.shape[:axis]), math.prod(data.shape[axis:]))
+    return _normalized(matrix, 1, log=log).reshape(data.shape)
+
+
+def _normalized(data, axis, *, log):
+    if data.ndim == 0:
+        raise OnnxValidationError("needs `input` of rank >= 1, got a scalar.")
+    axis = normalize_axis(axis, data.ndim)
+    if data.size == 0:
+        return data
+    xp = namespace(data)
+    # Step by step in the input type, as the Softmax-13 text defines it (Exp, ReduceSum, Div):
+    # bfloat16/float16 results then round as onnx.reference's do (jax.nn.softmax keeps float32
+    # between steps and differs from onnx's bfloat16 attention cases by one unit). The shift
+    # by the maximum only guards exp from overflow; its gradient is zero, so it is held out.
+    if data.dtype == np.float16:
+        # float16 keeps float32 between the steps (as onnx.reference's float16 cases round);
+        # bfloat16 below rounds at every step, as its cases do.
+        return _normalized(data.astype(np.float32), axis, log=log).astype(np.float16)
+    shift = xp.max(data, axis=axis, keepdims=True)
+    shift = shift if xp is np else jax.lax.stop_gradient(shift)
+    with np.errstate(invalid="ignore", divide="ignore"):  # rows of -inf give NaN, as in JAX
+        shifted = data - shift
+        exp = xp.exp(shifted)
+        total = xp.sum(exp, axis=axis, keepdims=True, dtype=data.dtype)
+        return shifted - xp.log(total) if log else exp / total
+
+
+__all__ = ["log_softmax", "softmax"]

@@ -1,0 +1,51 @@
+"""Expand: versions 8 and 13 (13 only adds bfloat16)."""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+
+from jaxonnx._errors import OnnxValidationError
+from jaxonnx._core.registry import register
+from jaxonnx.ops._helpers.common import int_list, namespace
+
+
+@register("Expand", 8, 13, static=("shape",))
+def expand(input, shape):
+    """Implements ONNX Expand: ``input`` broadcast with ``shape`` (numpy's rules, both ways).
+
+    Differs from ``jnp.broadcast_to``: the output shape is the broadcast of ``input.shape``
+    and ``shape``, so a 1 in ``shape`` keeps a larger dim of ``input`` and ``shape`` may be
+    shorter than the rank of ``input``. ``shape`` decides the output shape, so it must be
+    known at trace time.
+
+    Args:
+        input: the array to broadcast.
+        shape: 1-D non-negative integers.
+
+    Returns:
+        The broadcast array, with the dtype of ``input``.
+
+    Example:
+        >>> jaxonnx.ops.expand(jnp.array([[1], [2]]), [1, 3])
+        Array([[1, 1, 1],
+               [2, 2, 2]], dtype=int32)
+    """
+    if np.ndim(shape) != 1:
+        raise OnnxValidationError(f"needs a 1-D `shape`, got shape {np.shape(shape)}.")
+    dims = int_list(shape, name="shape")
+    if min(dims, default=0) < 0:
+        raise OnnxValidationError(f"got `shape`={list(dims)}; its dims must be >= 0.")
+    try:
+        # jnp's version also takes the symbolic dims of `jax.export`.
+        out_shape = jnp.broadcast_shapes(tuple(input.shape), dims)
+    except ValueError:
+        raise OnnxValidationError(
+            f"cannot broadcast `input` of shape {tuple(input.shape)} with `shape`={list(dims)}."
+        ) from None
+    if tuple(out_shape) == tuple(input.shape):
+        return input
+    return namespace(input).broadcast_to(input, out_shape)
+
+
+__all__ = ["expand"]

@@ -1,0 +1,49 @@
+"""Shape: versions 1, 13, 15, 19, 21, 23, 24 and 25 (15 adds `start` and `end`)."""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+
+from jaxonnx._core.dtypes import jax_dtype
+from jaxonnx._core.registry import register
+
+
+@register("Shape", 15, 19, 21, 23, 24, 25)
+def shape(data, *, start: int = 0, end: int | None = None):
+    """Implements ONNX Shape: the dims of ``data`` from axis ``start`` to ``end``, as int64.
+
+    The dims of an array are known at trace time, so the result is an exact numpy int64
+    array even for a traced ``data``: shape arithmetic built on it (Gather, Concat,
+    Reshape...) stays static under ``jax.jit`` and is recomputed on every trace. Only the
+    symbolic dims of ``jax.export`` give a JAX array (int32 with ``jax_enable_x64`` off).
+
+    Args:
+        data: an array of any element type.
+        start: the first axis; negative counts from the back; clamped to ``[0, rank]``.
+        end: the axis after the last; negative counts from the back; clamped to
+            ``[0, rank]``; ``None`` means ``rank``. ``start >= end`` gives an empty result.
+
+    Returns:
+        A 1-D int64 array.
+
+    Example:
+        >>> jaxonnx.ops.shape(jnp.zeros((2, 3, 4)), start=-2)
+        array([3, 4])
+    """
+    return dims_array(data.shape[start:end])
+
+
+@register("Shape", 1, 13)
+def _shape_1(data):
+    return shape(data)
+
+
+def dims_array(dims):
+    """``dims`` as an exact int64 numpy array; symbolic dims (``jax.export``) as a JAX array."""
+    if all(isinstance(d, int) for d in dims):
+        return np.array(dims, dtype=np.int64).reshape(len(dims))
+    return jnp.array(dims, dtype=jax_dtype(np.int64))
+
+
+__all__ = ["shape"]
