@@ -11,6 +11,7 @@ from jaxonnx._errors import StaticValueError as StaticValueError
 from jaxonnx._errors import UnsupportedOpError as UnsupportedOpError
 from jaxonnx._errors import X64Warning as X64Warning
 from jaxonnx._core.model import Model as Model
+from jaxonnx._core.model import ValueInfo as ValueInfo
 from jaxonnx._core.model import load as load
 from jaxonnx._core.registry import OpVersion as OpVersion
 from jaxonnx._core.registry import get_op as get_op
@@ -30,6 +31,7 @@ __all__ = [
     "OpVersion",
     "StaticValueError",
     "UnsupportedOpError",
+    "ValueInfo",
     "X64Warning",
     "demo_model_path",
     "get_op",

@@ -150,6 +150,26 @@ def _narrowing_note(declared: _TensorType, value) -> str:
 
 
 @dataclasses.dataclass(frozen=True)
+class ValueInfo:
+    """A declared graph input or output, as onnxruntime's ``NodeArg`` describes it.
+
+    Attributes:
+        name: the graph value's name.
+        type: the ONNX type as text, e.g. ``"tensor(float)"`` (``"tensor(?)"`` when the
+            element type is not declared).
+        shape: one entry per dim: an int, the name of a symbolic dim, or None for a dim
+            with neither (or a negative ``dim_value``); None when the rank is not declared.
+        dtype: the numpy element type (ml_dtypes for bfloat16 and the narrow floats), or
+            None when not declared.
+    """
+
+    name: str
+    type: str
+    shape: list[int | str | None] | None
+    dtype: np.dtype | None
+
+
+@dataclasses.dataclass(frozen=True)
 class _TensorType:
     """A declared graph input or output (or an initializer's own type, for ``params``)."""
 
@@ -169,6 +189,10 @@ class _TensorType:
 
     def describe(self) -> str:
         return f"{self.name}: {self.type_text()}"
+
+    def info(self) -> ValueInfo:
+        type_name = onnx_type_name(self.dtype) if self.dtype is not None else "?"
+        return ValueInfo(self.name, f"tensor({type_name})", None if self.shape is None else list(self.shape), self.dtype)
 
     def accepts_dtype(self, dtype, *, as_jax_computes: bool = True) -> bool:
         """Whether ``dtype`` is the declared type; with ``as_jax_computes``, the 32-bit
@@ -215,8 +239,11 @@ def _declared(value_info: onnx.ValueInfoProto, kind: str) -> _TensorType:
     dtype = numpy_dtype(tensor_type.elem_type) if tensor_type.elem_type else None
     shape = None
     if tensor_type.HasField("shape"):
+        # paddle2onnx and others write `dim_value: -1` for a dynamic dim; like onnxruntime,
+        # a negative dim means "unknown", as a dim with neither value nor name does.
         shape = tuple(
-            d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in tensor_type.shape.dim
+            (d.dim_value if d.dim_value >= 0 else None) if d.HasField("dim_value") else (d.dim_param or None)
+            for d in tensor_type.shape.dim
         )
     return _TensorType(value_info.name, dtype, shape)
 
@@ -544,6 +571,32 @@ class Model:
             f"Model({self.graph_name!r}, opset {self.opsets.get('', '?')}, {len(self.nodes)} nodes, "
             f"inputs ({inputs}), outputs {list(self.output_names)})"
         )
+
+    @property
+    def inputs(self) -> tuple[ValueInfo, ...]:
+        """The graph inputs a call takes (those without an initializer), in call order, as
+        onnxruntime's ``session.get_inputs()`` gives them: name, type text and shape, with
+        symbolic dims by name and unknown dims as None.
+
+        Example:
+            >>> model = jaxonnx.load(jaxonnx.demo_model_path())
+            >>> [(i.name, i.type, i.shape) for i in model.inputs]
+            [('x', 'tensor(float)', [4, 6])]
+        """
+        return tuple(self._declared[name].info() for name in self.input_names)
+
+    @property
+    def outputs(self) -> tuple[ValueInfo, ...]:
+        """The graph outputs, in order, like :attr:`inputs`."""
+        return tuple(declared.info() for declared in self._declared_outputs)
+
+    def get_inputs(self) -> tuple[ValueInfo, ...]:
+        """onnxruntime's spelling of :attr:`inputs`."""
+        return self.inputs
+
+    def get_outputs(self) -> tuple[ValueInfo, ...]:
+        """onnxruntime's spelling of :attr:`outputs`."""
+        return self.outputs
 
     def describe_nodes(self) -> list[tuple[str, str, str]]:
         """``(node name, op type, resolved version)`` for every node, in graph order."""
