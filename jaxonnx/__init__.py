@@ -11,7 +11,10 @@ from jaxonnx._errors import StaticValueError as StaticValueError
 from jaxonnx._errors import UnsupportedOpError as UnsupportedOpError
 from jaxonnx._errors import X64Warning as X64Warning
 from jaxonnx._core.model import Model as Model
-from jaxonnx._core.model import ValueInfo as ValueInfo
+from jaxonnx._core.types import ValueInfo as ValueInfo
+from jaxonnx._core.registry import REGISTRY as REGISTRY
+from jaxonnx._core.registry import Registry as Registry
+from jaxonnx._core.context import OpContext as OpContext
 from jaxonnx._core.model import load as load
 from jaxonnx._core.registry import OpVersion as OpVersion
 from jaxonnx._core.registry import get_op as get_op
@@ -28,7 +31,10 @@ __all__ = [
     "NodeError",
     "OnnxTypeError",
     "OnnxValidationError",
+    "OpContext",
     "OpVersion",
+    "REGISTRY",
+    "Registry",
     "StaticValueError",
     "UnsupportedOpError",
     "ValueInfo",

@@ -21,10 +21,11 @@ import onnx
 import onnx.backend.base as onnx_backend
 
 from jaxonnx._core.dtypes import as_jax, is_string_array
-from jaxonnx._errors import OnnxValidationError, with_context
-from jaxonnx._core.model import Model, load
+from jaxonnx._core.graph import Environment, prepare_node
+from jaxonnx._core.graph import run_node as run_prepared_node
 from jaxonnx._core.loading import canonical_domain
-from jaxonnx._core.registry import get_op
+from jaxonnx._core.model import Model, load, unsupported_message
+from jaxonnx._errors import OnnxValidationError, UnsupportedOpError
 
 _PLATFORMS = {"CPU": ("cpu",), "CUDA": ("gpu", "cuda"), "GPU": ("gpu", "cuda", "rocm"), "TPU": ("tpu",)}
 
@@ -150,18 +151,15 @@ class JaxOnnxBackend(onnx_backend.Backend):
     def run_node(cls, node, inputs, device="CPU", outputs_info=None, **kwargs):
         super().run_node(node, inputs, device=device, outputs_info=outputs_info, **kwargs)
         opset = kwargs.get("opset_version", onnx.defs.onnx_opset_version())
-        op = get_op(node.op_type, opset, canonical_domain(node.domain))
-        attributes = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
-        if op.contract.output_count:
-            attributes["output_count"] = len(node.output)
+        env = Environment({canonical_domain(node.domain): opset})
+        prepared = prepare_node(node, 0, env, "", set(node.input))
+        if prepared is None:
+            raise UnsupportedOpError(unsupported_message(env.problems, env.opsets))
         with _on(device):
-            args = _node_arguments(node, op, inputs)
-            try:
-                results = op(*args, **attributes)
-            except Exception as error:
-                raise with_context(error, f"Node {node.name!r} ({op.name})") from error
-        results = results if isinstance(results, tuple) else (results,)
-        return tuple(map(_to_numpy, results))
+            args = _node_arguments(node, prepared.op, inputs)
+            values = dict(zip(node.input, args))
+            run_prepared_node(prepared, values)
+        return tuple(_to_numpy(values[name]) if name else None for name in node.output)
 
     @classmethod
     def supports_device(cls, device: str) -> bool:

@@ -529,7 +529,7 @@ def test_wrong_number_of_inputs():
         model(DATA)
     with pytest.raises(jaxonnx.OnnxValidationError, match=r"takes 2 inputs \(data, indices\), got 3"):
         model(DATA, np.zeros((1, 2), np.int64), DATA)
-    with pytest.raises(jaxonnx.OnnxValidationError, match=r"unknown \['bogus'\] and missing \['indices'\]"):
+    with pytest.raises(jaxonnx.OnnxValidationError, match=r"unknown names \['bogus'\] and no value for \['indices'\]"):
         model.run({"data": DATA, "bogus": DATA})
 
 
@@ -751,7 +751,7 @@ def test_inputs_can_be_given_by_keyword_as_graph_input_names():
         model(DATA, idx=indices)
     with pytest.raises(jaxonnx.OnnxValidationError, match=r"got \['data'\] both positionally and by name"):
         model(DATA, data=DATA, indices=indices)
-    with pytest.raises(jaxonnx.OnnxValidationError, match=r"got 1; pass them in this order, by name as keywords, or as `model.run\(\{name: value\}\)`"):
+    with pytest.raises(jaxonnx.OnnxValidationError, match=r"got 1; pass them in this order, by name as keywords, or as `model.run\(None, \{name: value\}\)`"):
         model(DATA)
 
 

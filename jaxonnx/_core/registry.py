@@ -29,6 +29,7 @@ from jaxonnx._errors import (
     UnsupportedOpError,
 )
 
+from jaxonnx._core.context import OpContext
 from jaxonnx._core.loading import DEFAULT_DOMAIN, canonical_domain, decode_attribute
 
 
@@ -51,6 +52,14 @@ class OpContract:
             at trace time (initializers, Constant, Shape and everything computed from them)
             stay exact numpy. Ops written with ``jax.lax`` only set ``folds=False``: their
             inputs always arrive as JAX arrays.
+        rng: the op draws random numbers, so it takes an ``rng`` keyword: the node's
+            ``jax.random`` key from the caller (``model(..., rng=key)``), or None.
+        options: names of load-time options the op takes as keywords (e.g.
+            ``"straight_through"``), from :attr:`OpContext.options` when the caller set them.
+
+    ``output_count``, ``size_hint`` (``size``), ``rng`` and ``options`` arrive through the
+    :class:`~jaxonnx._core.context.OpContext` of the call, never mixed into the node's
+    attributes; ``jaxonnx.ops`` functions take them as keywords.
     """
 
     static: tuple[str, ...] = ()
@@ -58,6 +67,32 @@ class OpContract:
     size_hint: bool = False
     folds: bool = True
     output_count: bool = False
+    rng: bool = False
+    options: tuple[str, ...] = ()
+
+    def keywords(self, ctx: OpContext | None) -> dict[str, Any]:
+        """The keywords the op takes from ``ctx``, as this contract declares them."""
+        ctx = ctx or OpContext()
+        keywords: dict[str, Any] = {}
+        if self.size_hint:
+            keywords["size"] = ctx.size
+        if self.output_count:
+            keywords["output_count"] = ctx.output_count
+        if self.rng:
+            keywords["rng"] = ctx.rng
+        for name in self.options:
+            if name in ctx.options:
+                keywords[name] = ctx.options[name]
+        return keywords
+
+    def public_keywords(self) -> tuple[str, ...]:
+        """The context keywords ``jaxonnx.ops`` functions take directly."""
+        return (
+            (("size", "fill_value") if self.size_hint else ())
+            + (("output_count",) if self.output_count else ())
+            + (("rng",) if self.rng else ())
+            + self.options
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,6 +119,9 @@ class OpVersion:
     domain: str
     fn: Callable
     contract: OpContract = OpContract()
+    #: A schema declared beside the op, for ops that onnx does not define (com.microsoft,
+    #: ai.onnx.ml ops that onnx lacks); None: onnx's own schema of this version.
+    own_schema: onnx.defs.OpSchema | None = dataclasses.field(default=None, compare=False)
 
     @property
     def takes_size_hint(self) -> bool:
@@ -96,6 +134,8 @@ class OpVersion:
 
     @functools.cached_property
     def schema(self) -> onnx.defs.OpSchema:
+        if self.own_schema is not None:
+            return self.own_schema
         return onnx.defs.get_schema(self.op_type, self.since_version, self.domain)
 
     @functools.cached_property
@@ -111,6 +151,26 @@ class OpVersion:
             type_param = formal.type_str if formal.type_str in constraints and homogeneous else None
             formals.append((formal.name, type_param, names, variadic))
         return tuple(formals)
+
+    @functools.cached_property
+    def sequence_formals(self) -> frozenset[str]:
+        """The formal inputs whose types include sequences (``seq(tensor(...))``, also inside
+        ``optional(...)``): a list there is a sequence value, never read as one array."""
+        constraints = {c.type_param_str: c.allowed_type_strs for c in self.schema.type_constraints}
+        return frozenset(
+            formal.name for formal in self.schema.inputs
+            if any("seq(" in s for s in constraints.get(formal.type_str, [formal.type_str]))
+        )
+
+    @functools.cached_property
+    def optional_formals(self) -> frozenset[str]:
+        """The formal inputs whose types include ``optional(...)``: None there is an empty
+        optional value, not an omitted input."""
+        constraints = {c.type_param_str: c.allowed_type_strs for c in self.schema.type_constraints}
+        return frozenset(
+            formal.name for formal in self.schema.inputs
+            if any(s.startswith("optional(") for s in constraints.get(formal.type_str, [formal.type_str]))
+        )
 
     def formal_names(self, count: int) -> list[str]:
         """The formal name of each of ``count`` inputs (a variadic formal's name repeats)."""
@@ -181,7 +241,7 @@ class OpVersion:
                 f"{self.name} needs at least {needed} inputs ({names}), got {len(inputs)}."
             )
         for i in required:
-            if i < len(inputs) and inputs[i] is None:
+            if i < len(inputs) and inputs[i] is None and formals[i].name not in self.optional_formals:
                 raise OnnxValidationError(
                     f"{self.name} needs its input `{formals[i].name}` (input {i}), got None; "
                     "only optional inputs may be omitted."
@@ -214,28 +274,29 @@ class OpVersion:
                     f"got {shown} ({type(value).__name__})."
                 )
 
-    def __call__(self, *inputs, **attributes):
-        return self._run(inputs, attributes, public=False)
+    def __call__(self, *inputs, ctx: OpContext | None = None, **attributes):
+        """Runs the op on graph values: ``attributes`` are the node's (GRAPH attributes as
+        callables), ``ctx`` what the contract takes from the node and the call."""
+        needs = self.contract.keywords(ctx)
+        # Called by hand (not by the graph runner), the contract's keywords may come directly,
+        # as `jaxonnx.ops` takes them: `get_op("Compress", 11)(x, c, size=3)`.
+        needs.update({name: attributes.pop(name) for name in self.contract.public_keywords() if name in attributes})
+        return self._run(inputs, attributes, needs, public=False)
 
-    def _run(self, inputs, attributes, *, public: bool):
+    def _run(self, inputs, attributes, needs, *, public: bool):
         try:
-            return self._checked_run(inputs, attributes, public=public)
+            return self._checked_run(inputs, attributes, needs, public=public)
         except JaxOnnxError as error:
             raise _labelled(error, self.name) from error.__cause__
 
-    def _checked_run(self, inputs, attributes, *, public: bool):
-        hint = {}
-        if self.contract.size_hint:
-            hint = {"size": attributes.pop("size", None), "fill_value": attributes.pop("fill_value", None)}
-        if self.contract.output_count:
-            hint["output_count"] = attributes.pop("output_count", None)
+    def _checked_run(self, inputs, attributes, needs, *, public: bool):
         attributes = {k: v for k, v in attributes.items() if v is not None}
         self.check_input_count(inputs)
         inputs = _convert_inputs(self, inputs, public=public)
         self.check_required_inputs(inputs)
         self.check_inputs(inputs, tie_static=not public)
         self.check_attributes(attributes)
-        keywords = {**self.defaults, **{k: decode_attribute(v) for k, v in attributes.items()}, **hint}
+        keywords = {**self.defaults, **{k: decode_attribute(v) for k, v in attributes.items()}, **needs}
         results = self.fn(*inputs, **keywords)
         if isinstance(results, tuple):
             return tuple(_numpy_scalar_as_array(r) for r in results)
@@ -255,8 +316,11 @@ class OpVersion:
                 for p in signature.parameters.values()
             ])
 
+        context_keywords = self.contract.public_keywords()
+
         @functools.wraps(self.fn)
         def op(*args, **kwargs):
+            needs = {name: kwargs.pop(name) for name in context_keywords if name in kwargs}
             if not variadic:
                 bound = signature.bind(*args, **kwargs)
                 args = [bound.arguments.get(name) for name in input_names]
@@ -264,7 +328,7 @@ class OpVersion:
                 kwargs.update(kwargs.pop(var_keyword, {}) if var_keyword else {})
                 while args and args[-1] is None:
                     args.pop()
-            return self._run(tuple(args), kwargs, public=True)
+            return self._run(tuple(args), kwargs, needs, public=True)
 
         op.op_version = self
         op.__signature__ = signature
@@ -306,6 +370,8 @@ def _convert_inputs(op: OpVersion, inputs, *, public: bool) -> tuple:
     for name, value in zip(names, inputs):
         if value is None:
             converted.append(None)
+        elif isinstance(value, (list, tuple)) and name in op.sequence_formals:
+            converted.append(list(value))  # a sequence value: a list of arrays, its length static
         elif name in contract.static:
             # `jaxonnx.ops` reads Python values as they are, as numpy indexing does (a bound
             # may be a plain int there); graph values are always tensors.
@@ -317,7 +383,8 @@ def _convert_inputs(op: OpVersion, inputs, *, public: bool) -> tuple:
             converted.append(np.asarray(value))
         else:
             converted.append(_python_value(value, public=public))
-    dynamic = [i for i, name in enumerate(names) if name not in contract.static and converted[i] is not None]
+    dynamic = [i for i, name in enumerate(names)
+               if name not in contract.static and converted[i] is not None and not isinstance(converted[i], list)]
     is_string = [is_string_array(converted[i]) for i in dynamic]
     if any(is_string):
         traced = [names[i] for i in dynamic if is_traced(converted[i])]
@@ -434,14 +501,122 @@ _ATTRIBUTE_KINDS = {
         _sequence_of(_instance_of(onnx.SparseTensorProto)),
         "a sequence of onnx.SparseTensorProto",
     ),
-    _AttrType.GRAPH: (_instance_of(onnx.GraphProto), "an onnx.GraphProto"),
-    _AttrType.GRAPHS: (_sequence_of(_instance_of(onnx.GraphProto)), "a sequence of onnx.GraphProto"),
+    # The graph runner hands an op its subgraphs as callables, as `lax.cond` takes functions.
+    _AttrType.GRAPH: (callable, "a function (a subgraph)"),
+    _AttrType.GRAPHS: (_sequence_of(callable), "a sequence of functions (subgraphs)"),
     _AttrType.TYPE_PROTO: (_instance_of(onnx.TypeProto), "an onnx.TypeProto"),
     _AttrType.TYPE_PROTOS: (_sequence_of(_instance_of(onnx.TypeProto)), "a sequence of onnx.TypeProto"),
 }
 
 
-_REGISTRY: dict[tuple[str, str], dict[int, OpVersion]] = {}
+class Registry:
+    """Registered op versions by ``(domain, op_type)``; :data:`REGISTRY` is jaxonnx's own.
+
+    Tests and users that want a scratch set of ops make their own instance (``Registry()``,
+    or ``REGISTRY.copy()``) instead of changing jaxonnx's.
+    """
+
+    def __init__(self, versions: dict[tuple[str, str], dict[int, OpVersion]] | None = None):
+        self._versions: dict[tuple[str, str], dict[int, OpVersion]] = versions or {}
+
+    def copy(self) -> Registry:
+        return Registry({key: dict(versions) for key, versions in self._versions.items()})
+
+    def register(
+        self,
+        op_type: str,
+        *since_versions: int,
+        domain: str = DEFAULT_DOMAIN,
+        static: Sequence[str] = (),
+        concrete: Sequence[str] = (),
+        size_hint: bool = False,
+        folds: bool = True,
+        output_count: bool = False,
+        rng: bool = False,
+        options: Sequence[str] = (),
+        schema: onnx.defs.OpSchema | None = None,
+    ):
+        """See :func:`register`."""
+        domain = canonical_domain(domain)
+        contract = OpContract(tuple(static), tuple(concrete), size_hint, folds, output_count, rng, tuple(options))
+
+        def decorate(fn):
+            # Check every version first, so that a refused call registers nothing.
+            versions = self._versions.get((domain, op_type), {})
+            if schema is not None and (len(since_versions) != 1 or schema.since_version != since_versions[0]
+                                       or schema.name != op_type or canonical_domain(schema.domain) != domain):
+                raise ValueError(
+                    f"The schema given for {op_type} declares {schema.name}-{schema.since_version} of domain "
+                    f"{schema.domain!r}; register one version per schema, with the schema's name, version and domain."
+                )
+            for since in since_versions:
+                if since in versions:
+                    raise ValueError(f"{op_type}-{since} is already registered ({versions[since].fn}).")
+                own = schema if schema is not None else _onnx_schema(op_type, since, domain)
+                unknown = set(contract.static + contract.concrete) - {f.name for f in own.inputs}
+                if unknown:
+                    raise ValueError(f"{op_type}-{since} has no inputs {sorted(unknown)} (named in its contract).")
+            if len(set(since_versions)) != len(since_versions):
+                raise ValueError(f"{op_type} got a version twice in {since_versions}.")
+            versions = self._versions.setdefault((domain, op_type), {})
+            for since in since_versions:
+                versions[since] = OpVersion(op_type, since, domain, fn, contract, schema)
+            fn.onnx_op = versions[max(since_versions)]  # `jaxonnx.ops` exports its public_function
+            return fn
+
+        return decorate
+
+    def get_op(self, op_type: str, opset: int, domain: str = DEFAULT_DOMAIN) -> OpVersion:
+        """See :func:`get_op`."""
+        domain = canonical_domain(domain)
+        versions = self._versions.get((domain, op_type))
+        if not versions:
+            known = self.supported_ops(domain)
+            if not known:
+                raise UnsupportedOpError(
+                    f"The domain {domain!r} is not supported (op {op_type!r}); jaxonnx has no ops of it registered."
+                )
+            raise UnsupportedOpError(
+                f"The op {op_type!r} (domain {domain or 'ai.onnx'!r}) is not supported; "
+                f"supported ops: {', '.join(sorted(known))}."
+            )
+        ordered = sorted(versions)
+        position = bisect.bisect_right(ordered, opset)
+        if position == 0:
+            raise UnsupportedOpError(
+                f"The op {op_type!r} does not exist at opset {opset}; its versions are "
+                f"{', '.join(map(str, ordered))}, so the model's opset must be at least {ordered[0]}."
+            )
+        return versions[ordered[position - 1]]
+
+    def supported_ops(self, domain: str = DEFAULT_DOMAIN) -> dict[str, tuple[int, ...]]:
+        """See :func:`supported_ops`."""
+        domain = canonical_domain(domain)
+        return {
+            op_type: tuple(sorted(versions))
+            for (op_domain, op_type), versions in sorted(self._versions.items())
+            if op_domain == domain
+        }
+
+    def domains(self) -> set[str]:
+        return {domain for domain, _ in self._versions}
+
+
+def _onnx_schema(op_type: str, since: int, domain: str) -> onnx.defs.OpSchema:
+    try:
+        schema = onnx.defs.get_schema(op_type, since, domain)
+    except onnx.defs.SchemaError:
+        raise ValueError(
+            f"onnx defines no op {op_type!r} in domain {domain or 'ai.onnx'!r} at version {since}; "
+            "declare its schema with `schema=`."
+        ) from None
+    if schema.since_version != since:
+        raise ValueError(f"onnx defines no {op_type} version {since}; the nearest is {schema.since_version}.")
+    return schema
+
+
+#: jaxonnx's registry: every op module registers into it on import.
+REGISTRY = Registry()
 
 
 def register(
@@ -453,6 +628,10 @@ def register(
     size_hint: bool = False,
     folds: bool = True,
     output_count: bool = False,
+    rng: bool = False,
+    options: Sequence[str] = (),
+    schema: onnx.defs.OpSchema | None = None,
+    registry: Registry | None = None,
 ):
     """Registers ``fn`` as ``op_type`` at each of ``since_versions``; returns ``fn``, marked
     so that ``jaxonnx.ops`` exports the newest of these versions as a public function (with
@@ -461,52 +640,38 @@ def register(
 
     ``fn`` is a pure function of arrays and Python values: the onnx inputs positionally
     (``None`` for an omitted optional one), every attribute of the schema as a keyword
-    (the schema's default, or None, where the node gives none), and ``size`` /
-    ``fill_value`` when ``size_hint`` is set. Its errors are sentences without the op's
-    name ("got `axis`=3 for ..."); the registry puts the version label in front. The
-    contract keywords are those of :class:`OpContract`. A version that only widens the type
-    list is one more number here; a version whose semantics differ is a thin adapter.
+    (the schema's default, or None, where the node gives none; a GRAPH attribute as a
+    function of the subgraph's inputs), and the keywords its contract takes from the node
+    and the call (``size`` / ``fill_value``, ``output_count``, ``rng``, options). Its
+    errors are sentences without the op's name ("got `axis`=3 for ..."); the registry puts
+    the version label in front. The contract keywords are those of :class:`OpContract`. A
+    version that only widens the type list is one more number here; a version whose
+    semantics differ is a thin adapter.
 
-    Example (how ``jaxonnx/ops/_slice.py`` registers Slice-11 and -13)::
+    Example (how ``jaxonnx/ops/_shape/slice.py`` registers Slice-11 and -13)::
 
         @register("Slice", 11, 13, static=("starts", "ends", "axes", "steps"))
         def slice(data, starts, ends, axes=None, steps=None): ...
 
+    A model's missing op can be supplied the same way (here GlobalMaxPool)::
+
+        @jaxonnx.register("GlobalMaxPool", 1, 22)
+        def global_max_pool(X):
+            return X.max(axis=tuple(range(2, X.ndim)), keepdims=True)
+
+    Args:
+        schema: for an op that onnx does not define (e.g. of the ``com.microsoft``
+            domain), its ``onnx.defs.OpSchema``, declared beside the op; one version.
+        registry: the :class:`Registry` to register into (jaxonnx's own by default).
+
     Raises:
-        ValueError: if a version is registered twice, onnx defines no such version, or the
-            contract names an input the schema does not have.
+        ValueError: if a version is registered twice, onnx defines no such version (and no
+            ``schema`` is given), or the contract names an input the schema does not have.
     """
-    domain = canonical_domain(domain)
-    contract = OpContract(tuple(static), tuple(concrete), size_hint, folds, output_count)
-
-    def decorate(fn):
-        # Check every version first, so that a refused call registers nothing.
-        versions = _REGISTRY.get((domain, op_type), {})
-        for since in since_versions:
-            if since in versions:
-                raise ValueError(f"{op_type}-{since} is already registered ({versions[since].fn}).")
-            try:
-                schema = onnx.defs.get_schema(op_type, since, domain)
-            except onnx.defs.SchemaError:
-                raise ValueError(
-                    f"onnx defines no op {op_type!r} in domain {domain or 'ai.onnx'!r} at version {since}."
-                ) from None
-            if schema.since_version != since:
-                raise ValueError(
-                    f"onnx defines no {op_type} version {since}; the nearest is {schema.since_version}."
-                )
-            unknown = set(contract.static + contract.concrete) - {f.name for f in schema.inputs}
-            if unknown:
-                raise ValueError(f"{op_type}-{since} has no inputs {sorted(unknown)} (named in its contract).")
-        if len(set(since_versions)) != len(since_versions):
-            raise ValueError(f"{op_type} got a version twice in {since_versions}.")
-        versions = _REGISTRY.setdefault((domain, op_type), {})
-        for since in since_versions:
-            versions[since] = OpVersion(op_type, since, domain, fn, contract)
-        fn.onnx_op = versions[max(since_versions)]  # `jaxonnx.ops` exports its public_function
-        return fn
-
-    return decorate
+    return (registry or REGISTRY).register(
+        op_type, *since_versions, domain=domain, static=static, concrete=concrete, size_hint=size_hint,
+        folds=folds, output_count=output_count, rng=rng, options=options, schema=schema,
+    )
 
 
 def get_op(op_type: str, opset: int, domain: str = DEFAULT_DOMAIN) -> OpVersion:
@@ -521,27 +686,7 @@ def get_op(op_type: str, opset: int, domain: str = DEFAULT_DOMAIN) -> OpVersion:
     Raises:
         UnsupportedOpError: if the op is not registered or ``opset`` is below its first version.
     """
-    domain = canonical_domain(domain)
-    versions = _REGISTRY.get((domain, op_type))
-    if not versions:
-        known = supported_ops(domain)
-        if not known:
-            raise UnsupportedOpError(
-                f"The domain {domain!r} is not supported (op {op_type!r}); jaxonnx implements the "
-                "ONNX domain ('' or 'ai.onnx') only."
-            )
-        raise UnsupportedOpError(
-            f"The op {op_type!r} (domain {domain or 'ai.onnx'!r}) is not supported; "
-            f"supported ops: {', '.join(sorted(known))}."
-        )
-    ordered = sorted(versions)
-    position = bisect.bisect_right(ordered, opset)
-    if position == 0:
-        raise UnsupportedOpError(
-            f"The op {op_type!r} does not exist at opset {opset}; its versions are "
-            f"{', '.join(map(str, ordered))}, so the model's opset must be at least {ordered[0]}."
-        )
-    return versions[ordered[position - 1]]
+    return REGISTRY.get_op(op_type, opset, domain)
 
 
 def supported_ops(domain: str = DEFAULT_DOMAIN) -> dict[str, tuple[int, ...]]:
@@ -551,9 +696,4 @@ def supported_ops(domain: str = DEFAULT_DOMAIN) -> dict[str, tuple[int, ...]]:
         >>> jaxonnx.supported_ops()["Slice"]
         (1, 10, 11, 13)
     """
-    domain = canonical_domain(domain)
-    return {
-        op_type: tuple(sorted(versions))
-        for (op_domain, op_type), versions in sorted(_REGISTRY.items())
-        if op_domain == domain
-    }
+    return REGISTRY.supported_ops(domain)

@@ -9,22 +9,26 @@ import numpy as np
 from jaxonnx._errors import OnnxValidationError
 from jaxonnx._core.registry import register
 from jaxonnx.ops._helpers.common import is_traced, namespace
+from jaxonnx.ops._helpers.random import draw_key
 
 
-@register("Dropout", 12, 13, 22, concrete=("ratio", "training_mode"))
-def dropout(data, ratio=None, training_mode=None, *, seed=None):
+@register("Dropout", 12, 13, 22, concrete=("ratio", "training_mode"), rng=True)
+def dropout(data, ratio=None, training_mode=None, *, seed=None, rng=None):
     """Implements ONNX Dropout: ``data`` itself in inference; random zeros in training mode.
 
     In training mode (``training_mode`` true) each element is kept with probability
     ``1 - ratio`` and scaled by ``1 / (1 - ratio)``. The mask is drawn with
-    ``jax.random`` from ``seed`` (0 when not given), so it is the same on every call with
-    the same seed, and it is not the mask another runtime draws.
+    ``jax.random``: from ``seed`` when the node has one (the same mask on every call),
+    else from ``rng``, the caller's key (``model(x, rng=key)``); eagerly without either,
+    from a fresh key per call; under ``jax.jit`` without either, an error. It is not the
+    mask another runtime draws.
 
     Args:
         data: the input.
         ratio: the drop probability, a scalar in ``[0, 1)`` (default 0.5).
         training_mode: a bool scalar (default false); it may be traced.
         seed: the random seed of training mode.
+        rng: a ``jax.random`` key, used when there is no ``seed``.
 
     Returns:
         ``(output, mask)``: the result (dtype of ``data``) and the bool mask of kept elements
@@ -47,7 +51,7 @@ def dropout(data, ratio=None, training_mode=None, *, seed=None):
     if not is_traced(ratio) and not 0 <= float(ratio) < 1:
         raise OnnxValidationError(f"got `ratio`={float(ratio)} in training mode; it must be in [0, 1).")
     ratio = jnp.asarray(ratio).astype(data.dtype)
-    key = jax.random.PRNGKey(0 if seed is None else seed % 2**32)
+    key = draw_key(seed, rng)
     keep = jax.random.uniform(key, data.shape, dtype=jnp.float32) >= ratio.astype(jnp.float32)
     output = jnp.where(keep, data / (1 - ratio), jnp.zeros((), data.dtype))
     if is_traced(training_mode):

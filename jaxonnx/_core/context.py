@@ -1,0 +1,39 @@
+"""What an op needs from its node or its call, beyond its inputs and attributes.
+
+The graph runner builds one :class:`OpContext` per node call; the registry reads from it
+exactly what the op's contract declares (see :class:`jaxonnx._core.registry.OpContract`)
+and passes it on as plain keywords, so op functions stay pure functions of arrays and
+Python values (``non_zero(X, size=8)``, as ``jnp.nonzero(x, size=8)``). A new run-time
+need is one more field here and one more contract keyword, nothing else.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+
+@dataclasses.dataclass(frozen=True)
+class OpContext:
+    """The run-time needs of one node call.
+
+    Attributes:
+        node: the node's path, for errors: ``"Add_3"`` in the main graph,
+            ``"/If_0/then_branch/Add_3"`` inside a subgraph.
+        output_count: how many outputs the node declares (Split before 18 cuts its input
+            into that many equal parts). Reaches ops whose contract sets ``output_count``.
+        size: the size hint of the node's data-dependent output length (``size_hints=`` of
+            :func:`jaxonnx.load`), or None. Reaches ops whose contract sets ``size_hint``.
+        rng: a ``jax.random`` key for this node (the caller's key folded with the node's
+            position, see :mod:`jaxonnx._core.graph`), or None when the caller passed none.
+            Reaches ops whose contract sets ``rng``.
+        options: load-time choices that change an op's behaviour by name, e.g.
+            ``{"straight_through": True}`` for quantization-aware training. Reach ops whose
+            contract names them in ``options``.
+    """
+
+    node: str = ""
+    output_count: int | None = None
+    size: int | None = None
+    rng: Any = None
+    options: dict[str, Any] = dataclasses.field(default_factory=dict)

@@ -1,0 +1,481 @@
+"""The graph runner: one prepared graph type for the main graph, every subgraph and every
+function body, and the one place where a node becomes an op call.
+
+Read top to bottom:
+
+1. :class:`Graph.prepare` resolves every node's op for the model's opsets (a registered
+   op, else a model-local function, else the function body onnx defines for the op), reads
+   the graph's initializers, prepares every GRAPH attribute as a :class:`Graph` of its own
+   (at any depth), and finds the outer-scope names the graph reads. Every unsupported op,
+   at any depth, goes into one list, so a model fails to load with one error naming them all.
+2. :meth:`Graph.run` evaluates the nodes in order on a dict of values (the enclosing
+   scope's values it reads, its initializers, its inputs).
+3. :func:`run_node` calls a node's op: its inputs, its attributes (each GRAPH attribute as
+   a function of the subgraph's inputs, closed over the values visible at the node, as
+   ``lax.cond`` takes functions) and an :class:`~jaxonnx._core.context.OpContext` with what
+   the op's contract takes from the node and the call, inside ``jax.named_scope``.
+
+Values known at trace time (initializers, ``Constant`` outputs and everything computed
+only from them) stay numpy, in subgraphs too, so shape arithmetic folds everywhere.
+
+Random keys: a node's key is ``jax.random.fold_in(key, i)`` for the ``i``-th node of its
+graph, where ``key`` is the caller's key for the main graph and the key of the enclosing
+node for a subgraph (an op that runs a subgraph several times, e.g. Loop, folds in the
+iteration). The same key therefore always gives the same draws, and different nodes draw
+independently.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+import jax
+import numpy as np
+import onnx
+
+from jaxonnx._core.context import OpContext
+from jaxonnx._core.dtypes import onnx_type_name
+from jaxonnx._core.loading import canonical_domain, node_attributes, read_tensor, sparse_to_numpy, tensor_to_numpy
+from jaxonnx._core.registry import REGISTRY, OpContract, OpVersion, Registry, is_traced
+from jaxonnx._core.types import ValueType
+from jaxonnx._errors import (
+    JaxOnnxError,
+    ModelLoadError,
+    OnnxValidationError,
+    StaticValueError,
+    UnsupportedOpError,
+    with_context,
+)
+
+_FUNCTION_DEPTH_LIMIT = 64  # a function that calls itself would otherwise expand forever
+
+
+@dataclasses.dataclass
+class Environment:
+    """What every graph of one model is prepared with: the opsets, the op registry, the
+    model's local functions, the size hints still unclaimed (claimed ones are removed),
+    load-time options, and the list of unsupported ops found so far."""
+
+    opsets: dict[str, int]
+    registry: Registry = REGISTRY
+    functions: dict[tuple[str, str], onnx.FunctionProto] = dataclasses.field(default_factory=dict)
+    size_hints: dict[str, int] = dataclasses.field(default_factory=dict)
+    options: dict[str, Any] = dataclasses.field(default_factory=dict)
+    problems: list[str] = dataclasses.field(default_factory=list)
+    hinted_outputs: list[str] = dataclasses.field(default_factory=list)
+
+    def with_opsets(self, opsets: Mapping[str, int]) -> Environment:
+        """The same environment for a function body, whose own opset_import applies."""
+        return dataclasses.replace(self, opsets={**self.opsets, **opsets})
+
+
+@dataclasses.dataclass(frozen=True)
+class Node:
+    """A node prepared once: its op, its value names, its attributes (a GRAPH attribute as
+    a prepared :class:`Graph`), and its size hint."""
+
+    name: str
+    path: str  # the name for errors: "Add_3", or "/If_0/then_branch/Add_3" in a subgraph
+    op: Any  # an OpVersion or a FunctionOp: called as op(*inputs, ctx=..., **attributes)
+    inputs: tuple[str, ...]  # "" for an omitted optional input
+    outputs: tuple[str, ...]
+    attributes: dict[str, Any]
+    size: int | None = None
+
+    @property
+    def subgraphs(self) -> list[Graph]:
+        return [g for value in self.attributes.values() for g in (value if isinstance(value, list) else [value])
+                if isinstance(g, Graph)]
+
+
+class Graph:
+    """A graph prepared once; :meth:`run` evaluates it.
+
+    Attributes:
+        name: the graph's name.
+        path: where it sits in the model, for errors ("" for the main graph,
+            "/If_0/then_branch" for a subgraph).
+        nodes: the prepared nodes, in graph order.
+        initializers: exact numpy arrays by name.
+        inputs, outputs: the declared types of the graph's inputs and outputs.
+        outer_names: the names the graph (or any graph inside it) reads from enclosing scopes.
+    """
+
+    def __init__(self, name, path, nodes, initializers, inputs, outputs, outer_names):
+        self.name = name
+        self.path = path
+        self.nodes: tuple[Node, ...] = nodes
+        self.initializers: dict[str, np.ndarray] = initializers
+        self.inputs: tuple[ValueType, ...] = inputs
+        self.outputs: tuple[ValueType, ...] = outputs
+        self.outer_names: frozenset[str] = outer_names
+
+    @property
+    def input_names(self) -> tuple[str, ...]:
+        return tuple(i.name for i in self.inputs)
+
+    @property
+    def output_names(self) -> tuple[str, ...]:
+        return tuple(o.name for o in self.outputs)
+
+    # ----------------------------------------------------------------------- preparing
+
+    @classmethod
+    def prepare(cls, proto: onnx.GraphProto, env: Environment, *, path: str = "",
+                outer: frozenset[str] = frozenset(), read_initializers: bool = True) -> Graph:
+        """Prepares ``proto`` (and every subgraph in it) for ``env``; unsupported ops are
+        added to ``env.problems``, not raised, so that one error can name them all."""
+        initializers: dict[str, np.ndarray] = {}
+        if read_initializers:
+            for tensor in proto.initializer:
+                initializers[tensor.name] = read_tensor(tensor_to_numpy, tensor, f"initializer {tensor.name!r}{_in(path)}")
+            for sparse in proto.sparse_initializer:
+                name = sparse.values.name
+                initializers[name] = read_tensor(sparse_to_numpy, sparse, f"sparse initializer {name!r}{_in(path)}")
+        inputs = tuple(ValueType.declared(v, "input") for v in proto.input)
+        outputs = tuple(ValueType.declared(v, "output") for v in proto.output)
+        defined = set(initializers) | {i.name for i in inputs} | {t.name for t in proto.initializer}
+        defined |= {s.values.name for s in proto.sparse_initializer}
+        nodes, reads = [], set()
+        for index, node_proto in enumerate(proto.node):
+            node = prepare_node(node_proto, index, env, path, outer | defined)
+            if node is not None:
+                nodes.append(node)
+                for sub in node.subgraphs:
+                    reads |= sub.outer_names
+            reads |= {name for name in node_proto.input if name}
+            defined |= {name for name in node_proto.output if name}
+        reads |= {o.name for o in outputs}
+        outer_names = frozenset(reads - defined)
+        if path and outer_names - outer:
+            missing = sorted(outer_names - outer)
+            raise ModelLoadError(
+                f"The subgraph {path} reads {', '.join(map(repr, missing))}, which no node, input or "
+                "initializer of it or of an enclosing graph defines."
+            )
+        return cls(proto.name, path, tuple(nodes), initializers, inputs, outputs, outer_names)
+
+    # ----------------------------------------------------------------------- running
+
+    def run(self, feed: Mapping[str, Any], scope: Mapping[str, Any] = {}, *, rng=None,
+            options: Mapping[str, Any] | None = None, params: Mapping[str, Any] | None = None) -> tuple:
+        """The graph's outputs for ``feed`` (its inputs by name), reading ``scope`` (the
+        enclosing graphs' values) for the outer names it uses. Values are not checked
+        against the declarations here; :class:`~jaxonnx.Model` checks the main graph's."""
+        values: dict[str, Any] = {name: scope[name] for name in self.outer_names if name in scope}
+        values.update(self.initializers)
+        values.update(params or {})
+        values.update(feed)
+        options = dict(options or {})
+        for index, node in enumerate(self.nodes):
+            run_node(node, values, rng=_node_key(rng, index), options=options)
+        return tuple(values[name] for name in self.output_names)
+
+    def walk(self):
+        """Every node of the graph and of its subgraphs, depth first."""
+        for node in self.nodes:
+            yield node
+            for sub in node.subgraphs:
+                yield from sub.walk()
+
+
+def _in(path: str) -> str:
+    return f" in the subgraph {path}" if path else ""
+
+
+def _node_key(rng, index: int):
+    return None if rng is None else jax.random.fold_in(rng, index)
+
+
+class Subgraph:
+    """A prepared subgraph closed over the values visible at its node: a function of the
+    subgraph's inputs that returns its outputs (a tuple), as ``lax.cond`` takes functions.
+
+    ``input_names`` / ``output_names`` and ``inputs`` / ``outputs`` (declared types) say
+    what it takes and gives. ``rng=`` gives the draws of one call their own key (Loop
+    folds in the iteration); by default they use the key of the node that runs it.
+    """
+
+    def __init__(self, graph: Graph, scope: Mapping[str, Any], rng, options):
+        self.graph = graph
+        self._scope = {name: scope[name] for name in graph.outer_names if name in scope}
+        self._rng = rng
+        self._options = options
+        self.inputs, self.outputs = graph.inputs, graph.outputs
+        self.input_names, self.output_names = graph.input_names, graph.output_names
+        self.path = graph.path
+
+    def __call__(self, *inputs, rng=None):
+        if len(inputs) != len(self.graph.inputs):
+            raise OnnxValidationError(
+                f"The subgraph {self.path} takes {len(self.graph.inputs)} inputs "
+                f"({', '.join(self.input_names) or 'none'}), got {len(inputs)}."
+            )
+        feed = dict(zip(self.input_names, inputs))
+        return self.graph.run(feed, self._scope, rng=self._rng if rng is None else rng, options=self._options)
+
+
+def run_node(node: Node, values: dict[str, Any], *, rng=None, options: Mapping[str, Any] | None = None) -> None:
+    """Runs one node on ``values`` (by name) and stores its outputs there."""
+    args = [values[name] if name else None for name in node.inputs]
+    attributes = {
+        name: _bind(value, values, rng, options) for name, value in node.attributes.items()
+    }
+    ctx = OpContext(node=node.path, output_count=len(node.outputs), size=node.size, rng=rng,
+                    options=dict(options or {}))
+    with jax.named_scope(node.name):
+        try:
+            results = node.op(*args, ctx=ctx, **attributes)
+        except Exception as error:
+            raise node_error(node, args, error) from error
+    if not isinstance(results, tuple):
+        results = (results,)
+    for name, result in zip(node.outputs, results):
+        if name:
+            values[name] = result
+
+
+def _bind(value, values, rng, options):
+    if isinstance(value, Graph):
+        return Subgraph(value, values, rng, options)
+    if isinstance(value, list) and value and isinstance(value[0], Graph):
+        return [Subgraph(g, values, rng, options) for g in value]
+    return value
+
+
+def describe_value(value) -> str:
+    """A value's type and shape for errors: ``float[2, 3] traced``, ``seq(3)``, ``None``."""
+    if value is None:
+        return "None"
+    if isinstance(value, (list, tuple)):
+        return f"seq({len(value)})"
+    traced = " traced" if is_traced(value) else ""
+    return f"{onnx_type_name(value.dtype)}{list(np.shape(value))}{traced}"
+
+
+def node_error(node: Node, args, error: Exception) -> Exception:
+    """The error of a node's op with the node, its op version and its inputs in front."""
+    if isinstance(error, JaxOnnxError) and str(error).startswith("Node '/"):
+        return error  # a node of a subgraph failed: its own message names it, and its path
+    shapes = ", ".join(f"{name or '<omitted>'}: {describe_value(a)}" for name, a in zip(node.inputs, args))
+    context = f"Node {node.path!r} ({node.op.name}, inputs {shapes}) failed"
+    if isinstance(error, StaticValueError) and isinstance(node.op, OpVersion):
+        formals = [formal.name for formal in node.op.schema.inputs]
+        traced = [
+            name
+            for formal, name, a in zip(formals, node.inputs, args)
+            if name and is_traced(a) and error.argument in (None, formal)
+        ]
+        way_out = (
+            f"or give a size hint, `jaxonnx.load(model, size_hints={{{node.outputs[0]!r}: <length>}})`"
+            if node.op.takes_size_hint
+            else "or run the model outside `jax.jit`, where every value is concrete"
+        )
+        static_error = StaticValueError(
+            f"{context}: {error} In the graph, the input {', '.join(map(repr, traced))} depends on "
+            f"graph inputs, so it is only known at run time. Two ways out: make it an initializer or "
+            f"the output of Constant nodes (then jaxonnx knows it at trace time), {way_out}."
+        )
+        static_error.argument = error.argument
+        return static_error
+    return with_context(error, context)
+
+
+# --------------------------------------------------------------------------- resolving ops
+
+
+def prepare_node(proto: onnx.NodeProto, index: int, env: Environment, path: str, visible: set[str]) -> Node | None:
+    """The prepared node, or None if its op is unsupported (noted in ``env.problems``)."""
+    name = proto.name or f"{proto.op_type}_{index}"  # as errors and `describe_nodes` name it
+    node_path = f"{path}/{name}" if path else name
+    op = _resolve(proto, env, node_path)
+    attributes = node_attributes(proto, index)
+    for attribute in proto.attribute:
+        if attribute.type == onnx.AttributeProto.GRAPH:
+            attributes[attribute.name] = Graph.prepare(
+                attribute.g, env, path=f"{path}/{name}/{attribute.name}", outer=frozenset(visible))
+        elif attribute.type == onnx.AttributeProto.GRAPHS:
+            attributes[attribute.name] = [
+                Graph.prepare(g, env, path=f"{path}/{name}/{attribute.name}[{i}]", outer=frozenset(visible))
+                for i, g in enumerate(attribute.graphs)
+            ]
+    if op is None:
+        return None
+    size = _size_hint(proto, op, env, node_path)
+    return Node(name, node_path, op, tuple(proto.input), tuple(proto.output), attributes, size)
+
+
+def _resolve(proto: onnx.NodeProto, env: Environment, node_path: str):
+    """The node's op: a registered version, a model-local function, or onnx's function body."""
+    domain = canonical_domain(proto.domain)
+    label = f"node {node_path!r} ({proto.op_type}"
+    if (proto.domain, proto.op_type) in env.functions:
+        return FunctionOp.local(env.functions[(proto.domain, proto.op_type)], proto, env, node_path)
+    if domain not in env.opsets:
+        env.problems.append(f"{label}, domain {proto.domain!r}): the model imports no opset of the domain {proto.domain!r}")
+        return None
+    opset = env.opsets[domain]
+    if proto.op_type in env.registry.supported_ops(domain):
+        try:
+            return env.registry.get_op(proto.op_type, opset, domain)
+        except UnsupportedOpError as e:  # the model's opset is below the op's first version
+            env.problems.append(f"{label}): {str(e).rstrip('.')}")
+            return None
+    body = FunctionOp.from_schema(proto, domain, opset, env, node_path)
+    if body is not None:
+        return body
+    if not env.registry.supported_ops(domain):
+        env.problems.append(f"{label}, domain {proto.domain!r}): jaxonnx knows no ops of the domain {proto.domain!r}")
+    else:
+        env.problems.append(f"{label}): not supported")
+    return None
+
+
+def _size_hint(proto: onnx.NodeProto, op, env: Environment, node_path: str) -> int | None:
+    takes = getattr(op, "takes_size_hint", False)
+    if takes:
+        env.hinted_outputs.extend(o for o in proto.output if o)
+    hinted = [o for o in proto.output if o in env.size_hints]
+    if not hinted:
+        return None
+    if not takes:
+        hinted_ops = sorted(name for name, versions in env.registry.supported_ops().items()
+                            if env.registry.get_op(name, max(versions)).takes_size_hint)
+        raise OnnxValidationError(
+            f"A size hint was given for {hinted[0]!r}, the output of node {node_path!r} ({op.name}); "
+            f"only outputs of {', '.join(hinted_ops)} take size hints."
+        )
+    size = env.size_hints.pop(hinted[0])
+    if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 0:
+        raise OnnxValidationError(f"The size hint for {hinted[0]!r} must be a non-negative int, got {size!r}.")
+    return int(size)
+
+
+# --------------------------------------------------------------------------- functions
+
+
+class FunctionOp:
+    """An op that runs a function body: a model-local function (``ModelProto.functions``)
+    or the body onnx defines for an op that jaxonnx does not register. Registered ops
+    always win over bodies. The body is expanded for the node's attributes (references
+    ``ref_attr_name`` resolved, the function's attribute defaults filled in) and prepared
+    as a :class:`Graph` once; a context-dependent body (one that depends on the input
+    types) is expanded per input signature on first use."""
+
+    contract = OpContract()
+    takes_size_hint = False
+
+    def __init__(self, name: str, kind: str, env: Environment, node_path: str, body=None, expand=None):
+        self.name = name  # "LayerNormalization-17 (onnx's function body)", as errors show it
+        self.kind = kind
+        self._env, self._path = env, node_path
+        self._body: Graph | None = body
+        self._expand = expand  # input types -> FunctionProto, for context-dependent bodies
+        self._bodies: dict[tuple, Graph] = {}
+
+    @classmethod
+    def local(cls, function: onnx.FunctionProto, node: onnx.NodeProto, env: Environment, node_path: str):
+        if node_path.count("/") > _FUNCTION_DEPTH_LIMIT:
+            raise ModelLoadError(f"The function {function.name!r} calls itself (at {node_path}); jaxonnx cannot run recursion.")
+        body = _function_graph(function, node, env, node_path)
+        return cls(f"{function.name} (local function of domain {function.domain!r})", "local function", env, node_path, body)
+
+    @classmethod
+    def from_schema(cls, node: onnx.NodeProto, domain: str, opset: int, env: Environment, node_path: str):
+        try:
+            schema = onnx.defs.get_schema(node.op_type, opset, domain)
+        except onnx.defs.SchemaError:
+            return None
+        name = f"{node.op_type}-{schema.since_version} (onnx's function body)"
+        if schema.has_function:
+            versions = [v for v in schema.function_opset_versions if v <= opset]
+            function = onnx.FunctionProto()
+            function.ParseFromString(schema.get_function_with_opset_version(max(versions) if versions else opset))
+            if not function.opset_import:
+                function.opset_import.add(domain="", version=opset)
+            return cls(name, "function body", env, node_path, _function_graph(function, node, env, node_path))
+        if schema.has_context_dependent_function:
+            versions = [v for v in schema.context_dependent_function_opset_versions if v <= opset] or [opset]
+
+            def expand(input_types: list[onnx.TypeProto]) -> onnx.FunctionProto:
+                function = onnx.FunctionProto()
+                function.ParseFromString(schema.get_context_dependent_function_with_opset_version(
+                    max(versions), node.SerializeToString(), [t.SerializeToString() for t in input_types]))
+                if not function.opset_import:
+                    function.opset_import.add(domain="", version=opset)
+                return function
+
+            op = cls(name, "function body", env, node_path, expand=expand)
+            op._node = node
+            return op
+        return None
+
+    def __call__(self, *inputs, ctx: OpContext | None = None, **attributes):
+        body = self._body
+        if body is None:
+            signature = tuple(None if v is None else (np.dtype(v.dtype).str, np.ndim(v)) for v in inputs)
+            body = self._bodies.get(signature)
+            if body is None:
+                types = [_type_proto(v) for v in inputs]
+                env = dataclasses.replace(self._env, problems=[])
+                body = _function_graph(self._expand(types), self._node, env, self._path)
+                if env.problems:
+                    raise UnsupportedOpError(f"The body of {self.name} uses ops jaxonnx does not support: "
+                                             + "; ".join(env.problems) + ".")
+                self._bodies[signature] = body
+        feed = {name: value for name, value in zip(body.input_names, inputs) if name}
+        missing = [name for name in body.input_names[len(inputs):]]
+        feed.update({name: None for name in missing})
+        return body.run(feed, rng=ctx.rng if ctx else None, options=ctx.options if ctx else None)
+
+
+def _type_proto(value) -> onnx.TypeProto:
+    if value is None:
+        return onnx.TypeProto()
+    from jaxonnx._core.dtypes import onnx_type_name as _name  # noqa: PLC0415  (local: avoids a cycle)
+
+    elem = onnx.helper.np_dtype_to_tensor_dtype(np.dtype(value.dtype)) if _name(value.dtype) != "string" else onnx.TensorProto.STRING
+    return onnx.helper.make_tensor_type_proto(elem, list(np.shape(value)))
+
+
+def _function_graph(function: onnx.FunctionProto, call: onnx.NodeProto, env: Environment, node_path: str) -> Graph:
+    """The function's body for one call node: a graph whose inputs and outputs are the
+    function's, with attribute references resolved from the call (or the defaults)."""
+    given = {a.name: a for a in call.attribute}
+    defaults = {a.name: a for a in function.attribute_proto}
+    graph = onnx.GraphProto(name=function.name)
+    for node in function.node:
+        copy = graph.node.add()
+        copy.CopyFrom(node)
+        _resolve_references(copy, given, defaults)
+    # The call may omit trailing optional inputs, and name outputs it does not use.
+    graph.input.extend(onnx.helper.make_value_info(name, onnx.TypeProto()) for name in function.input)
+    graph.output.extend(onnx.helper.make_value_info(name, onnx.TypeProto()) for name in function.output)
+    opsets = {canonical_domain(o.domain): o.version for o in function.opset_import}
+    sub_env = env.with_opsets(opsets)
+    # `sub_env` shares `env`'s problem list, so ops the body lacks join the one load error.
+    return Graph.prepare(graph, sub_env, path=f"{node_path}/{function.name}", outer=frozenset())
+
+
+def _resolve_references(node: onnx.NodeProto, given, defaults) -> None:
+    """Replaces each attribute that refers to a function attribute (``ref_attr_name``) by
+    the call's value, or the function's default; drops it when neither exists."""
+    resolved = []
+    for attribute in node.attribute:
+        if attribute.ref_attr_name:
+            source = given.get(attribute.ref_attr_name) or defaults.get(attribute.ref_attr_name)
+            if source is None:
+                continue
+            value = onnx.AttributeProto()
+            value.CopyFrom(source)
+            value.name = attribute.name
+            resolved.append(value)
+        else:
+            if attribute.type == onnx.AttributeProto.GRAPH:
+                for inner in attribute.g.node:
+                    _resolve_references(inner, given, defaults)
+            resolved.append(attribute)
+    del node.attribute[:]
+    node.attribute.extend(resolved)
