@@ -16,6 +16,7 @@ from jaxonnx._core.registry import REGISTRY as REGISTRY
 from jaxonnx._core.registry import Registry as Registry
 from jaxonnx._core.context import OpContext as OpContext
 from jaxonnx._core.model import load as load
+from jaxonnx._core.model import unsupported_nodes as unsupported_nodes
 from jaxonnx._core.registry import OpVersion as OpVersion
 from jaxonnx._core.registry import get_op as get_op
 from jaxonnx._core.registry import register as register
@@ -46,4 +47,5 @@ __all__ = [
     "register",
     "supported_ops",
     "tune_cpu_allocator",
+    "unsupported_nodes",
 ]

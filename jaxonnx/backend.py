@@ -57,8 +57,10 @@ def _on(device: str):
 
 
 def _to_jax(value, name):
-    if value is None:  # an omitted optional input
+    if value is None:  # an omitted optional input, or an empty optional
         return None
+    if isinstance(value, (list, tuple)):  # a sequence: a list of tensors
+        return [_to_jax(item, f"{name}[{i}]") for i, item in enumerate(value)]
     value = np.asarray(value) if not isinstance(value, jax.Array) else value
     if is_string_array(value):
         return value.astype(object)
@@ -66,7 +68,11 @@ def _to_jax(value, name):
 
 
 def _to_numpy(value):
-    return value if isinstance(value, np.ndarray) else np.asarray(value)
+    if value is None or isinstance(value, np.ndarray):
+        return value
+    if isinstance(value, (list, tuple)):
+        return [_to_numpy(item) for item in value]
+    return np.asarray(value)
 
 
 class JaxOnnxRep(onnx_backend.BackendRep):

@@ -147,7 +147,7 @@ class Graph:
                     reads |= sub.outer_names
             reads |= {name for name in node_proto.input if name}
             defined |= {name for name in node_proto.output if name}
-        reads |= {o.name for o in outputs}
+        reads |= {o.name for o in outputs if o.name}
         outer_names = frozenset(reads - defined)
         if path and outer_names - outer:
             missing = sorted(outer_names - outer)
@@ -171,7 +171,7 @@ class Graph:
         options = dict(options or {})
         for index, node in enumerate(self.nodes):
             run_node(node, values, rng=_node_key(rng, index), options=options)
-        return tuple(values[name] for name in self.output_names)
+        return tuple(values[name] if name else None for name in self.output_names)
 
     def walk(self):
         """Every node of the graph and of its subgraphs, depth first."""
@@ -367,13 +367,14 @@ class FunctionOp:
     contract = OpContract()
     takes_size_hint = False
 
-    def __init__(self, name: str, kind: str, env: Environment, node_path: str, body=None, expand=None):
+    def __init__(self, name: str, kind: str, env: Environment, node_path: str, body=None, expand=None, defaults=None):
         self.name = name  # "LayerNormalization-17 (onnx's function body)", as errors show it
         self.kind = kind
         self._env, self._path = env, node_path
         self._body: Graph | None = body
         self._expand = expand  # input types -> FunctionProto, for context-dependent bodies
         self._bodies: dict[tuple, Graph] = {}
+        self._defaults = defaults or {}
 
     @classmethod
     def local(cls, function: onnx.FunctionProto, node: onnx.NodeProto, env: Environment, node_path: str):
@@ -389,15 +390,22 @@ class FunctionOp:
         except onnx.defs.SchemaError:
             return None
         name = f"{node.op_type}-{schema.since_version} (onnx's function body)"
+        # A body refers to the op's attributes; those the node leaves out take the schema's default.
+        defaults = {n: a.default_value for n, a in schema.attributes.items()
+                    if a.default_value.type != onnx.AttributeProto.UNDEFINED}
         if schema.has_function:
+            # The body for the model's opset; a body onnx wrote only for a later opset (Shrink-9's
+            # is written with opset 18's ops) runs with its own opset_import.
             versions = [v for v in schema.function_opset_versions if v <= opset]
             function = onnx.FunctionProto()
-            function.ParseFromString(schema.get_function_with_opset_version(max(versions) if versions else opset))
+            function.ParseFromString(schema.get_function_with_opset_version(
+                max(versions) if versions else min(schema.function_opset_versions)))
             if not function.opset_import:
                 function.opset_import.add(domain="", version=opset)
-            return cls(name, "function body", env, node_path, _function_graph(function, node, env, node_path))
+            return cls(name, "function body", env, node_path, _function_graph(function, node, env, node_path, defaults))
         if schema.has_context_dependent_function:
-            versions = [v for v in schema.context_dependent_function_opset_versions if v <= opset] or [opset]
+            versions = ([v for v in schema.context_dependent_function_opset_versions if v <= opset]
+                        or [min(schema.context_dependent_function_opset_versions)])
 
             def expand(input_types: list[onnx.TypeProto]) -> onnx.FunctionProto:
                 function = onnx.FunctionProto()
@@ -407,7 +415,7 @@ class FunctionOp:
                     function.opset_import.add(domain="", version=opset)
                 return function
 
-            op = cls(name, "function body", env, node_path, expand=expand)
+            op = cls(name, "function body", env, node_path, expand=expand, defaults=defaults)
             op._node = node
             return op
         return None
@@ -415,12 +423,12 @@ class FunctionOp:
     def __call__(self, *inputs, ctx: OpContext | None = None, **attributes):
         body = self._body
         if body is None:
-            signature = tuple(None if v is None else (np.dtype(v.dtype).str, np.ndim(v)) for v in inputs)
+            signature = tuple(_signature(v) for v in inputs)
             body = self._bodies.get(signature)
             if body is None:
                 types = [_type_proto(v) for v in inputs]
                 env = dataclasses.replace(self._env, problems=[])
-                body = _function_graph(self._expand(types), self._node, env, self._path)
+                body = _function_graph(self._expand(types), self._node, env, self._path, self._defaults)
                 if env.problems:
                     raise UnsupportedOpError(f"The body of {self.name} uses ops jaxonnx does not support: "
                                              + "; ".join(env.problems) + ".")
@@ -431,20 +439,34 @@ class FunctionOp:
         return body.run(feed, rng=ctx.rng if ctx else None, options=ctx.options if ctx else None)
 
 
+def _signature(value):
+    if value is None:
+        return None
+    if isinstance(value, list):
+        return ("seq", tuple(_signature(v) for v in value))
+    return (np.dtype(value.dtype).str, np.ndim(value))
+
+
 def _type_proto(value) -> onnx.TypeProto:
     if value is None:
         return onnx.TypeProto()
+    if isinstance(value, list):
+        element = _type_proto(value[0]) if value else onnx.helper.make_tensor_type_proto(onnx.TensorProto.FLOAT, None)
+        return onnx.helper.make_sequence_type_proto(element)
     from jaxonnx._core.dtypes import onnx_type_name as _name  # noqa: PLC0415  (local: avoids a cycle)
 
     elem = onnx.helper.np_dtype_to_tensor_dtype(np.dtype(value.dtype)) if _name(value.dtype) != "string" else onnx.TensorProto.STRING
     return onnx.helper.make_tensor_type_proto(elem, list(np.shape(value)))
 
 
-def _function_graph(function: onnx.FunctionProto, call: onnx.NodeProto, env: Environment, node_path: str) -> Graph:
+def _function_graph(function: onnx.FunctionProto, call: onnx.NodeProto, env: Environment, node_path: str,
+                    schema_defaults=None) -> Graph:
     """The function's body for one call node: a graph whose inputs and outputs are the
-    function's, with attribute references resolved from the call (or the defaults)."""
+    function's, with attribute references resolved from the call (or the defaults). An
+    output that no node of the body computes (an optional output the call does not ask
+    for) comes out as None."""
     given = {a.name: a for a in call.attribute}
-    defaults = {a.name: a for a in function.attribute_proto}
+    defaults = {**(schema_defaults or {}), **{a.name: a for a in function.attribute_proto}}
     graph = onnx.GraphProto(name=function.name)
     for node in function.node:
         copy = graph.node.add()
@@ -452,7 +474,9 @@ def _function_graph(function: onnx.FunctionProto, call: onnx.NodeProto, env: Env
         _resolve_references(copy, given, defaults)
     # The call may omit trailing optional inputs, and name outputs it does not use.
     graph.input.extend(onnx.helper.make_value_info(name, onnx.TypeProto()) for name in function.input)
-    graph.output.extend(onnx.helper.make_value_info(name, onnx.TypeProto()) for name in function.output)
+    computed = {o for node in function.node for o in node.output} | set(function.input)
+    graph.output.extend(onnx.helper.make_value_info(name if name in computed else "", onnx.TypeProto())
+                        for name in function.output)
     opsets = {canonical_domain(o.domain): o.version for o in function.opset_import}
     sub_env = env.with_opsets(opsets)
     # `sub_env` shares `env`'s problem list, so ops the body lacks join the one load error.

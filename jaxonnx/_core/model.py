@@ -170,10 +170,9 @@ class Model:
         env = Environment(self.opsets, registry or REGISTRY, functions, hints, self.options)
         # Ops are resolved before onnx's checker runs, so an op used below its first
         # version gets jaxonnx's error (which versions exist) rather than the checker's.
-        probe = dataclasses.replace(env, size_hints=dict(hints), problems=[], hinted_outputs=[])
-        Graph.prepare(graph, probe, read_initializers=False)
-        if probe.problems:
-            raise UnsupportedOpError(unsupported_message(probe.problems, self.opsets))
+        problems = _unsupported(graph, dataclasses.replace(env, size_hints=dict(hints), problems=[], hinted_outputs=[]))
+        if problems:
+            raise UnsupportedOpError(unsupported_message(problems, self.opsets))
         check_model(proto_copy)
         read_external_data(external, root)
         self.graph = Graph.prepare(graph, env)
@@ -388,6 +387,26 @@ class Model:
         """``(node path, op type, resolved version)`` for every node, subgraphs included, in
         graph order (a subgraph's nodes after the node that holds it)."""
         return [(n.path, getattr(n.op, "op_type", n.name.split("_")[0]), n.op.name) for n in self.graph.walk()]
+
+
+def _unsupported(graph: onnx.GraphProto, env: Environment) -> list[str]:
+    """Every node, at any depth, whose op nothing runs (as sentences): a dry run of
+    preparing the graph that reads no tensor data."""
+    Graph.prepare(graph, env, read_initializers=False)
+    return env.problems
+
+
+def unsupported_nodes(model: onnx.ModelProto, *, registry: Registry | None = None) -> list[str]:
+    """The nodes of ``model`` (subgraphs and functions included) whose ops jaxonnx cannot
+    run, one sentence each; empty when it runs them all (registered ops, the model's local
+    functions, and ops that onnx defines with a function body).
+
+    Example:
+        >>> jaxonnx.unsupported_nodes(onnx.load(jaxonnx.demo_model_path()))
+        []
+    """
+    functions = {(f.domain, f.name): f for f in model.functions}
+    return _unsupported(model.graph, Environment(opset_versions(model), registry or REGISTRY, functions))
 
 
 def unsupported_message(problems: list[str], opsets: Mapping[str, int]) -> str:

@@ -20,7 +20,7 @@ import numpy as np
 import onnx
 import onnx.defs
 
-from jaxonnx._core.dtypes import as_jax, is_string_array, onnx_type_name
+from jaxonnx._core.dtypes import as_jax, is_narrowed, is_string_array, jax_dtype, narrowed, onnx_type_name
 from jaxonnx._errors import (
     JaxOnnxError,
     OnnxTypeError,
@@ -399,6 +399,8 @@ def _convert_inputs(op: OpVersion, inputs, *, public: bool) -> tuple:
             converted[i] = np.asarray(converted[i])
         return tuple(converted)
     to_jax = public or not contract.folds or any_jax
+    if not to_jax and not jax.config.jax_enable_x64:
+        _narrow_beside_narrowed(op, names, converted, dynamic)
     weak = public and [i for i in dynamic if _is_python_scalar(inputs[i])]
     if to_jax:
         for i in dynamic:
@@ -409,6 +411,17 @@ def _convert_inputs(op: OpVersion, inputs, *, public: bool) -> tuple:
     if weak:
         _apply_weak_types(op, names, converted, weak)
     return tuple(converted)
+
+
+def _narrow_beside_narrowed(op: OpVersion, names, converted, dynamic) -> None:
+    """With x64 off, a 64-bit numpy value (an int64 Constant) that meets the 32-bit value
+    JAX made of a 64-bit graph input computes as JAX would compute the pair: in 32 bits,
+    exactly, or with an error naming it if it does not fit. Eager and ``jax.jit`` agree."""
+    present = {np.dtype(converted[i].dtype) for i in dynamic if isinstance(converted[i], np.ndarray)}
+    for i in dynamic:
+        value = converted[i]
+        if isinstance(value, np.ndarray) and is_narrowed(value.dtype) and jax_dtype(value.dtype) in present:
+            converted[i] = narrowed(value, what=f"input `{names[i]}` of {op.name}")
 
 
 def _is_python_scalar(value) -> bool:
