@@ -230,6 +230,9 @@ def _while_loop(M, cond, carried, body):
     changing = _changing(carried, list(shapes[1:]))
     if changing:
         raise _changing_error(carried, changing)
+    if M is not None and not is_traced(M):
+        # A static trip count bounds the loop: a masked scan, which reverse mode differentiates.
+        return _bounded_loop(M, cond, carried, body, int(np.asarray(M).reshape(())))
     limit = None if M is None else jnp.asarray(M).reshape(())
 
     def keep_going(state):
