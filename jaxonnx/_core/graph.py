@@ -170,6 +170,8 @@ class Graph:
         values.update(feed)
         options = dict(options or {})
         for index, node in enumerate(self.nodes):
+            if params and node.outputs and node.outputs[0] in params and getattr(node.op, "op_type", "") == "Constant":
+                continue  # a param replaces this Constant's value (paddle2onnx stores weights as Constants)
             run_node(node, values, rng=_node_key(rng, index), options=options)
         return tuple(values[name] if name else None for name in self.output_names)
 

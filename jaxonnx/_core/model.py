@@ -24,8 +24,10 @@ from collections.abc import Mapping
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import onnx
+from onnx import numpy_helper
 
 from jaxonnx import ops as _ops  # noqa: F401  (registers every op)
 from jaxonnx._core.dtypes import X64_ON_HINT, as_jax, is_narrowed, jax_dtype, onnx_type_name, x64_enabled
@@ -39,7 +41,8 @@ from jaxonnx._core.loading import (
     parse_model,
     read_external_data,
 )
-from jaxonnx._core.registry import REGISTRY, Registry, is_traced
+from jaxonnx._core.loading import decode_attribute
+from jaxonnx._core.registry import REGISTRY, OpVersion, Registry, is_traced
 from jaxonnx._core.types import ValueInfo, ValueType
 from jaxonnx._errors import (
     ModelLoadError,
@@ -129,6 +132,7 @@ def load(
 # --------------------------------------------------------------------------- the model
 
 
+@jax.tree_util.register_pytree_node_class
 class Model:
     """An ONNX model prepared once as a pure JAX function. Create it with :func:`jaxonnx.load`.
 
@@ -207,7 +211,11 @@ class Model:
         self.input_names = tuple(i.name for i in self.graph.inputs if i.name not in self.initializers)
         self._declared_outputs = self.graph.outputs
         self.output_names = tuple(o.name for o in self._declared_outputs)
+        self._declared_inputs_only = frozenset()
+        self._find_weights()
+        self._load_options = {"size_hints": dict(size_hints or {}), "options": self.options}
         self._params: dict[str, Any] | None = None  # a pytree's own params (see tree_unflatten)
+        self._base = self  # the model a pytree copy was made from (see tree_flatten)
         self._warn_if_narrowed()
 
     def _warn_if_narrowed(self) -> None:
@@ -234,16 +242,48 @@ class Model:
 
     @property
     def params(self) -> dict[str, jax.Array]:
-        """The floating-point initializers as JAX arrays, by name: the model's trainable weights.
+        """The model's trainable weights as JAX arrays, by name: what ``named_parameters()``
+        was in PyTorch.
 
-        Integer and bool initializers (indices, Slice bounds, conditions) are not params: they
-        stay static, so the shapes they decide are known at trace time.
+        The rule, the same for every exporter: a float tensor of the graph is a param when
+        it is an initializer or the value of a ``Constant`` node (paddle2onnx stores weights
+        that way; named by the node's output), it has more than one element, and it does
+        not decide a shape. So these are left out:
+
+        - integer and bool tensors (indices, Slice bounds, conditions);
+        - one-element tensors: the exporter's constants (a GELU's ``0.5`` and ``0.044715``,
+          a Pow exponent ``3.0``, an attention scale, an epsilon), but also a bias of a single
+          output unit;
+        - tensors whose value decides a shape (a Resize's ``scales``), which must stay
+          known at trace time; passing one traced to :meth:`apply` is an error.
+
+        :attr:`all_params` has every float tensor; :meth:`apply` takes any of them.
         """
-        return {
-            name: as_jax(value, what=f"initializer {name!r}")
-            for name, value in self.initializers.items()
-            if jax.numpy.issubdtype(value.dtype, jax.numpy.inexact)
+        return {name: as_jax(self._weights[name], what=f"weight {name!r}") for name in self._trainable}
+
+    @property
+    def all_params(self) -> dict[str, jax.Array]:
+        """Every float initializer and float ``Constant`` value, by name, as JAX arrays (the
+        shape-deciding ones too): for fine-tuning what :attr:`params` leaves out."""
+        return {name: as_jax(value, what=f"weight {name!r}") for name, value in self._weights.items()}
+
+    def _find_weights(self) -> None:
+        """The float tensors a param may replace, and which of them are trainable."""
+        self._weights: dict[str, np.ndarray] = {
+            name: value for name, value in self.initializers.items()
+            if np.issubdtype(value.dtype, np.inexact) and name not in self._declared_inputs_only
         }
+        for node in self.nodes:
+            value = node.attributes.get("value")
+            if getattr(node.op, "op_type", None) == "Constant" and isinstance(value, onnx.TensorProto):
+                array = decode_attribute(value)
+                if np.issubdtype(array.dtype, np.inexact):
+                    self._weights[node.outputs[0]] = array
+        self._shape_deciding = _shape_deciding(self.graph)
+        self._trainable = [
+            name for name, value in self._weights.items()
+            if value.size > 1 and name not in self._shape_deciding
+        ]
 
     def __call__(self, *inputs, rng=None, **named_inputs) -> tuple:
         """Runs the model: graph inputs positionally in graph order, or by name as keywords
@@ -332,21 +372,127 @@ class Model:
 
     def apply(self, params: Mapping[str, Any], *inputs, rng=None, **named_inputs) -> tuple:
         """Like calling the model, with ``params`` in place of the weights of those names."""
-        unknown = sorted(set(params) - set(self.initializers))
+        unknown = sorted(set(params) - set(self._weights) - set(self.initializers))
         if unknown:
-            raise OnnxValidationError(f"`params` names {unknown}, which are not initializers of the model.")
+            raise OnnxValidationError(
+                f"`params` names {unknown}, which are not initializers or Constant values of the model."
+            )
         if len(inputs) == 1 and isinstance(inputs[0], Mapping) and not named_inputs:
             inputs, named_inputs = (), dict(inputs[0])
         return self._evaluate(self._call_feed(inputs, named_inputs), {**(self._params or {}), **params}, rng)
 
     def _evaluate(self, feed: dict[str, Any], params: Mapping[str, Any], rng) -> tuple:
-        checked_params = {
-            name: ValueType.of_array(name, self.initializers[name]).checked_input(value, kind="param")
-            for name, value in params.items()
-        }
+        checked_params = {name: self._checked_param(name, value) for name, value in params.items()}
         checked_feed = {name: self._declared[name].checked_input(value, kind="input") for name, value in feed.items()}
         outputs = self.graph.run(checked_feed, rng=rng, options=self.options, params=checked_params)
         return tuple(declared.output(value) for declared, value in zip(self._declared_outputs, outputs))
+
+    def _checked_param(self, name: str, value):
+        own = self._weights.get(name, self.initializers.get(name))
+        if name in self._shape_deciding and any(is_traced(v) for v in jax.tree.leaves(value)):
+            raise OnnxValidationError(
+                f"The param {name!r} decides a shape (it reaches {self._shape_deciding[name]}), so its value must "
+                "be known at trace time and it cannot be traced (differentiated or passed through jax.jit as an "
+                "argument); it is not in `model.params`. Leave it out of the params you pass."
+            )
+        dtype = getattr(value, "dtype", None)
+        if dtype is not None and np.issubdtype(own.dtype, np.inexact) and jnp.issubdtype(dtype, jnp.inexact) \
+                and np.dtype(dtype) != own.dtype:
+            # Mixed precision: a param kept in another float type (bfloat16 master weights,
+            # or float32 ones for a float16 model) is cast to the model's type at the boundary;
+            # gradients flow back through the cast in the param's own type.
+            value = jnp.asarray(value).astype(jax_dtype(own.dtype))
+        return ValueType.of_array(name, own).checked_input(value, kind="param")
+
+    # ----------------------------------------------------------------------- pytree, pickle, saving
+
+    def tree_flatten(self):
+        """A ``Model`` is a pytree: its leaves are :attr:`params` (the values it runs with),
+        its graph is static, so ``jax.grad(loss)(model)`` gives a model of gradients."""
+        names = tuple(self._trainable)
+        current = {**self.params, **(self._params or {})}
+        return [current[name] for name in names], (self._base, names)
+
+    @classmethod
+    def tree_unflatten(cls, aux, leaves):
+        base, names = aux
+        copy = object.__new__(cls)
+        copy.__dict__.update(base.__dict__)
+        copy._params = dict(zip(names, leaves))
+        return copy
+
+    def __getstate__(self):
+        # The prepared graph holds onnx schemas, which do not pickle: a pickle holds the
+        # model's bytes, the load options and the current params, and loading it prepares
+        # the graph again (with jaxonnx's own registry).
+        params = {k: np.asarray(v) for k, v in (self._params or {}).items()}
+        return {"proto": self._proto.SerializeToString(), "load": self._load_options, "params": params}
+
+    def __setstate__(self, state):
+        proto = onnx.ModelProto()
+        proto.ParseFromString(state["proto"])
+        self.__init__(proto, size_hints=state["load"]["size_hints"], options=state["load"]["options"])
+        self._params = state["params"] or None
+
+    def to_proto(self, params: Mapping[str, Any] | None = None) -> onnx.ModelProto:
+        """The ONNX model with ``params`` (by default the model's own, e.g. of a pytree copy
+        that optax updated) written into its initializers and Constant values. Every other
+        byte is kept: graph, metadata, opsets, and each weight's element type (a float16 or
+        bfloat16 weight stays one).
+
+        Raises:
+            OnnxValidationError: for a name that is no weight of the model, or a value of
+                another shape (or not a float array).
+        """
+        params = dict(self._params or {}) if params is None else dict(params)
+        unknown = sorted(set(params) - set(self._weights))
+        if unknown:
+            raise OnnxValidationError(
+                f"`params` names {unknown}, which are not float initializers or Constant values of the model."
+            )
+        arrays = {}
+        for name, value in params.items():
+            own = self._weights[name]
+            array = np.asarray(value)
+            if array.shape != own.shape or not np.issubdtype(array.dtype, np.inexact):
+                raise OnnxValidationError(
+                    f"The param {name!r} is {own.dtype}{list(own.shape)} in the model but got "
+                    f"{array.dtype}{list(array.shape)}."
+                )
+            arrays[name] = array.astype(own.dtype)
+        proto = onnx.ModelProto()
+        proto.CopyFrom(self._proto)
+        for tensor in proto.graph.initializer:
+            if tensor.name in arrays:
+                tensor.CopyFrom(numpy_helper.from_array(arrays[tensor.name], tensor.name))
+        for node in proto.graph.node:
+            if node.op_type == "Constant" and node.output[0] in arrays:
+                for attribute in node.attribute:
+                    if attribute.name == "value":
+                        attribute.t.CopyFrom(numpy_helper.from_array(arrays[node.output[0]], attribute.t.name))
+        return proto
+
+    def save(self, path: str | os.PathLike, params: Mapping[str, Any] | None = None, *,
+             external_data: bool | None = None) -> None:
+        """Writes the model with ``params`` (see :meth:`to_proto`) to ``path``.
+
+        Args:
+            external_data: store the tensors in a file beside the model (``<name>.data``),
+                as models over protobuf's 2 GB limit must be; by default only when the
+                model would exceed that limit.
+
+        Example:
+            >>> model.save("finetuned.onnx", params)  # doctest: +SKIP
+        """
+        proto = self.to_proto(params)
+        if external_data is None:
+            external_data = proto.ByteSize() > 2**31 - 2**20
+        path = os.fspath(path)
+        if external_data:
+            onnx.save_model(proto, path, save_as_external_data=True, all_tensors_to_one_file=True,
+                            location=os.path.basename(path) + ".data", size_threshold=0)
+        else:
+            onnx.save_model(proto, path)
 
     # ----------------------------------------------------------------------- description
 
@@ -379,7 +525,8 @@ class Model:
     def __repr__(self) -> str:
         inputs = ", ".join(self._declared[n].describe() for n in self.input_names)
         return (
-            f"Model({self.graph_name!r}, opset {self.opsets.get('', '?')}, {len(self.nodes)} nodes, "
+            f"Model({self.graph_name!r}, opset {self.opsets.get('', '?')}, {len(self.nodes)} "
+            f"node{'' if len(self.nodes) == 1 else 's'}, "
             f"inputs ({inputs}), outputs {list(self.output_names)})"
         )
 
@@ -387,6 +534,31 @@ class Model:
         """``(node path, op type, resolved version)`` for every node, subgraphs included, in
         graph order (a subgraph's nodes after the node that holds it)."""
         return [(n.path, getattr(n.op, "op_type", n.name.split("_")[0]), n.op.name) for n in self.graph.walk()]
+
+
+def _shape_deciding(graph: Graph) -> dict[str, str]:
+    """The values whose value decides a shape: those that reach a static input of an op
+    (``OpContract.static``) through any chain of nodes, each with the first node and input it
+    reaches, for errors."""
+    deciding: dict[str, str] = {}
+    nodes = list(graph.walk())
+    for node in nodes:
+        op = node.op
+        if isinstance(op, OpVersion) and op.contract.static:
+            for formal, name in zip(op.formal_names(len(node.inputs)), node.inputs):
+                if name and formal in op.contract.static:
+                    deciding.setdefault(name, f"the input `{formal}` of node {node.path!r} ({op.name})")
+    changed = True
+    while changed:  # everything a shape-deciding value is computed from decides the shape too
+        changed = False
+        for node in reversed(nodes):
+            reached = next((deciding[o] for o in node.outputs if o in deciding), None)
+            if reached:
+                for name in node.inputs:
+                    if name and name not in deciding:
+                        deciding[name] = reached
+                        changed = True
+    return deciding
 
 
 def _unsupported(graph: onnx.GraphProto, env: Environment) -> list[str]:

@@ -248,6 +248,6 @@ def narrowing_note(declared: ValueType, value) -> str:
         return ""
     who = "jax.jit" if isinstance(value, jax.core.Tracer) else "JAX"
     return (
-        f" (if it was a {wide} array, {who} converted the {wide} array to {value.dtype} because "
+        f" (if it was {'an' if str(wide)[0] in 'aeiou' else 'a'} {wide} array, {who} converted the {wide} array to {value.dtype} because "
         f"jax_enable_x64 is off; {X64_ON_HINT})"
     )
