@@ -413,7 +413,7 @@ def _load_npy(name: str, path: str) -> np.ndarray:
     try:
         return np.load(path, allow_pickle=False)
     except ValueError as error:
-        if "pickled" in str(error):
+        if "Object arrays" in str(error) or "pickled" in str(error):
             raise _UsageError(
                 f"Cannot read --input {name}={path}: it holds Python objects (a .npy of dtype object), "
                 "which the command does not unpickle; save strings as a numpy str array."
