@@ -783,7 +783,7 @@ def _compare(outputs: dict, expected: dict, hinted: dict[str, _Hinted], args) ->
 
 
 def _walk(graph, prefix: str = ""):
-    """``(path, node)`` of every node, subgraph bodies (GRAPH and GRAPHS attributes) right
+    """``(path, node, in a subgraph?)`` of every node, subgraph bodies (GRAPH and GRAPHS attributes) right
     after the node that holds them. Paths name unnamed nodes as the interpreter does
     (``<op>_<index in its graph>``); a subgraph node's path starts with the holding node's,
     e.g. ``/If_0/then_branch/Add_2``."""
@@ -792,7 +792,7 @@ def _walk(graph, prefix: str = ""):
     for index, node in enumerate(graph.node):
         name = node.name or f"{node.op_type}_{index}"
         path = f"{prefix}/{name}" if prefix else name
-        yield path, node
+        yield path, node, bool(prefix)
         here = f"{prefix}/{name}"
         for attribute in node.attribute:
             if attribute.type == AttributeProto.GRAPH:
@@ -800,6 +800,14 @@ def _walk(graph, prefix: str = ""):
             elif attribute.type == AttributeProto.GRAPHS:
                 for i, body in enumerate(attribute.graphs):
                     yield from _walk(body, f"{here}/{attribute.name}[{i}]")
+
+
+def _wrapped(lead: str, items: list[str], width: int = 100) -> str:
+    """``lead`` and the comma-separated ``items`` in lines of at most ``width`` characters,
+    never breaking inside an item (``Conv 12`` stays on one line)."""
+    glued = [item.replace(" ", "\xa0") for item in items]  # textwrap breaks at ASCII spaces only
+    text = textwrap.fill(lead + ", ".join(glued), width=width, subsequent_indent="  ", break_on_hyphens=False)
+    return text.replace("\xa0", " ")
 
 
 def _elide(text: str, width: int) -> str:
@@ -819,9 +827,10 @@ def _check(args) -> int:
     proto = _read_model(args.model)
     opsets = opset_versions(proto)  # a domain imported twice is a ModelLoadError
     rows = []  # (path, op, resolved, status)
+    in_subgraphs = 0
     op_counts: dict[str, int] = {}
     unsupported: dict[str, list[int]] = {}  # op -> [top-level nodes, subgraph nodes]
-    for path, node in _walk(proto.graph):
+    for path, node, nested in _walk(proto.graph):
         domain = canonical_domain(node.domain)
         op = node.op_type if not domain else f"{node.domain}.{node.op_type}"
         op_counts[op] = op_counts.get(op, 0) + 1
@@ -837,10 +846,10 @@ def _check(args) -> int:
         except UnsupportedOpError as error:
             resolved, status = "-", f"NOT supported: {error}"
             counts = unsupported.setdefault(op, [0, 0])
-            counts[path.startswith("/")] += 1
+            counts[nested] += 1
         rows.append((path, op, resolved, status))
+        in_subgraphs += nested
 
-    in_subgraphs = sum(path.startswith("/") for path, *_ in rows)
     top_level = len(rows) - in_subgraphs
     opset_text = ", ".join(f"{domain or 'ai.onnx'} {version}" for domain, version in opsets.items())
     print(
@@ -848,8 +857,7 @@ def _check(args) -> int:
         + (f" and {in_subgraphs} more in subgraphs" if in_subgraphs else "")
         + f", {len(op_counts)} op types"
     )
-    counts = ", ".join(f"{op} {n}" for op, n in sorted(op_counts.items(), key=lambda item: (-item[1], item[0])))
-    print(textwrap.fill(f"ops: {counts}", width=100, subsequent_indent="  ", break_on_hyphens=False))
+    print(_wrapped("ops: ", [f"{op} {n}" for op, n in sorted(op_counts.items(), key=lambda item: (-item[1], item[0]))]))
     if unsupported:
         total = sum(sum(c) for c in unsupported.values())
 
@@ -857,10 +865,8 @@ def _check(args) -> int:
             nodes = f"{top + sub} node{'s' if top + sub > 1 else ''}"
             return nodes if not sub else f"{nodes}, {sub} in subgraphs"
 
-        ops = ", ".join(
-            f"{op} ({where(*c)})" for op, c in sorted(unsupported.items(), key=lambda item: (-sum(item[1]), item[0]))
-        )
-        print(textwrap.fill(f"NOT supported: {total} of {len(rows)} nodes; {ops}", width=100, subsequent_indent="  "))
+        ops = [f"{op} ({where(*c)})" for op, c in sorted(unsupported.items(), key=lambda item: (-sum(item[1]), item[0]))]
+        print(_wrapped(f"NOT supported: {total} of {len(rows)} nodes; ", ops))
     else:
         print("all nodes supported")
     print()
@@ -874,7 +880,7 @@ def _check(args) -> int:
         print(f"  {'  '.join(cells)}  {row[3]}")
     if not unsupported:
         return 0
-    print(textwrap.fill(f"jaxonnx supports: {', '.join(jaxonnx.supported_ops())}", width=100, subsequent_indent="  "))
+    print(_wrapped("jaxonnx supports: ", list(jaxonnx.supported_ops())))
     return 1
 
 
