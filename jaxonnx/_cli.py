@@ -571,6 +571,10 @@ def _print_outputs(outputs: dict, hinted: dict[str, _Hinted]) -> None:
 _OVERFLOW = re.compile(r"(Compress|NonZero) (?:selected|found) (\d+) .*? at run time but its output was given size=(\d+)")
 
 
+#: The same overflow found by the eager path, which knows the node (the interpreter names it).
+_EAGER_OVERFLOW = re.compile(r"^Node '([^']*)' \((?:Compress|NonZero)-\d+, .*?(?:selected|found) (\d+) .*?but `size`=\d+")
+
+
 def _failure(error: Exception, prepared: _Prepared) -> _RunFailed:
     """The command's message for a model that failed on its inputs: a size-hint overflow
     names the output (and the hint that fits), and made-up inputs are said to be made up."""
@@ -589,6 +593,18 @@ def _failure(error: Exception, prepared: _Prepared) -> _RunFailed:
             message = (
                 f"The size-hinted output {names} (node {nodes}) overflowed: "
                 + message.replace("`--size-hint OUTPUT=N`", f"{option} or more")
+            )
+    eager = _EAGER_OVERFLOW.search(message)
+    if eager:
+        label, count = eager.group(1), int(eager.group(2))
+        outputs = [
+            node.output[0] for index, node in enumerate(prepared.proto.graph.node)
+            if (node.name or f"{node.op_type}_{index}") == label
+        ]
+        if outputs:
+            message = message.replace(
+                "Give a larger `size`.",
+                f"Give its output {outputs[0]!r} a larger size hint: `--size-hint {outputs[0]}={count}` or more.",
             )
     return _RunFailed(message, prepared.random_note())
 

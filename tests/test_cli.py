@@ -475,6 +475,11 @@ def test_an_overflowing_nonzero_hint_names_its_output(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith("jaxonnx: error: The size-hinted output 'where' (node 'nz') overflowed: NonZero found 5")
     assert "`--size-hint where=5` or more" in err and len(err.splitlines()) == 1  # the input was given
+    # Eagerly, the interpreter names the node; the command adds its output and the option.
+    assert main(["run", path, "--input", f"x={tmp_path / 'x.npy'}", "--size-hint", "where=2"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("jaxonnx: error: Node 'nz' (NonZero-13")
+    assert err.endswith("Give its output 'where' a larger size hint: `--size-hint where=5` or more.\n")
 
 
 # --------------------------------------------------------------------------- check
