@@ -752,7 +752,7 @@ def _timed(call, warmup: int, repeat: int):
 
 def _timing(times) -> str:
     return (
-        f"median {_ms(statistics.median(times))} per call over {len(times)} calls "
+        f"median {_ms(statistics.median(times))} per call over {len(times)} call{'s' if len(times) > 1 else ''} "
         f"(min {_ms(min(times))}, max {_ms(max(times))})"
     )
 

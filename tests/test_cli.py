@@ -597,3 +597,38 @@ def test_bench_without_onnxruntime_times_jaxonnx_alone(tmp_path, capsys, monkeyp
     assert "y: shape [1, 9], dtype float32" in out
     assert main(["bench", DEMO_PATH, "--repeat", "0"]) == 2
     assert "--repeat needs N >= 1" in capsys.readouterr().err
+
+
+def test_bench_fails_when_the_outputs_differ(capsys, monkeypatch):
+    import types
+
+    from jaxonnx import _cli
+
+    class Session:  # an onnxruntime whose demo output is off by 0.01 in one entry
+        def __init__(self, path, options, providers):
+            self.providers = providers
+
+        def get_providers(self):
+            return ["CPUExecutionProvider"]
+
+        def get_outputs(self):
+            return [types.SimpleNamespace(name="y")]
+
+        def run(self, names, feed):
+            (y,) = jaxonnx.load(DEMO_PATH)(feed["x"])
+            y = np.array(y)
+            y[0, 4] += 0.01
+            return [y]
+
+    fake = types.SimpleNamespace(
+        __version__="0.0-test", get_available_providers=lambda: ["CPUExecutionProvider"],
+        SessionOptions=types.SimpleNamespace, InferenceSession=Session,
+    )
+    monkeypatch.setattr(_cli, "_onnxruntime", lambda: fake)
+    assert main(["bench", DEMO_PATH, "--repeat", "1"]) == 1
+    out = capsys.readouterr().out
+    assert re.search(r"^  y: FAIL: max abs diff 0\.01\d*, max rel diff [\d.e-]+ \(rtol 0\.0001, atol 1e-05 for float32\)$", out, flags=re.MULTILINE), out
+    assert out.endswith("outputs DIFFER from onnxruntime's\n")
+    # A looser tolerance passes.
+    assert main(["bench", DEMO_PATH, "--repeat", "1", "--atol", "0.02"]) == 0
+    assert "  y: pass: max abs diff 0.01" in capsys.readouterr().out
