@@ -256,6 +256,9 @@ def test_run_and_check_work_on_a_shapeless_model(tmp_path, capsys):
     assert captured.out == ""
     assert "The input 'x' is declared without a shape" in captured.err
     assert "`--input x=FILE.npy`, or its shape with `--shape x=D1,D2,...`" in captured.err
+    # --shape gives it one; the condition's dim n is then 1 by default, shorter than the axis.
+    assert main(["run", path, "--shape", "x=3,2"]) == 0
+    assert "input x: shape [3, 2], dtype float32 (random)" in capsys.readouterr().out
     x = np.arange(6, dtype=np.float32).reshape(3, 2)
     np.save(tmp_path / "x.npy", x)
     np.save(tmp_path / "cond.npy", np.array([True, False, True]))
