@@ -1,4 +1,4 @@
-"""The demo model bundled with jaxonnx (``data/demo.onnx``): all five ops in one graph.
+"""The demo model bundled with jaxonnx (``data/demo.onnx``): the five seed ops in one graph.
 
 Regenerate the file with ``python -m jaxonnx._demo``.
 """
@@ -13,9 +13,16 @@ from onnx import TensorProto, helper, numpy_helper
 
 DEMO_PATH = os.path.join(os.path.dirname(__file__), "data", "demo.onnx")
 
+#: The demo's constants (initializers and a Constant node), printed by the demo command so
+#: that a reader can check its output by hand.
+DEMO_INDICES = np.array([[2, 0, 1], [1, 1, 0], [0, 2, 2], [2, 1, 0]], dtype=np.int64)
+DEMO_KEEP = np.array([[True, False, True], [False, True, True], [True, True, False], [True, False, False]])
+DEMO_ROWS = np.array([True, False, True, True])
+
 
 def demo_model_path() -> str:
-    """The path of the demo model bundled with jaxonnx: all five ops in one small graph.
+    """The path of the demo model bundled with jaxonnx: five ops (Slice, GatherElements, Where,
+    Compress, Flatten) in one small graph.
 
     Example:
         >>> model = jaxonnx.load(jaxonnx.demo_model_path())
@@ -31,8 +38,7 @@ def make_demo_model() -> onnx.ModelProto:
     def constant(name, array):
         return helper.make_node("Constant", [], [name], name=f"const_{name}", value=numpy_helper.from_array(array, name))
 
-    indices = np.array([[2, 0, 1], [1, 1, 0], [0, 2, 2], [2, 1, 0]], dtype=np.int64)
-    keep = np.array([[True, False, True], [False, True, True], [True, True, False], [True, False, False]])
+    indices, keep = DEMO_INDICES, DEMO_KEEP
     nodes = [
         constant("starts", np.array([0, 1], np.int64)),
         constant("ends", np.array([4, 6], np.int64)),
@@ -41,7 +47,7 @@ def make_demo_model() -> onnx.ModelProto:
         helper.make_node("Slice", ["x", "starts", "ends", "axes", "steps"], ["odd_columns"], name="slice_odd_columns"),
         helper.make_node("GatherElements", ["odd_columns", "indices"], ["permuted"], name="permute_rows", axis=1),
         helper.make_node("Where", ["keep", "permuted", "odd_columns"], ["mixed"], name="mix"),
-        constant("rows", np.array([True, False, True, True])),
+        constant("rows", DEMO_ROWS),
         helper.make_node("Compress", ["mixed", "rows"], ["selected"], name="drop_row_1", axis=0),
         helper.make_node("Flatten", ["selected"], ["y"], name="flatten", axis=0),
     ]
