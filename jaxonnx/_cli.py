@@ -837,6 +837,22 @@ def _elide(text: str, width: int) -> str:
     return f"{text[:head]}...{text[len(text) - (width - 3 - head):]}"
 
 
+def _function_body(op_type: str, opset, domain: str):
+    """``"Op-N (body)"`` when onnx defines ``op_type`` with a function body at ``opset``,
+    which jaxonnx runs when it does not register the op; else None."""
+    import onnx
+
+    if opset is None:
+        return None
+    try:
+        schema = onnx.defs.get_schema(op_type, opset, domain)
+    except onnx.defs.SchemaError:
+        return None
+    if schema.has_function or schema.has_context_dependent_function:
+        return f"{op_type}-{schema.since_version} (body)"
+    return None
+
+
 def _check(args) -> int:
     import jaxonnx
     from jaxonnx._core.loading import canonical_domain, opset_versions
@@ -848,11 +864,21 @@ def _check(args) -> int:
     in_subgraphs = 0
     op_counts: dict[str, int] = {}
     unsupported: dict[str, list[int]] = {}  # op -> [top-level nodes, subgraph nodes]
+    local_functions = {(f.domain, f.name) for f in proto.functions}
     for path, node, nested in _walk(proto.graph):
         domain = canonical_domain(node.domain)
         op = node.op_type if not domain else f"{node.domain}.{node.op_type}"
         op_counts[op] = op_counts.get(op, 0) + 1
         try:
+            if (node.domain, node.op_type) in local_functions:
+                rows.append((path, op, "local function", "supported (the model's own function)"))
+                in_subgraphs += nested
+                continue
+            body = _function_body(node.op_type, opsets.get(domain), domain)
+            if body and node.op_type not in jaxonnx.supported_ops(domain):
+                rows.append((path, op, body, "supported (onnx's function body)"))
+                in_subgraphs += nested
+                continue
             if domain not in opsets:
                 raise UnsupportedOpError(f"the model imports no opset for the domain {node.domain!r}")
             if not jaxonnx.supported_ops(domain):
