@@ -27,6 +27,9 @@ class OpContext:
         rng: a ``jax.random`` key for this node (the caller's key folded with the node's
             position, see :mod:`jaxonnx._core.graph`), or None when the caller passed none.
             Reaches ops whose contract sets ``rng``.
+        padded: the formal names of the inputs that carry the padding of a size-hinted
+            output. Reaches ops whose contract reads padded indices (``padding="reads"`` or
+            ``"drops"``) as the keyword ``padded``.
         options: load-time choices that change an op's behaviour by name, e.g.
             ``{"straight_through": True}`` for quantization-aware training. Reach ops whose
             contract names them in ``options``.
@@ -37,3 +40,5 @@ class OpContext:
     size: int | None = None
     rng: Any = None
     options: dict[str, Any] = dataclasses.field(default_factory=dict)
+    #: The formal inputs that carry a size hint's padding (see :mod:`jaxonnx._core.padding`).
+    padded: frozenset[str] = frozenset()

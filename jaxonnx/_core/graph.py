@@ -35,6 +35,7 @@ import jax
 import numpy as np
 import onnx
 
+from jaxonnx._core import padding as padding_rules
 from jaxonnx._core.context import OpContext
 from jaxonnx._core.dtypes import onnx_type_name
 from jaxonnx._core.loading import canonical_domain, node_attributes, read_tensor, sparse_to_numpy, tensor_to_numpy
@@ -169,10 +170,11 @@ class Graph:
         values.update(params or {})
         values.update(feed)
         options = dict(options or {})
+        padding: dict[str, padding_rules.Padding] = {}  # the values that carry a size hint's padding
         for index, node in enumerate(self.nodes):
             if params and node.outputs and node.outputs[0] in params and getattr(node.op, "op_type", "") == "Constant":
                 continue  # a param replaces this Constant's value (paddle2onnx stores weights as Constants)
-            run_node(node, values, rng=_node_key(rng, index), options=options)
+            run_node(node, values, rng=_node_key(rng, index), options=options, padding=padding)
         return tuple(values[name] if name else None for name in self.output_names)
 
     def walk(self):
@@ -219,24 +221,54 @@ class Subgraph:
         return self.graph.run(feed, self._scope, rng=self._rng if rng is None else rng, options=self._options)
 
 
-def run_node(node: Node, values: dict[str, Any], *, rng=None, options: Mapping[str, Any] | None = None) -> None:
-    """Runs one node on ``values`` (by name) and stores its outputs there."""
+def run_node(node: Node, values: dict[str, Any], *, rng=None, options: Mapping[str, Any] | None = None,
+             padding: dict[str, padding_rules.Padding] | None = None) -> None:
+    """Runs one node on ``values`` (by name) and stores its outputs there; ``padding``
+    tracks which values carry a size hint's padding (see :mod:`jaxonnx._core.padding`)."""
+    padding = {} if padding is None else padding
     args = [values[name] if name else None for name in node.inputs]
     attributes = {
         name: _bind(value, values, rng, options) for name, value in node.attributes.items()
     }
+    try:
+        padded = padding_rules.of_inputs(node, padding)
+    except Exception as error:
+        raise node_error(node, args, error) from error
     ctx = OpContext(node=node.path, output_count=len(node.outputs), size=node.size, rng=rng,
-                    options=dict(options or {}))
+                    options=dict(options or {}), padded=frozenset(padded))
     with jax.named_scope(node.name):
         try:
-            results = node.op(*args, ctx=ctx, **attributes)
+            if padded and not all(is_traced(values[name]) for name in node.inputs if name in padding):
+                results = _traced_on_padding(node, args, ctx, attributes, padding)
+            else:
+                results = node.op(*args, ctx=ctx, **attributes)
         except Exception as error:
             raise node_error(node, args, error) from error
     if not isinstance(results, tuple):
         results = (results,)
+    carried = padding_rules.of_outputs(node, padded)
+    if node.size is not None and node.op.contract.size_hint != "bound":
+        carried = padding_rules.Padding(node.outputs[0], node.path, zeros=node.op.contract.size_hint == "zeros")
     for name, result in zip(node.outputs, results):
         if name:
             values[name] = result
+            if carried is not None:
+                padding[name] = carried
+
+
+def _traced_on_padding(node: Node, args, ctx: OpContext, attributes, padding):
+    """A consumer of padding, run eagerly, runs as under ``jax.jit``: its padded inputs are
+    traced, so concrete padding indices read zeros or write nothing instead of failing a
+    bounds check, and eager and jitted calls give the same answer."""
+    positions = [i for i, name in enumerate(node.inputs) if name and name in padding]
+
+    def call(*padded_args):
+        full = list(args)
+        for i, value in zip(positions, padded_args):
+            full[i] = value
+        return node.op(*full, ctx=ctx, **attributes)
+
+    return jax.jit(call)(*[args[i] for i in positions])
 
 
 def _bind(value, values, rng, options):

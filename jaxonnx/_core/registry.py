@@ -44,7 +44,9 @@ class OpContract:
         concrete: inputs the op reads when their values are known (bounds checks, exact
             selection) but that may also be traced: numpy stays numpy, JAX stays JAX.
         size_hint: the output length depends on input values, so the op takes ``size`` and
-            ``fill_value`` keywords (and the interpreter's ``size_hints``).
+            ``fill_value`` keywords (and the interpreter's ``size_hints``). True: the padding
+            is out-of-range indices (NonZero); ``"zeros"``: zero rows (Compress); ``"bound"``:
+            the hint bounds a loop and its outputs are not tracked as padded (Loop).
         output_count: the op's number of outputs depends on the node (Split before 18 without
             ``split``: one equal part per output), so it takes an ``output_count`` keyword,
             which the interpreter and the backend fill with the node's number of outputs.
@@ -56,6 +58,11 @@ class OpContract:
             ``jax.random`` key from the caller (``model(..., rng=key)``), or None.
         options: names of load-time options the op takes as keywords (e.g.
             ``"straight_through"``), from :attr:`OpContext.options` when the caller set them.
+        padding: what the op does with the padding of a size-hinted output (see
+            :mod:`jaxonnx._core.padding`): ``"keeps"`` (it moves values without computing on
+            them, so the padding stays padding), ``"reads"`` (a gather: padded indices read
+            zeros), ``"drops"`` (a scatter: padded indices write nothing), ``"sums"`` (zero
+            padding adds nothing); ``""``: a padded input is refused with an error.
 
     ``output_count``, ``size_hint`` (``size``), ``rng`` and ``options`` arrive through the
     :class:`~jaxonnx._core.context.OpContext` of the call, never mixed into the node's
@@ -64,11 +71,12 @@ class OpContract:
 
     static: tuple[str, ...] = ()
     concrete: tuple[str, ...] = ()
-    size_hint: bool = False
+    size_hint: bool | str = False
     folds: bool = True
     output_count: bool = False
     rng: bool = False
     options: tuple[str, ...] = ()
+    padding: str = ""
 
     def keywords(self, ctx: OpContext | None) -> dict[str, Any]:
         """The keywords the op takes from ``ctx``, as this contract declares them."""
@@ -83,6 +91,8 @@ class OpContract:
         for name in self.options:
             if name in ctx.options:
                 keywords[name] = ctx.options[name]
+        if self.padding in ("reads", "drops"):
+            keywords["padded"] = ctx.padded
         return keywords
 
     def public_keywords(self) -> tuple[str, ...]:
@@ -126,7 +136,7 @@ class OpVersion:
     @property
     def takes_size_hint(self) -> bool:
         """Whether an output's length depends on input values, so the op takes a size hint."""
-        return self.contract.size_hint
+        return bool(self.contract.size_hint)
 
     @property
     def name(self) -> str:
@@ -542,16 +552,19 @@ class Registry:
         domain: str = DEFAULT_DOMAIN,
         static: Sequence[str] = (),
         concrete: Sequence[str] = (),
-        size_hint: bool = False,
+        size_hint: bool | str = False,
         folds: bool = True,
         output_count: bool = False,
         rng: bool = False,
         options: Sequence[str] = (),
+        padding: str = "",
         schema: onnx.defs.OpSchema | None = None,
     ):
         """See :func:`register`."""
         domain = canonical_domain(domain)
-        contract = OpContract(tuple(static), tuple(concrete), size_hint, folds, output_count, rng, tuple(options))
+        if padding not in ("", "keeps", "reads", "drops", "sums"):
+            raise ValueError(f"{op_type}: `padding` is one of 'keeps', 'reads', 'drops', 'sums' or '', got {padding!r}.")
+        contract = OpContract(tuple(static), tuple(concrete), size_hint, folds, output_count, rng, tuple(options), padding)
 
         def decorate(fn):
             # Check every version first, so that a refused call registers nothing.
@@ -638,11 +651,12 @@ def register(
     domain: str = DEFAULT_DOMAIN,
     static: Sequence[str] = (),
     concrete: Sequence[str] = (),
-    size_hint: bool = False,
+    size_hint: bool | str = False,
     folds: bool = True,
     output_count: bool = False,
     rng: bool = False,
     options: Sequence[str] = (),
+    padding: str = "",
     schema: onnx.defs.OpSchema | None = None,
     registry: Registry | None = None,
 ):
@@ -683,7 +697,7 @@ def register(
     """
     return (registry or REGISTRY).register(
         op_type, *since_versions, domain=domain, static=static, concrete=concrete, size_hint=size_hint,
-        folds=folds, output_count=output_count, rng=rng, options=options, schema=schema,
+        folds=folds, output_count=output_count, rng=rng, options=options, padding=padding, schema=schema,
     )
 
 

@@ -24,7 +24,7 @@ _CODES = {name.lower(): code for name, code in onnx.TensorProto.DataType.items()
 _NAMES = {code: name for name, code in _CODES.items()}
 
 
-@register("Cast", 28)
+@register("Cast", 28, padding="keeps")
 def cast(input, *, to: int, saturate: int = 1, round_mode: str = "up"):
     """Implements ONNX Cast: ``input`` converted to the element type ``to``.
 
@@ -53,7 +53,7 @@ def cast(input, *, to: int, saturate: int = 1, round_mode: str = "up"):
 
 
 def _older(version: int):
-    @register("Cast", version)
+    @register("Cast", version, padding="keeps")
     def cast_before_28(input, *, to, saturate=1, round_mode="up"):
         return cast_to(input, _target(to, version=version), saturate=saturate, round_mode=round_mode)
 

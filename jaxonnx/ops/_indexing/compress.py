@@ -27,7 +27,7 @@ def _raise_if_overflow(count, size):
         raise error
 
 
-@register("Compress", 11, 28, concrete=("condition",), size_hint=True)
+@register("Compress", 11, 28, concrete=("condition",), size_hint="zeros")
 def compress(input, condition, *, axis: int | None = None, size: int | None = None, fill_value=None):
     """Implements ONNX Compress: the slices of ``input`` along ``axis`` where ``condition`` is true.
 
@@ -64,7 +64,7 @@ def compress(input, condition, *, axis: int | None = None, size: int | None = No
     return _compress(input, condition, axis, size=size, fill_value=fill_value, negative_axis=True)
 
 
-@register("Compress", 9, concrete=("condition",), size_hint=True)
+@register("Compress", 9, concrete=("condition",), size_hint="zeros")
 def _compress_9(input, condition, *, axis=None, size=None, fill_value=None):
     return _compress(input, condition, axis, size=size, fill_value=fill_value, negative_axis=False)
 

@@ -10,8 +10,8 @@ from jaxonnx._core.registry import register
 from jaxonnx.ops._helpers.common import is_traced, namespace, normalize_axis
 
 
-@register("GatherElements", 11, 13, concrete=("indices",))
-def gather_elements(data, indices, *, axis: int = 0):
+@register("GatherElements", 11, 13, concrete=("indices",), padding="reads")
+def gather_elements(data, indices, *, axis: int = 0, padded=frozenset()):
     """Implements ONNX GatherElements: ``out[i][j] = data[indices[i][j]][j]`` for ``axis=0``.
 
     Out-of-bounds indices raise when ``indices`` is concrete (numpy, or a JAX array
@@ -24,6 +24,7 @@ def gather_elements(data, indices, *, axis: int = 0):
         indices: int32/int64 array of the rank of ``data``; negative values count from the
             back; on the other dims it may be shorter than ``data``.
         axis: the gather axis, in ``[-rank, rank - 1]``.
+        padded: ``{"indices"}`` when ``indices`` carries a size hint's padding: those read zeros.
 
     Returns:
         An array of the shape of ``indices`` and the dtype of ``data``.
@@ -44,6 +45,10 @@ def gather_elements(data, indices, *, axis: int = 0):
     axis = normalize_axis(axis, rank)
     check_indices_fit(indices, data, axis, kind="gather")
     dim = data.shape[axis]
+    if "indices" in padded:  # padding reads zeros (the graph runner traces padded indices)
+        corner = tuple(slice(None) if d == axis else slice(0, n) for d, n in enumerate(indices.shape))
+        wrapped = jnp.where(indices < 0, indices + dim, indices)
+        return jnp.take_along_axis(jnp.asarray(data)[corner], wrapped, axis, mode="fill", fill_value=0)
     indices = in_bounds_indices(indices, dim, axis=axis, shape=data.shape)
     # Non-axis dims of `indices` may be shorter than `data`'s: only that corner is read.
     corner = tuple(slice(None) if d == axis else slice(0, n) for d, n in enumerate(indices.shape))

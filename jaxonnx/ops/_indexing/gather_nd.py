@@ -12,8 +12,8 @@ from jaxonnx._core.registry import register
 from jaxonnx.ops._helpers.common import is_traced, namespace
 
 
-@register("GatherND", 12, 13, concrete=("indices",))
-def gather_nd(data, indices, *, batch_dims: int = 0):
+@register("GatherND", 12, 13, concrete=("indices",), padding="reads")
+def gather_nd(data, indices, *, batch_dims: int = 0, padded=frozenset()):
     """Implements ONNX GatherND: slices of ``data`` addressed by the last axis of ``indices``.
 
     With ``b = batch_dims`` and ``k = indices.shape[-1]``, each row ``indices[..., :]``
@@ -33,6 +33,8 @@ def gather_nd(data, indices, *, batch_dims: int = 0):
         data: the array to gather from, of rank >= 1.
         indices: int64 array of rank >= 1; its last dim is at most ``data.ndim - batch_dims``.
         batch_dims: the number of leading batch dims shared by ``data`` and ``indices``.
+        padded: ``{"indices"}`` when ``indices`` carries a size hint's padding (the graph
+            runner runs the op under ``jax.jit`` then, so padded rows read zeros eagerly too).
 
     Returns:
         An array with the dtype of ``data``.
@@ -77,8 +79,8 @@ def gather_nd(data, indices, *, batch_dims: int = 0):
     return out.reshape(out_shape)
 
 
-@register("GatherND", 11, concrete=("indices",))
-def _gather_nd_11(data, indices):
+@register("GatherND", 11, concrete=("indices",), padding="reads")
+def _gather_nd_11(data, indices, *, padded=frozenset()):
     return gather_nd(data, indices, batch_dims=0)
 
 

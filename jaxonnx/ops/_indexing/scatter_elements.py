@@ -12,8 +12,8 @@ from jaxonnx.ops._indexing.gather_nd import nd_indices
 from jaxonnx.ops._indexing.scatter_nd import REDUCTIONS, checked_reduction, scatter
 
 
-@register("ScatterElements", 18, concrete=("indices",))
-def scatter_elements(data, indices, updates, *, axis: int = 0, reduction: str = "none"):
+@register("ScatterElements", 18, concrete=("indices",), padding="drops")
+def scatter_elements(data, indices, updates, *, axis: int = 0, reduction: str = "none", padded=frozenset()):
     """Implements ONNX ScatterElements: ``out[indices[i][j]][j] = updates[i][j]`` for ``axis=0``.
 
     The inverse of GatherElements: a copy of ``data`` where each element of ``updates``
@@ -61,14 +61,14 @@ def scatter_elements(data, indices, updates, *, axis: int = 0, reduction: str = 
     return scatter(data, index, updates, reduction)
 
 
-@register("ScatterElements", 16, concrete=("indices",))
-def _scatter_elements_16(data, indices, updates, *, axis=0, reduction="none"):
+@register("ScatterElements", 16, concrete=("indices",), padding="drops")
+def _scatter_elements_16(data, indices, updates, *, axis=0, reduction="none", padded=frozenset()):
     reduction = checked_reduction(reduction, REDUCTIONS[:3])
     return scatter_elements(data, indices, updates, axis=axis, reduction=reduction)
 
 
-@register("ScatterElements", 11, 13, concrete=("indices",))
-def _scatter_elements_11(data, indices, updates, *, axis=0):
+@register("ScatterElements", 11, 13, concrete=("indices",), padding="drops")
+def _scatter_elements_11(data, indices, updates, *, axis=0, padded=frozenset()):
     return scatter_elements(data, indices, updates, axis=axis)
 
 

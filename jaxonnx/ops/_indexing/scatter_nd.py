@@ -14,8 +14,8 @@ from jaxonnx.ops._indexing.gather_nd import nd_indices
 REDUCTIONS = ("none", "add", "mul", "max", "min")
 
 
-@register("ScatterND", 18, concrete=("indices",))
-def scatter_nd(data, indices, updates, *, reduction: str = "none"):
+@register("ScatterND", 18, concrete=("indices",), padding="drops")
+def scatter_nd(data, indices, updates, *, reduction: str = "none", padded=frozenset()):
     """Implements ONNX ScatterND: a copy of ``data`` with the slices that the rows of
     ``indices`` address replaced by (or combined with) ``updates``.
 
@@ -36,6 +36,8 @@ def scatter_nd(data, indices, updates, *, reduction: str = "none"):
         indices: int64 array of rank >= 1; its last dim is at most ``data.ndim``.
         updates: the new values, of the dtype of ``data``.
         reduction: ``"none"``, ``"add"``, ``"mul"``, ``"max"`` or ``"min"``.
+        padded: ``{"indices"}`` when ``indices`` carries a size hint's padding (then run
+            under ``jax.jit`` by the graph runner: padded rows write nothing).
 
     Returns:
         An array of the shape and dtype of ``data``.
@@ -66,13 +68,13 @@ def scatter_nd(data, indices, updates, *, reduction: str = "none"):
     return scatter(data, nd_indices(indices, data.shape), updates, reduction)
 
 
-@register("ScatterND", 16, concrete=("indices",))
-def _scatter_nd_16(data, indices, updates, *, reduction="none"):
+@register("ScatterND", 16, concrete=("indices",), padding="drops")
+def _scatter_nd_16(data, indices, updates, *, reduction="none", padded=frozenset()):
     return scatter_nd(data, indices, updates, reduction=checked_reduction(reduction, REDUCTIONS[:3]))
 
 
-@register("ScatterND", 11, 13, concrete=("indices",))
-def _scatter_nd_11(data, indices, updates):
+@register("ScatterND", 11, 13, concrete=("indices",), padding="drops")
+def _scatter_nd_11(data, indices, updates, *, padded=frozenset()):
     return scatter_nd(data, indices, updates)
 
 

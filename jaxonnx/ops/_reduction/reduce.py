@@ -106,7 +106,7 @@ def _reduce(op_type, data, axes, keepdims, noop_with_empty_axes=0, *, allow_nega
         return _REDUCTIONS[op_type](namespace(data), data, axes, bool(keepdims))
 
 
-@register("ReduceSum", 13, static=("axes",))
+@register("ReduceSum", 13, static=("axes",), padding="sums")
 def reduce_sum(data, axes=None, *, keepdims: int = 1, noop_with_empty_axes: int = 0):
     """Implements ONNX ReduceSum (version 13): the sum of ``data`` over ``axes``.
 
@@ -211,7 +211,7 @@ def _with_axes_attribute(op_type, *since_versions, allow_negative=True):
     def reduce_with_axes_attribute(data, *, axes=None, keepdims=1):
         return _reduce(op_type, data, axes, keepdims, allow_negative=allow_negative)
 
-    register(op_type, *since_versions)(reduce_with_axes_attribute)
+    register(op_type, *since_versions, padding="sums" if op_type == "ReduceSum" else "")(reduce_with_axes_attribute)
 
 
 for _op_type, _versions in {
