@@ -536,6 +536,10 @@ class Model:
         return [(n.path, getattr(n.op, "op_type", n.name.split("_")[0]), n.op.name) for n in self.graph.walk()]
 
 
+#: Ops whose outputs depend only on their inputs' shapes (and types), not on their values.
+_SHAPE_ONLY = frozenset({"Shape", "Size", "EyeLike", "RandomNormalLike", "RandomUniformLike"})
+
+
 def _shape_deciding(graph: Graph) -> dict[str, str]:
     """The values whose value decides a shape: those that reach a static input of an op
     (``OpContract.static``) through any chain of nodes, each with the first node and input it
@@ -552,6 +556,8 @@ def _shape_deciding(graph: Graph) -> dict[str, str]:
     while changed:  # everything a shape-deciding value is computed from decides the shape too
         changed = False
         for node in reversed(nodes):
+            if getattr(node.op, "op_type", "") in _SHAPE_ONLY:
+                continue  # its output depends on its input's shape, never on its values
             reached = next((deciding[o] for o in node.outputs if o in deciding), None)
             if reached:
                 for name in node.inputs:
