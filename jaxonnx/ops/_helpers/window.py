@@ -1,5 +1,5 @@
-"""The window geometry of the sliding-window ops (Conv, ConvTranspose, the pools and the
-integer and quantized convolutions): attributes, output sizes and padding, weight checks."""
+"""The geometry of sliding-window ops (Conv, ConvTranspose, the pools): attributes, output
+sizes and padding, weight checks and the per-channel bias."""
 
 from __future__ import annotations
 

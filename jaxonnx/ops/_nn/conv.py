@@ -1,5 +1,4 @@
-"""Conv: versions 1, 11 and 22 (22 only adds bfloat16); its window geometry is in
-``jaxonnx/ops/_helpers/window.py``, shared with the pools and the integer convolutions."""
+"""Conv: versions 1, 11 and 22 (22 only adds bfloat16)."""
 
 from __future__ import annotations
 
