@@ -1,0 +1,294 @@
+"""Linear quantization shared by QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear and
+the integer and quantized products: rounding (with a straight-through variant), the
+per-tensor / per-axis / blocked layout of scales and zero points, saturation, and exact
+int32 products. Registers no op.
+
+Gradients. Rounding is flat almost everywhere, so ``jax.grad`` through a quantization
+is zero, as the math says. :func:`round_half_to_even` takes ``straight_through=True``
+for quantization-aware training: the rounding then passes its tangent on unchanged (the
+straight-through estimator), and the saturating clip around it gives zero outside the
+representable range, as PyTorch's fake-quantize does. JAX differentiates only through
+inexact (float) arrays, so a straight-through quantization returns the quantized values
+in a float *carrier* (float32: it holds every value of the 16-bit and narrower types
+exactly) instead of the quantized type; :func:`dequantize` takes such a carrier as its
+``x``. Through a quantize-dequantize pair the gradient is then 1 inside the range and 0
+outside.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import ml_dtypes
+import numpy as np
+
+from jaxonnx._core.dtypes import jax_dtype, numpy_dtype, onnx_type_name
+from jaxonnx._errors import OnnxTypeError, OnnxValidationError
+from jaxonnx.ops._helpers.broadcasting import true_divide
+from jaxonnx.ops._helpers.casting import SATURATING, TYPE_CODES, TYPE_NAMES, cast_to
+from jaxonnx.ops._helpers.common import namespace, normalize_axis
+
+#: The saturation range of each integer type QuantizeLinear produces (its text's table).
+INTEGER_RANGES = {
+    "uint16": (0, 65535),
+    "int16": (-32768, 32767),
+    "uint8": (0, 255),
+    "int8": (-128, 127),
+    "uint4": (0, 15),
+    "int4": (-8, 7),
+    "uint2": (0, 3),
+    "int2": (-2, 1),
+}
+#: Types without infinities or NaN: conversion always saturates (``saturate`` is for float8).
+_ALWAYS_SATURATING = {"float4e2m1", "float6e2m3", "float6e3m2"}
+
+
+def round_half_to_even(v, *, straight_through: bool = False):
+    """``v`` rounded to the nearest integer, ties to even (``np.rint``), in ``v``'s dtype.
+
+    Args:
+        v: a float array (numpy or JAX).
+        straight_through: the gradient. False (the default): zero, as rounding's
+            derivative is almost everywhere. True: the straight-through estimator, the
+            tangent passed on unchanged (the derivative of the identity).
+
+    Example:
+        >>> round_half_to_even(np.array([0.5, 1.5, 2.5, -2.5]))
+        array([ 0.,  2.,  2., -2.])
+        >>> jax.grad(lambda v: round_half_to_even(v, straight_through=True))(2.3)
+        Array(1., dtype=float32, weak_type=True)
+    """
+    if namespace(v) is np:
+        return np.rint(v)
+    return _straight_through(jnp.round, v) if straight_through else jnp.round(v)
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
+def _straight_through(fn, v):
+    return fn(v)
+
+
+@_straight_through.defjvp
+def _straight_through_jvp(fn, primals, tangents):
+    (v,), (tangent,) = primals, tangents
+    return fn(v), tangent
+
+
+def type_name(code: int, *, name: str) -> str:
+    """The ONNX element type name of the DataType ``code`` given as attribute ``name``."""
+    if code not in TYPE_NAMES or code == 0:
+        raise OnnxValidationError(f"got `{name}`={code}, which is no ONNX element type code.")
+    return TYPE_NAMES[code]
+
+
+def division_dtype(x, scale, precision: int) -> np.dtype:
+    """The dtype QuantizeLinear divides in: ``precision`` if given, else ``scale``'s type
+    (float32 for a float8e8m0 scale, a bare power of two; float64, or float32 with
+    ``jax_enable_x64`` off, for an int32 scale)."""
+    if precision:
+        dtype = numpy_dtype(precision) if precision in TYPE_NAMES else None
+        if dtype is None or not jnp.issubdtype(dtype, jnp.floating) or dtype.itemsize < 2:
+            shown = TYPE_NAMES.get(precision, "no type")
+            raise OnnxValidationError(
+                f"got `precision`={precision} ({shown}); it must name a float type of 16 bits or more."
+            )
+    elif jnp.issubdtype(scale.dtype, jnp.floating) and np.dtype(scale.dtype).itemsize >= 2:
+        dtype = np.dtype(scale.dtype)
+    elif jnp.issubdtype(scale.dtype, jnp.floating):
+        dtype = np.dtype(np.float32)
+    else:
+        dtype = np.dtype(np.float64)
+    return dtype if namespace(x, scale) is np else jax_dtype(dtype)
+
+
+def quantization_layout(x_shape, scale, zero_point, *, axis: int, block_size: int, per_tensor_only=False, names=("y_scale", "y_zero_point")):
+    """How ``scale`` (and ``zero_point``, of the same shape) apply to an input of ``x_shape``:
+    ``("tensor", None)``, ``("axis", axis)`` or ``("block", axis)``, checked as the text says.
+
+    Per tensor: a scalar (a one-element 1-D tensor is accepted too, as onnxruntime and
+    onnx.reference accept it). Per axis: a 1-D tensor of length ``x_shape[axis]``.
+    Blocked (``block_size > 0``): ``x``'s shape with ``ceil(D / block_size)`` at ``axis``.
+    """
+    scale_name, zero_name = names
+    def per_tensor(value):
+        return value.ndim == 0 or (value.ndim == 1 and value.shape[0] == 1)
+
+    # A scalar with a one-element 1-D is the same per-tensor layout (onnx's node cases mix them).
+    if zero_point is not None and tuple(zero_point.shape) != tuple(scale.shape) and not (per_tensor(scale) and per_tensor(zero_point)):
+        raise OnnxValidationError(
+            f"needs `{zero_name}` of the shape of `{scale_name}` {tuple(scale.shape)}, got {tuple(zero_point.shape)}."
+        )
+    if block_size < 0:
+        raise OnnxValidationError(f"got `block_size`={block_size}; it must be positive (or 0: not blocked).")
+    if per_tensor(scale):
+        return "tensor", None
+    if per_tensor_only:
+        raise OnnxValidationError(f"needs a scalar `{scale_name}` (per-tensor quantization), got shape {tuple(scale.shape)}.")
+    rank = len(x_shape)
+    axis = normalize_axis(axis, rank)
+    if not block_size:
+        if scale.ndim != 1 or scale.shape[0] != x_shape[axis]:
+            raise OnnxValidationError(
+                f"got `{scale_name}` of shape {tuple(scale.shape)} for `x` of shape {tuple(x_shape)} and `axis`={axis}; "
+                f"it must be a scalar, or 1-D of length {x_shape[axis]} (per axis), or with `block_size` blocked."
+            )
+        return "axis", axis
+    expected = tuple(x_shape[:axis]) + (-(-x_shape[axis] // block_size),) + tuple(x_shape[axis + 1 :])
+    if scale.ndim != rank or any(s != x for i, (s, x) in enumerate(zip(scale.shape, x_shape)) if i != axis):
+        raise OnnxValidationError(
+            f"got `{scale_name}` of shape {tuple(scale.shape)} for `x` of shape {tuple(x_shape)}, `axis`={axis} and "
+            f"`block_size`={block_size}; blocked quantization needs the shape {expected}."
+        )
+    blocks = scale.shape[axis]
+    if blocks * block_size < x_shape[axis] or (blocks - 1) * block_size >= x_shape[axis]:
+        low, high = -(-x_shape[axis] // blocks), (-(-x_shape[axis] // (blocks - 1)) - 1 if blocks > 1 else None)
+        accepted = f"[{low}, {high}]" if high is not None else f">= {low}"
+        raise OnnxValidationError(
+            f"got `block_size`={block_size} for axis {axis} of `x` (size {x_shape[axis]}) and {blocks} blocks in "
+            f"`{scale_name}`; the accepted range is {accepted}."
+        )
+    return "block", axis
+
+
+def spread(value, x_shape, layout, *, block_size: int = 0):
+    """A scale or zero point laid out by :func:`quantization_layout`, broadcastable to ``x_shape``."""
+    kind, axis = layout
+    if kind == "tensor":
+        return value.reshape(())
+    if kind == "axis":
+        return value.reshape((1,) * axis + (-1,) + (1,) * (len(x_shape) - axis - 1))
+    xp = namespace(value)
+    repeated = xp.repeat(value, block_size, axis=axis)
+    return repeated[(slice(None),) * axis + (slice(0, x_shape[axis]),)]
+
+
+@np.errstate(all="ignore")  # a zero scale gives infinities, which saturate, as in JAX
+def quantize(x, scale, zero_point, target: str, layout, *, block_size=0, saturate=1, precision=0, straight_through=False):
+    """``saturate(round(x / scale) + zero_point)`` in the element type ``target`` (an ONNX
+    name), as QuantizeLinear's text says: the division in :func:`division_dtype`, rounding
+    half to even, the integer types saturated to their range (:data:`INTEGER_RANGES`), the
+    float types rounded to nearest even by conversion (float8 saturating as ``saturate``
+    says; float4 and float6 always). With ``straight_through``, the result is the float
+    carrier described in the module docstring."""
+    xp = namespace(x, scale, zero_point)
+    dtype = division_dtype(x, scale, precision)
+    v = true_divide(x.astype(dtype), spread(scale, x.shape, layout, block_size=block_size).astype(dtype))
+    carrier = np.promote_types(dtype, np.float32)
+    zero = None if zero_point is None else spread(zero_point, x.shape, layout, block_size=block_size).astype(carrier)
+    if target in INTEGER_RANGES:
+        low, high = INTEGER_RANGES[target]
+        # In float32 at least, which holds every sum that can land inside a 16-bit range
+        # exactly (a larger |r| stays outside the range whatever it rounds to).
+        q = round_half_to_even(v, straight_through=straight_through).astype(carrier)
+        q = xp.clip(q if zero is None else q + zero, low, high)
+        if straight_through:
+            return q
+        # NaN has no integer: it quantizes to 0 (in numpy and JAX alike).
+        q = xp.where(xp.isnan(q), 0, q)
+        return q.astype(np.int32).astype(_numpy_or_jax_dtype(target, xp))
+    if target not in SATURATING and target not in _ALWAYS_SATURATING:
+        raise OnnxTypeError(f"cannot quantize to {target}; it is no quantized type.")
+    if zero is not None:  # a zero point is usually 0 for float types: keep -0.0 as the text's formula would
+        v = xp.where(zero == 0, v, v.astype(carrier) + zero)
+    if not straight_through:
+        return cast_to(v, target, saturate=1 if target in _ALWAYS_SATURATING else saturate)
+    v = v.astype(carrier)
+    if saturate or target in _ALWAYS_SATURATING:  # the clip gives the zero gradient outside the range
+        limit = float(ml_dtypes.finfo(numpy_dtype(TYPE_CODES[target])).max)
+        v = xp.clip(v, -limit, limit)
+    rounded = functools.partial(_round_to, target=target)
+    return rounded(v) if xp is np else _straight_through(rounded, v)
+
+
+
+def _round_to(v, *, target):
+    """``v`` rounded to the float type ``target`` (nearest, ties to even), in ``v``'s dtype."""
+    return cast_to(v, target, saturate=0).astype(v.dtype)
+
+
+def _numpy_or_jax_dtype(target: str, xp) -> np.dtype:
+    dtype = numpy_dtype(TYPE_CODES[target])
+    return dtype if xp is np else jax_dtype(dtype)
+
+
+def dequantize(x, scale, zero_point, out_dtype, layout, *, block_size=0):
+    """``(x - zero_point) * scale`` in ``out_dtype``, as DequantizeLinear's text says.
+
+    The difference is exact (integers in int32, int32 inputs in int64 where JAX has it,
+    float types in float32); the product is taken in float32 and rounded once to
+    ``out_dtype`` (for 8-bit inputs and float16 or bfloat16 scales the float32 product is
+    exact, so this equals the product in ``out_dtype``). ``x`` may also be a float carrier
+    from a straight-through :func:`quantize`.
+    """
+    xp = namespace(x, scale, zero_point)
+    if jnp.issubdtype(x.dtype, jnp.integer) and x.dtype.itemsize >= 4:
+        wide = np.dtype(np.int64) if xp is np else jax_dtype(np.int64)
+    elif jnp.issubdtype(x.dtype, jnp.integer):
+        wide = np.dtype(np.int32)
+    else:
+        wide = np.dtype(np.float32) if np.dtype(x.dtype).itemsize <= 4 else np.dtype(x.dtype)
+    diff = x.astype(wide)
+    if zero_point is not None:
+        diff = diff - spread(zero_point, x.shape, layout, block_size=block_size).astype(wide)
+    compute = np.promote_types(np.float32, diff.dtype) if jnp.issubdtype(wide, jnp.floating) else np.dtype(np.float32)
+    y = diff.astype(compute) * spread(scale, x.shape, layout, block_size=block_size).astype(compute)
+    return y.astype(out_dtype if xp is np else jax_dtype(out_dtype))
+
+
+def zero_points_apart(x, zero_point, shape=None):
+    """``x - zero_point`` exactly, as int16 (8-bit operands) or int32; ``zero_point`` is
+    reshaped to ``shape`` first where given. Without a zero point ``x`` keeps its type."""
+    if zero_point is None:
+        return x
+    zero = zero_point if shape is None else zero_point.reshape(shape)
+    return x.astype(np.int16) - zero.astype(np.int16)
+
+
+def matmul_int32(a, b, *, names=("A", "B")):
+    """``numpy.matmul(a, b)`` of integer arrays, accumulated exactly in int32.
+
+    The operands are 8-bit, or int16 after subtracting zero points; JAX computes the
+    product with ``preferred_element_type=int32`` (no float accumulation), numpy in int32.
+    The sum wraps around only past the int32 range, as the text allows.
+    """
+    a_name, b_name = names
+    if a.ndim == 0 or b.ndim == 0:
+        raise OnnxValidationError(
+            f"needs `{a_name}` and `{b_name}` of rank >= 1, got shapes {tuple(a.shape)} and {tuple(b.shape)}."
+        )
+    a_shape = (1,) + tuple(a.shape) if a.ndim == 1 else tuple(a.shape)
+    b_shape = tuple(b.shape) + (1,) if b.ndim == 1 else tuple(b.shape)
+    try:
+        batch = np.broadcast_shapes(a_shape[:-2], b_shape[:-2])
+    except ValueError:
+        batch = None
+    if a_shape[-1] != b_shape[-2] or batch is None:
+        raise OnnxValidationError(
+            f"cannot multiply `{a_name}` of shape {tuple(a.shape)} by `{b_name}` of shape {tuple(b.shape)}: the last "
+            f"dim of `{a_name}` must equal the second-to-last of `{b_name}`, and the leading dims must broadcast."
+        )
+    out_shape = batch + a_shape[-2:-1] * (a.ndim > 1) + b_shape[-1:] * (b.ndim > 1)
+    rank = max(len(a_shape), len(b_shape))
+    a = a.reshape((1,) * (rank - len(a_shape)) + a_shape)
+    b = b.reshape((1,) * (rank - len(b_shape)) + b_shape)
+    if namespace(a, b) is np:
+        return np.matmul(a.astype(np.int32), b.astype(np.int32)).reshape(out_shape)
+    if a.dtype != b.dtype:  # int8 with uint8: both in int16, which holds them exactly
+        a, b = a.astype(jnp.int16), b.astype(jnp.int16)
+    return jnp.matmul(a, b, preferred_element_type=jnp.int32).reshape(out_shape)
+
+
+def requantize(acc, multiplier, zero_point, target: str):
+    """``saturate(round(acc * multiplier) + zero_point)``: an int32 accumulator brought to
+    the output's quantized type, in float32 as onnxruntime computes it (rounding half to
+    even; ``target`` an ONNX type name, integer or float8)."""
+    xp = namespace(acc, multiplier, zero_point)
+    scaled = acc.astype(np.float32) * multiplier.astype(np.float32)
+    if target in INTEGER_RANGES:
+        low, high = INTEGER_RANGES[target]
+        q = xp.clip(round_half_to_even(scaled) + zero_point.astype(np.float32), low, high)
+        return q.astype(np.int32).astype(_numpy_or_jax_dtype(target, xp))
+    zero = zero_point.astype(np.float32)
+    return cast_to(xp.where(zero == 0, scaled, scaled + zero), target, saturate=1)
