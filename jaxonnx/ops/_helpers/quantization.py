@@ -29,6 +29,7 @@ from jaxonnx._errors import OnnxTypeError, OnnxValidationError
 from jaxonnx.ops._helpers.broadcasting import true_divide
 from jaxonnx.ops._helpers.casting import SATURATING, TYPE_CODES, TYPE_NAMES, cast_to
 from jaxonnx.ops._helpers.common import namespace, normalize_axis
+from jaxonnx.ops._helpers.window import add_channel_bias, check_weights, output_geometry, window_attributes
 
 #: The saturation range of each integer type QuantizeLinear produces (its text's table).
 INTEGER_RANGES = {
@@ -237,21 +238,55 @@ def dequantize(x, scale, zero_point, out_dtype, layout, *, block_size=0):
     return y.astype(out_dtype if xp is np else jax_dtype(out_dtype))
 
 
+def row_and_column_layout(value, operand, *, rows: bool, name: str):
+    """The shape that lays a matrix product's zero point (or scale) ``value`` onto its
+    ``operand``: ``()`` per tensor (a scalar or one element); per row of ``A``
+    (``rows=True``: an ``M``-vector, or ``(..., M, 1)``) or per column of ``B`` (an
+    ``N``-vector, or ``(..., 1, N)``), as MatMulInteger's and QLinearMatMul's texts say.
+    None where ``value`` is None."""
+    if value is None:
+        return None
+    if value.ndim == 0 or (value.ndim == 1 and value.shape[0] == 1):
+        return ()
+    rank = operand.ndim
+    what = "row of `A`" if rows else "column of `B`"
+    if rank >= 2:
+        length = operand.shape[-2] if rows else operand.shape[-1]
+        if value.ndim == 1 and value.shape[0] == length:
+            return (1,) * (rank - 2) + ((length, 1) if rows else (1, length))
+        keeps = (-1, -2) if rows else (-2, -1)  # the axis of size 1, the axis that matches
+        if (
+            value.ndim == rank
+            and value.shape[keeps[0]] == 1
+            and value.shape[keeps[1]] == operand.shape[keeps[1]]
+            and all(v in (1, o) for v, o in zip(value.shape[:-2], operand.shape[:-2]))
+        ):
+            return tuple(value.shape)
+    shown = "(M,) or (..., M, 1)" if rows else "(N,) or (..., 1, N)"
+    raise OnnxValidationError(
+        f"got `{name}` of shape {tuple(value.shape)} for an operand of shape {tuple(operand.shape)}; it must be "
+        f"a scalar (per tensor) or, per {what}, of shape {shown}."
+    )
+
+
 def zero_points_apart(x, zero_point, shape=None):
-    """``x - zero_point`` exactly, as int16 (8-bit operands) or int32; ``zero_point`` is
-    reshaped to ``shape`` first where given. Without a zero point ``x`` keeps its type."""
+    """``x - zero_point`` exactly: in int16 for 8-bit integers, in float32 for float8;
+    ``zero_point`` is reshaped to ``shape`` first where given. Without a zero point ``x``
+    keeps its type."""
     if zero_point is None:
         return x
     zero = zero_point if shape is None else zero_point.reshape(shape)
-    return x.astype(np.int16) - zero.astype(np.int16)
+    wide = np.int16 if jnp.issubdtype(x.dtype, jnp.integer) else np.float32
+    return x.astype(wide) - zero.astype(wide)
 
 
-def matmul_int32(a, b, *, names=("A", "B")):
-    """``numpy.matmul(a, b)`` of integer arrays, accumulated exactly in int32.
+def quantized_matmul(a, b, *, names=("A", "B")):
+    """``numpy.matmul(a, b)`` of quantized values, accumulated exactly: integers in int32.
 
-    The operands are 8-bit, or int16 after subtracting zero points; JAX computes the
-    product with ``preferred_element_type=int32`` (no float accumulation), numpy in int32.
-    The sum wraps around only past the int32 range, as the text allows.
+    Integer operands are 8-bit, or int16 after subtracting zero points; JAX computes the
+    product with ``preferred_element_type=int32`` (no float accumulation), numpy in int32,
+    and the sum wraps around only past the int32 range, as the text allows. Float8
+    operands (QLinearMatMul-21) multiply in float32 at full precision.
     """
     a_name, b_name = names
     if a.ndim == 0 or b.ndim == 0:
@@ -273,11 +308,50 @@ def matmul_int32(a, b, *, names=("A", "B")):
     rank = max(len(a_shape), len(b_shape))
     a = a.reshape((1,) * (rank - len(a_shape)) + a_shape)
     b = b.reshape((1,) * (rank - len(b_shape)) + b_shape)
+    integer = jnp.issubdtype(a.dtype, jnp.integer) and jnp.issubdtype(b.dtype, jnp.integer)
+    accumulator = np.int32 if integer else np.float32
     if namespace(a, b) is np:
-        return np.matmul(a.astype(np.int32), b.astype(np.int32)).reshape(out_shape)
-    if a.dtype != b.dtype:  # int8 with uint8: both in int16, which holds them exactly
+        return np.matmul(a.astype(accumulator), b.astype(accumulator)).reshape(out_shape)
+    if not integer:
+        a, b = a.astype(accumulator), b.astype(accumulator)
+    elif a.dtype != b.dtype:  # int8 with uint8: both in int16, which holds them exactly
         a, b = a.astype(jnp.int16), b.astype(jnp.int16)
-    return jnp.matmul(a, b, preferred_element_type=jnp.int32).reshape(out_shape)
+    product = jnp.matmul(a, b, preferred_element_type=accumulator, precision=jax.lax.Precision.HIGHEST)
+    return product.reshape(out_shape)
+
+
+def conv_int32(x, w, x_zero_point, w_zero_point, bias=None, *, auto_pad, dilations, group, kernel_shape, pads, strides):
+    """Conv of ``x - x_zero_point`` with ``w - w_zero_point`` (zero points subtracted before
+    padding, in int16), accumulated exactly in int32, plus the int32 ``bias``: ConvInteger,
+    and QLinearConv's integer part. ``x_zero_point`` is a scalar, ``w_zero_point`` a scalar
+    or one per output channel. Window attributes as Conv's."""
+    _, strides, dilations, padding, auto_pad = window_attributes(x.shape, kernel_shape, strides, dilations, pads, auto_pad)
+    check_weights(x, w, bias, group, kernel_shape)
+    _, padding, _ = output_geometry(x.shape[2:], w.shape[2:], strides, dilations, padding, auto_pad)
+    x_shape = per_channel_shape(x_zero_point, 0, w.ndim, name="x_zero_point")
+    w_shape = per_channel_shape(w_zero_point, w.shape[0], w.ndim, name="w_zero_point", axis=0)
+    x = zero_points_apart(x, x_zero_point, x_shape)
+    w = zero_points_apart(w, w_zero_point, w_shape)
+    if x.dtype != w.dtype:  # int8 with uint8: both in int16, which holds them exactly
+        x, w = x.astype(jnp.int16), w.astype(jnp.int16)
+    y = jax.lax.conv_general_dilated(
+        x, w, strides, padding, rhs_dilation=dilations, feature_group_count=group, preferred_element_type=jnp.int32
+    )
+    return add_channel_bias(y, bias)
+
+
+def per_channel_shape(value, channels: int, rank: int, *, name: str, axis: int = 1):
+    """The shape that lays a convolution's scale or zero point onto an array of ``rank``:
+    ``()`` per tensor (a scalar or one element), or ``channels`` values along ``axis`` (per
+    output channel; ``channels=0`` allows per tensor only). None where ``value`` is None."""
+    if value is None:
+        return None
+    if value.ndim == 0 or (value.ndim == 1 and value.shape[0] == 1):
+        return ()
+    if channels and value.ndim == 1 and value.shape[0] == channels:
+        return (1,) * axis + (channels,) + (1,) * (rank - axis - 1)
+    allowed = f"a scalar (per tensor) or {channels} values (per output channel)" if channels else "a scalar (per tensor)"
+    raise OnnxValidationError(f"got `{name}` of shape {tuple(value.shape)}; it must be {allowed}.")
 
 
 def requantize(acc, multiplier, zero_point, target: str):
