@@ -255,13 +255,14 @@ def row_and_column_layout(value, operand, *, rows: bool, name: str):
         if value.ndim == 1 and value.shape[0] == length:
             return (1,) * (rank - 2) + ((length, 1) if rows else (1, length))
         keeps = (-1, -2) if rows else (-2, -1)  # the axis of size 1, the axis that matches
+        padded = (1,) * (rank - value.ndim) + tuple(value.shape)  # leading dims broadcast
         if (
-            value.ndim == rank
-            and value.shape[keeps[0]] == 1
-            and value.shape[keeps[1]] == operand.shape[keeps[1]]
-            and all(v in (1, o) for v, o in zip(value.shape[:-2], operand.shape[:-2]))
+            2 <= value.ndim <= rank
+            and padded[keeps[0]] == 1
+            and padded[keeps[1]] == operand.shape[keeps[1]]
+            and all(v in (1, o) for v, o in zip(padded[:-2], operand.shape[:-2]))
         ):
-            return tuple(value.shape)
+            return padded
     shown = "(M,) or (..., M, 1)" if rows else "(N,) or (..., 1, N)"
     raise OnnxValidationError(
         f"got `{name}` of shape {tuple(value.shape)} for an operand of shape {tuple(operand.shape)}; it must be "
