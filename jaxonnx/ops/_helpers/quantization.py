@@ -183,25 +183,33 @@ def quantize(x, scale, zero_point, target: str, layout, *, block_size=0, saturat
         # In float32 at least, which holds every sum that can land inside a 16-bit range
         # exactly (a larger |r| stays outside the range whatever it rounds to).
         q = round_half_to_even(v, straight_through=straight_through).astype(carrier)
-        q = xp.clip(q if zero is None else q + zero, low, high)
+        q = _saturate(q if zero is None else q + zero, low, high, xp)
         if straight_through:
             return q
-        # NaN has no integer: it quantizes to 0 (in numpy and JAX alike).
-        q = xp.where(xp.isnan(q), 0, q)
+        # NaN has no integer; the text leaves it open: the lowest value, as onnxruntime and
+        # onnx.reference give it.
+        q = xp.where(xp.isnan(q), low, q)
         return q.astype(np.int32).astype(_numpy_or_jax_dtype(target, xp))
     if target not in SATURATING and target not in _ALWAYS_SATURATING:
         raise OnnxTypeError(f"cannot quantize to {target}; it is no quantized type.")
-    if zero is not None:  # a zero point is usually 0 for float types: keep -0.0 as the text's formula would
-        v = xp.where(zero == 0, v, v.astype(carrier) + zero)
+    if zero is not None:  # usually 0 for the float types: adding it only where it is not keeps -0.0
+        v = v.astype(carrier)
+        v = xp.where(zero == 0, v, v + zero)
     if not straight_through:
         return cast_to(v, target, saturate=1 if target in _ALWAYS_SATURATING else saturate)
     v = v.astype(carrier)
-    if saturate or target in _ALWAYS_SATURATING:  # the clip gives the zero gradient outside the range
+    if saturate or target in _ALWAYS_SATURATING:
         limit = float(ml_dtypes.finfo(numpy_dtype(TYPE_CODES[target])).max)
-        v = xp.clip(v, -limit, limit)
+        v = _saturate(v, -limit, limit, xp)
     rounded = functools.partial(_round_to, target=target)
     return rounded(v) if xp is np else _straight_through(rounded, v)
 
+
+
+def _saturate(v, low, high, xp):
+    """``v`` clipped to ``[low, high]``; its gradient is 1 inside the range, the bounds
+    included (as PyTorch's fake-quantize), and 0 outside (``clip`` alone gives 1/2 at a bound)."""
+    return xp.where((v >= low) & (v <= high), v, xp.clip(v, low, high))
 
 
 def _round_to(v, *, target):

@@ -41,19 +41,20 @@ def bit_cast(input, *, to: int):
     allowed = schema_types("BitCast", 26, "T2")
     if target not in allowed:
         raise OnnxTypeError(f"cannot bit-cast to {target} (`to`={to}); it bit-casts to {', '.join(sorted(allowed))}.")
+    xp = namespace(input)
+    # First: with x64 off a 64-bit input has reached here as its 32-bit counterpart.
+    if xp is jnp and _bits(target) == 64 and not x64_enabled():
+        raise OnnxTypeError(
+            f"cannot bit-cast to {target} with `jax_enable_x64` off, where JAX holds no 64-bit values; {X64_ON_HINT}."
+        )
     if _bits(source) != _bits(target):
         raise OnnxTypeError(
             f"cannot bit-cast `input` of type {source} ({_bits(source)} bits) to {target} ({_bits(target)} bits): "
             "the widths must be equal."
         )
     dtype = numpy_dtype(to)
-    xp = namespace(input)
     if xp is np:
         return input.view(dtype)  # ml_dtypes' sub-byte types keep their bits in the low bits of a byte
-    if _bits(target) == 64 and not x64_enabled():
-        raise OnnxTypeError(
-            f"cannot bit-cast to {target} with `jax_enable_x64` off, where JAX holds no 64-bit values; {X64_ON_HINT}."
-        )
     dtype = jax_dtype(dtype)
     if source == target:
         return input

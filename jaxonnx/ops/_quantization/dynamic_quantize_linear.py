@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from jaxonnx._core.registry import register
+from jaxonnx.ops._helpers.broadcasting import true_divide
 from jaxonnx.ops._helpers.common import namespace
 from jaxonnx.ops._helpers.quantization import INTEGER_RANGES, round_half_to_even, quantize
 
@@ -39,8 +40,9 @@ def dynamic_quantize_linear(x):
     x_max = xp.max(x, initial=0.0).astype(np.float32)
     x_min = xp.min(x, initial=0.0).astype(np.float32)
     span = xp.where(x_max == x_min, np.float32(1), x_max - x_min)
-    y_scale = span / np.float32(high - low)
-    zero_point = round_half_to_even(xp.clip(np.float32(low) - x_min / y_scale, low, high)).astype(np.uint8)
+    # True divisions: XLA would multiply by a rounded reciprocal of the constant 255.
+    y_scale = true_divide(span, xp.asarray(high - low, dtype=np.float32))
+    zero_point = round_half_to_even(xp.clip(np.float32(low) - true_divide(x_min, y_scale), low, high)).astype(np.uint8)
     layout = ("tensor", None)
     y = quantize(x, y_scale, zero_point, "uint8", layout)
     return y, y_scale, zero_point

@@ -26,9 +26,9 @@ def quantize_linear(
     and integers saturate to their type's range. Float8 types round to nearest even and
     saturate (or with ``saturate=0`` overflow to NaN, or inf for float8e5m2), float4 and
     float6 always saturate; their zero point is added as a float. The output type is
-    ``y_zero_point``'s, else ``output_dtype``'s, else uint8. NaN quantizes to 0 for the
-    integer types (the text leaves it open). float6 results work on numpy values only (JAX
-    cannot hold them).
+    ``y_zero_point``'s, else ``output_dtype``'s, else uint8. NaN quantizes to an integer
+    type's lowest value (the text leaves it open; onnxruntime does this). float6 results
+    work on numpy values only (JAX cannot hold them).
 
     ``y_scale`` and ``y_zero_point`` (of one shape) apply per tensor (a scalar), per axis
     (1-D, along ``axis``) or per block (``x``'s shape with ``ceil(D / block_size)`` at
