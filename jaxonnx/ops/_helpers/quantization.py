@@ -26,7 +26,7 @@ import numpy as np
 
 from jaxonnx._core.dtypes import jax_dtype, numpy_dtype, onnx_type_name
 from jaxonnx._errors import OnnxTypeError, OnnxValidationError
-from jaxonnx.ops._helpers.broadcasting import true_divide
+from jaxonnx.ops._helpers.broadcasting import matmul_operands, true_divide
 from jaxonnx.ops._helpers.casting import SATURATING, TYPE_CODES, TYPE_NAMES, cast_to
 from jaxonnx.ops._helpers.common import namespace, normalize_axis
 from jaxonnx.ops._helpers.window import add_channel_bias, check_weights, output_geometry, window_attributes
@@ -104,7 +104,9 @@ def division_dtype(x, scale, precision: int) -> np.dtype:
     return dtype if namespace(x, scale) is np else jax_dtype(dtype)
 
 
-def quantization_layout(x_shape, scale, zero_point, *, axis: int, block_size: int, per_tensor_only=False, names=("y_scale", "y_zero_point")):
+def quantization_layout(
+    x_shape, scale, zero_point, *, axis: int, block_size: int, per_tensor_only=False, names=("y_scale", "y_zero_point")
+):
     """How ``scale`` (and ``zero_point``, of the same shape) apply to an input of ``x_shape``:
     ``("tensor", None)``, ``("axis", axis)`` or ``("block", axis)``, checked as the text says.
 
@@ -113,17 +115,15 @@ def quantization_layout(x_shape, scale, zero_point, *, axis: int, block_size: in
     Blocked (``block_size > 0``): ``x``'s shape with ``ceil(D / block_size)`` at ``axis``.
     """
     scale_name, zero_name = names
-    def per_tensor(value):
-        return value.ndim == 0 or (value.ndim == 1 and value.shape[0] == 1)
-
     # A scalar with a one-element 1-D is the same per-tensor layout (onnx's node cases mix them).
-    if zero_point is not None and tuple(zero_point.shape) != tuple(scale.shape) and not (per_tensor(scale) and per_tensor(zero_point)):
+    same = zero_point is None or tuple(zero_point.shape) == tuple(scale.shape)
+    if not same and not (_per_tensor(scale) and _per_tensor(zero_point)):
         raise OnnxValidationError(
             f"needs `{zero_name}` of the shape of `{scale_name}` {tuple(scale.shape)}, got {tuple(zero_point.shape)}."
         )
     if block_size < 0:
         raise OnnxValidationError(f"got `block_size`={block_size}; it must be positive (or 0: not blocked).")
-    if per_tensor(scale):
+    if _per_tensor(scale):
         return "tensor", None
     if per_tensor_only:
         raise OnnxValidationError(f"needs a scalar `{scale_name}` (per-tensor quantization), got shape {tuple(scale.shape)}.")
@@ -151,6 +151,11 @@ def quantization_layout(x_shape, scale, zero_point, *, axis: int, block_size: in
             f"`{scale_name}`; the accepted range is {accepted}."
         )
     return "block", axis
+
+
+def _per_tensor(value) -> bool:
+    """A scalar, or a one-element 1-D tensor (onnxruntime and onnx.reference accept both)."""
+    return value.ndim == 0 or (value.ndim == 1 and value.shape[0] == 1)
 
 
 def spread(value, x_shape, layout, *, block_size: int = 0):
@@ -184,12 +189,7 @@ def quantize(x, scale, zero_point, target: str, layout, *, block_size=0, saturat
         # exactly (a larger |r| stays outside the range whatever it rounds to).
         q = round_half_to_even(v, straight_through=straight_through).astype(carrier)
         q = _saturate(q if zero is None else q + zero, low, high, xp)
-        if straight_through:
-            return q
-        # NaN has no integer; the text leaves it open: the lowest value, as onnxruntime and
-        # onnx.reference give it.
-        q = xp.where(xp.isnan(q), low, q)
-        return q.astype(np.int32).astype(_numpy_or_jax_dtype(target, xp))
+        return q if straight_through else _as_integer(q, target, xp)
     if target not in SATURATING and target not in _ALWAYS_SATURATING:
         raise OnnxTypeError(f"cannot quantize to {target}; it is no quantized type.")
     if zero is not None:  # usually 0 for the float types: adding it only where it is not keeps -0.0
@@ -205,7 +205,6 @@ def quantize(x, scale, zero_point, target: str, layout, *, block_size=0, saturat
     return rounded(v) if xp is np else _straight_through(rounded, v)
 
 
-
 def _saturate(v, low, high, xp):
     """``v`` clipped to ``[low, high]``; its gradient is 1 inside the range, the bounds
     included (as PyTorch's fake-quantize), and 0 outside (``clip`` alone gives 1/2 at a bound)."""
@@ -215,6 +214,14 @@ def _saturate(v, low, high, xp):
 def _round_to(v, *, target):
     """``v`` rounded to the float type ``target`` (nearest, ties to even), in ``v``'s dtype."""
     return cast_to(v, target, saturate=0).astype(v.dtype)
+
+
+def _as_integer(q, target: str, xp):
+    """Saturated integer values ``q`` (a float array) in the integer type ``target``. NaN
+    has no integer and the text leaves it open: it becomes the lowest value, as in
+    onnxruntime and onnx.reference."""
+    q = xp.where(xp.isnan(q), INTEGER_RANGES[target][0], q)
+    return q.astype(np.int32).astype(_numpy_or_jax_dtype(target, xp))
 
 
 def _numpy_or_jax_dtype(target: str, xp) -> np.dtype:
@@ -254,7 +261,7 @@ def row_and_column_layout(value, operand, *, rows: bool, name: str):
     None where ``value`` is None."""
     if value is None:
         return None
-    if value.ndim == 0 or (value.ndim == 1 and value.shape[0] == 1):
+    if _per_tensor(value):
         return ()
     rank = operand.ndim
     what = "row of `A`" if rows else "column of `B`"
@@ -297,26 +304,7 @@ def quantized_matmul(a, b, *, names=("A", "B")):
     and the sum wraps around only past the int32 range, as the text allows. Float8
     operands (QLinearMatMul-21) multiply in float32 at full precision.
     """
-    a_name, b_name = names
-    if a.ndim == 0 or b.ndim == 0:
-        raise OnnxValidationError(
-            f"needs `{a_name}` and `{b_name}` of rank >= 1, got shapes {tuple(a.shape)} and {tuple(b.shape)}."
-        )
-    a_shape = (1,) + tuple(a.shape) if a.ndim == 1 else tuple(a.shape)
-    b_shape = tuple(b.shape) + (1,) if b.ndim == 1 else tuple(b.shape)
-    try:
-        batch = np.broadcast_shapes(a_shape[:-2], b_shape[:-2])
-    except ValueError:
-        batch = None
-    if a_shape[-1] != b_shape[-2] or batch is None:
-        raise OnnxValidationError(
-            f"cannot multiply `{a_name}` of shape {tuple(a.shape)} by `{b_name}` of shape {tuple(b.shape)}: the last "
-            f"dim of `{a_name}` must equal the second-to-last of `{b_name}`, and the leading dims must broadcast."
-        )
-    out_shape = batch + a_shape[-2:-1] * (a.ndim > 1) + b_shape[-1:] * (b.ndim > 1)
-    rank = max(len(a_shape), len(b_shape))
-    a = a.reshape((1,) * (rank - len(a_shape)) + a_shape)
-    b = b.reshape((1,) * (rank - len(b_shape)) + b_shape)
+    a, b, out_shape = matmul_operands(a, b, names=names)
     integer = jnp.issubdtype(a.dtype, jnp.integer) and jnp.issubdtype(b.dtype, jnp.integer)
     accumulator = np.int32 if integer else np.float32
     if namespace(a, b) is np:
@@ -355,7 +343,7 @@ def per_channel_shape(value, channels: int, rank: int, *, name: str, axis: int =
     output channel; ``channels=0`` allows per tensor only). None where ``value`` is None."""
     if value is None:
         return None
-    if value.ndim == 0 or (value.ndim == 1 and value.shape[0] == 1):
+    if _per_tensor(value):
         return ()
     if channels and value.ndim == 1 and value.shape[0] == channels:
         return (1,) * axis + (channels,) + (1,) * (rank - axis - 1)
@@ -371,7 +359,6 @@ def requantize(acc, multiplier, zero_point, target: str):
     scaled = acc.astype(np.float32) * multiplier.astype(np.float32)
     if target in INTEGER_RANGES:
         low, high = INTEGER_RANGES[target]
-        q = xp.clip(round_half_to_even(scaled) + zero_point.astype(np.float32), low, high)
-        return q.astype(np.int32).astype(_numpy_or_jax_dtype(target, xp))
+        return _as_integer(xp.clip(round_half_to_even(scaled) + zero_point.astype(np.float32), low, high), target, xp)
     zero = zero_point.astype(np.float32)
     return cast_to(xp.where(zero == 0, scaled, scaled + zero), target, saturate=1)

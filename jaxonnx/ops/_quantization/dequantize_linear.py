@@ -43,7 +43,9 @@ def dequantize_linear(x, x_scale, x_zero_point=None, *, axis=1, block_size=0, ou
     if output_dtype:
         out_type = type_name(output_dtype, name="output_dtype")
         if out_type not in _OUTPUT_TYPES:
-            raise OnnxTypeError(f"got `output_dtype`={output_dtype} ({out_type}); it must be one of {', '.join(_OUTPUT_TYPES)}.")
+            raise OnnxTypeError(
+                f"got `output_dtype`={output_dtype} ({out_type}); it must be one of {', '.join(_OUTPUT_TYPES)}."
+            )
     else:
         out_type = onnx_type_name(x_scale.dtype)
         if out_type not in _OUTPUT_TYPES:
@@ -70,7 +72,8 @@ def _dequantize_linear_13(x, x_scale, x_zero_point=None, *, axis=1):
 @register("DequantizeLinear", 10)
 def _dequantize_linear_10(x, x_scale, x_zero_point=None):
     # Per tensor only: the scale and zero point are scalars.
-    quantization_layout(x.shape, x_scale, x_zero_point, axis=0, block_size=0, per_tensor_only=True, names=("x_scale", "x_zero_point"))
+    names = ("x_scale", "x_zero_point")
+    quantization_layout(x.shape, x_scale, x_zero_point, axis=0, block_size=0, per_tensor_only=True, names=names)
     return dequantize_linear(x, x_scale, x_zero_point)
 
 

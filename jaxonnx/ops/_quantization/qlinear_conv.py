@@ -43,7 +43,8 @@ def qlinear_conv(
         Array([[100, 100],
                [101, 102]], dtype=uint8)
     """
-    for value, name in ((x_scale, "x_scale"), (x_zero_point, "x_zero_point"), (y_scale, "y_scale"), (y_zero_point, "y_zero_point")):
+    per_tensor = {"x_scale": x_scale, "x_zero_point": x_zero_point, "y_scale": y_scale, "y_zero_point": y_zero_point}
+    for name, value in per_tensor.items():
         per_channel_shape(value, 0, x.ndim, name=name)
     scale_shape = per_channel_shape(w_scale, w.shape[0], x.ndim, name="w_scale")
     if scale_shape != per_channel_shape(w_zero_point, w.shape[0], x.ndim, name="w_zero_point"):

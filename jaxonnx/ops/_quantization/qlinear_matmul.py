@@ -42,7 +42,8 @@ def qlinear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, 
     a_shape = _paired_layout(a_scale, a_zero_point, a, rows=True, names=("a_scale", "a_zero_point"))
     b_shape = _paired_layout(b_scale, b_zero_point, b, rows=False, names=("b_scale", "b_zero_point"))
     _paired_layout(y_scale, y_zero_point, None, rows=False, names=("y_scale", "y_zero_point"))
-    acc = quantized_matmul(zero_points_apart(a, a_zero_point, a_shape), zero_points_apart(b, b_zero_point, b_shape), names=("a", "b"))
+    a_apart, b_apart = zero_points_apart(a, a_zero_point, a_shape), zero_points_apart(b, b_zero_point, b_shape)
+    acc = quantized_matmul(a_apart, b_apart, names=("a", "b"))
     # On a (..., M, N) view even where `a` or `b` is 1-D, so that per-row and per-column
     # multipliers line up with the product's axes.
     rank = max(a.ndim, b.ndim, 2)

@@ -114,7 +114,9 @@ def _quantize_linear(
     straight_through=False,
 ):
     target = _output_type(y_zero_point, output_dtype, version)
-    layout = quantization_layout(x.shape, y_scale, y_zero_point, axis=axis, block_size=block_size, per_tensor_only=version < 13)
+    layout = quantization_layout(
+        x.shape, y_scale, y_zero_point, axis=axis, block_size=block_size, per_tensor_only=version < 13
+    )
     return quantize(
         x, y_scale, y_zero_point, target, layout, block_size=block_size, saturate=saturate, precision=precision,
         straight_through=straight_through,
