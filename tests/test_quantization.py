@@ -372,14 +372,16 @@ def test_conv_integer_equals_a_numpy_convolution():
 # Gradients.
 
 
-def test_quantize_linear_has_zero_gradient_by_default():
+@pytest.mark.parametrize("zero_point", [jnp.int8(0), jnp.zeros((), jnp.float8_e4m3fn)], ids=["int8", "float8"])
+def test_quantize_linear_has_zero_gradient_by_default(zero_point):
     x = jnp.array([0.3, -1.2, 2.6, 100.0])
 
-    def fake_quantize(x, **kw):
-        q = quantize_linear(x, jnp.float32(0.5), jnp.int8(0), **kw)
-        return dequantize_linear(q, jnp.float32(0.5), jnp.int8(0))
+    def fake_quantize(x):
+        q = quantize_linear(x, jnp.float32(0.5), zero_point)
+        return dequantize_linear(q, jnp.float32(0.5), zero_point)
 
     np.testing.assert_array_equal(jax.grad(lambda x: fake_quantize(x).sum())(x), 0.0)
+    np.testing.assert_array_equal(jax.jvp(fake_quantize, (x,), (jnp.ones(4),))[1], 0.0)
 
 
 @pytest.mark.parametrize("zero_point", [np.int8(0), np.uint8(128), np.array(2, ml_dtypes.int4)], ids=["int8", "uint8", "int4"])
@@ -420,15 +422,23 @@ def test_straight_through_for_float8_and_per_axis():
 
 
 def test_dequantize_gradients_with_respect_to_the_scale():
-    x = jnp.asarray(_rng.integers(-128, 128, (4, 6)).astype(np.int8))
-    zero = jnp.asarray(np.array([[1, 2], [3, 4], [5, 6], [7, 8]], np.int8))
-    for scale, kw in [
-        (jnp.float32(0.1), {}),
-        (jnp.array([0.1, 0.2, 0.3, 0.4, 0.5, 0.6]), {"axis": 1}),
-        (jnp.array([[0.1, 0.2], [0.3, 0.4], [0.5, 0.6], [0.7, 0.8]]), {"axis": 1, "block_size": 3}),
-    ]:
-        z = zero if kw.get("block_size") else None
-        check_grads(lambda s: dequantize_linear(x, s.astype(jnp.float32), z, **kw), (scale,), order=1, modes=("rev", "fwd"), atol=1e-2, rtol=1e-2)
+    # y = (x - zero_point) * scale is linear in the scale: the gradient of sum(y) is the
+    # sum of (x - zero_point) over the elements each scale covers.
+    x = _rng.integers(-128, 128, (4, 6)).astype(np.int8)
+    zero = np.array([[1, 2], [3, 4], [5, 6], [7, 8]], np.int8)
+    diff = x.astype(np.float64)
+    cases = [
+        (np.float32(0.1), {}, None, diff.sum()),
+        (np.linspace(0.1, 0.6, 6, dtype=np.float32), {"axis": 1}, None, diff.sum(axis=0)),
+        (np.linspace(0.1, 0.8, 8, dtype=np.float32).reshape(4, 2), {"axis": 1, "block_size": 3}, zero,
+         (diff - np.repeat(zero, 3, axis=1)).reshape(4, 2, 3).sum(axis=2)),
+    ]
+    for scale, kw, z, expected in cases:
+        z = None if z is None else jnp.asarray(z)
+        grad = jax.grad(lambda s: dequantize_linear(jnp.asarray(x), s, z, **kw).sum())(jnp.asarray(scale))
+        np.testing.assert_allclose(grad, expected, rtol=1e-6)
+        check_grads(lambda s: dequantize_linear(jnp.asarray(x), s, z, **kw), (jnp.asarray(scale),), order=1,
+                    modes=("rev", "fwd"), eps=0.1, atol=1e-2, rtol=1e-2)
 
 
 def test_dynamic_quantize_linear_scale_gradient():

@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import ml_dtypes
 import numpy as np
 
-from jaxonnx._core.dtypes import jax_dtype, numpy_dtype, onnx_type_name
+from jaxonnx._core.dtypes import jax_dtype, numpy_dtype
 from jaxonnx._errors import OnnxTypeError, OnnxValidationError
 from jaxonnx.ops._helpers.broadcasting import matmul_operands, true_divide
 from jaxonnx.ops._helpers.casting import SATURATING, TYPE_CODES, TYPE_NAMES, cast_to
@@ -196,7 +196,10 @@ def quantize(x, scale, zero_point, target: str, layout, *, block_size=0, saturat
         v = v.astype(carrier)
         v = xp.where(zero == 0, v, v + zero)
     if not straight_through:
-        return cast_to(v, target, saturate=1 if target in _ALWAYS_SATURATING else saturate)
+        y = cast_to(v, target, saturate=1 if target in _ALWAYS_SATURATING else saturate)
+        # JAX differentiates a conversion to a float type as the identity; rounding to a
+        # grid of float8 values is flat almost everywhere, as to integers.
+        return y if xp is np else jax.lax.stop_gradient(y)
     v = v.astype(carrier)
     if saturate or target in _ALWAYS_SATURATING:
         limit = float(ml_dtypes.finfo(numpy_dtype(TYPE_CODES[target])).max)
