@@ -6,7 +6,7 @@ import numpy as np
 
 from jaxonnx._core.dtypes import onnx_type_name
 from jaxonnx._core.registry import register
-from jaxonnx.ops._elementwise.cast import cast_to
+from jaxonnx.ops._helpers.casting import cast_to
 
 
 @register("CastLike", 15, 19, 21, 23, 24, 25, padding="keeps")

@@ -14,9 +14,8 @@ import numpy as np
 
 from jaxonnx._errors import OnnxValidationError
 from jaxonnx._core.registry import register
-from jaxonnx.ops._helpers.broadcasting import broadcast_together, variadic_names
+from jaxonnx.ops._helpers.broadcasting import broadcast_together, true_divide, variadic_names
 from jaxonnx.ops._helpers.common import namespace
-from jaxonnx.ops._elementwise.div import true_divide
 
 
 @register("Max", 8, 12, 13)

@@ -7,7 +7,7 @@ import numpy as np
 from jaxonnx._core.dtypes import onnx_type_name
 from jaxonnx._errors import OnnxTypeError, OnnxValidationError
 from jaxonnx._core.registry import register
-from jaxonnx.ops._elementwise.cast import schema_types
+from jaxonnx.ops._helpers.casting import schema_types
 from jaxonnx.ops._helpers.common import int_list
 
 
