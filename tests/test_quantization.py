@@ -513,3 +513,23 @@ def test_x64_off(x64_off):
 def test_errors_name_the_argument_and_value(call, message):
     with pytest.raises((OnnxValidationError, OnnxTypeError), match=message):
         call()
+
+
+def test_load_straight_through_gives_quantization_aware_gradients():
+    """`jaxonnx.load(..., straight_through=True)`: QuantizeLinear passes the gradient inside
+    its range (as PyTorch's fake-quant); by default the true gradient, zero, flows."""
+    from onnx import helper, numpy_helper
+
+    vi = helper.make_tensor_value_info
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"]),
+             helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"])]
+    graph = helper.make_graph(nodes, "qdq", [vi("x", TensorProto.FLOAT, [4])], [vi("y", TensorProto.FLOAT, [4])],
+                              initializer=[numpy_helper.from_array(np.array(0.1, np.float32), "s"),
+                                           numpy_helper.from_array(np.array(0, np.int8), "z")])
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
+    x = np.array([0.12, -0.3, 20.0, 1.0], np.float32)
+    plain, aware = jaxonnx.load(proto), jaxonnx.load(proto, straight_through=True)
+    np.testing.assert_allclose(aware(x)[0], plain(x)[0])
+    np.testing.assert_allclose(jax.jit(aware)(x)[0], [0.1, -0.3, 12.7, 1.0], rtol=1e-6)
+    np.testing.assert_array_equal(jax.grad(lambda v: plain(v)[0].sum())(x), [0, 0, 0, 0])
+    np.testing.assert_array_equal(jax.grad(lambda v: aware(v)[0].sum())(x), [1, 1, 0, 1])  # 20.0 saturates

@@ -13,8 +13,8 @@ from jaxonnx.ops._helpers.quantization import dequantize, quantization_layout, t
 _OUTPUT_TYPES = ("float", "float16", "bfloat16")
 
 
-@register("DequantizeLinear", 23, 24, 25, 28)
-def dequantize_linear(x, x_scale, x_zero_point=None, *, axis=1, block_size=0, output_dtype=0):
+@register("DequantizeLinear", 23, 24, 25, 28, options=("straight_through",))
+def dequantize_linear(x, x_scale, x_zero_point=None, *, axis=1, block_size=0, output_dtype=0, straight_through=False):
     """Implements ONNX DequantizeLinear: ``y = (x - x_zero_point) * x_scale``.
 
     The difference is exact and the product is rounded once to the output type (computed
@@ -32,6 +32,10 @@ def dequantize_linear(x, x_scale, x_zero_point=None, *, axis=1, block_size=0, ou
         axis: the quantized axis for per-axis and blocked quantization.
         block_size: the block length along ``axis`` (0: not blocked).
         output_dtype: the output's ``TensorProto.DataType`` code (float, float16 or bfloat16).
+        straight_through: not an ONNX attribute: set by ``jaxonnx.load(...,
+            straight_through=True)``, when ``x`` arrives as the float32 values of a
+            QuantizeLinear with the straight-through estimator (the registry then accepts a
+            float ``x``); the computation is the same.
 
     Returns:
         The dequantized array, of ``x``'s shape.
@@ -59,18 +63,18 @@ def dequantize_linear(x, x_scale, x_zero_point=None, *, axis=1, block_size=0, ou
     return dequantize(x, x_scale, x_zero_point, numpy_dtype(TYPE_CODES[out_type]), layout, block_size=block_size)
 
 
-@register("DequantizeLinear", 21)
-def _dequantize_linear_21(x, x_scale, x_zero_point=None, *, axis=1, block_size=0):
+@register("DequantizeLinear", 21, options=("straight_through",))
+def _dequantize_linear_21(x, x_scale, x_zero_point=None, *, axis=1, block_size=0, straight_through=False):
     return dequantize_linear(x, x_scale, x_zero_point, axis=axis, block_size=block_size)
 
 
-@register("DequantizeLinear", 13, 19)
-def _dequantize_linear_13(x, x_scale, x_zero_point=None, *, axis=1):
+@register("DequantizeLinear", 13, 19, options=("straight_through",))
+def _dequantize_linear_13(x, x_scale, x_zero_point=None, *, axis=1, straight_through=False):
     return dequantize_linear(x, x_scale, x_zero_point, axis=axis)
 
 
-@register("DequantizeLinear", 10)
-def _dequantize_linear_10(x, x_scale, x_zero_point=None):
+@register("DequantizeLinear", 10, options=("straight_through",))
+def _dequantize_linear_10(x, x_scale, x_zero_point=None, *, straight_through=False):
     # Per tensor only: the scale and zero point are scalars.
     names = ("x_scale", "x_zero_point")
     quantization_layout(x.shape, x_scale, x_zero_point, axis=0, block_size=0, per_tensor_only=True, names=names)
