@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import secrets
 import warnings
 from collections.abc import Mapping
 from typing import Any
@@ -30,7 +31,7 @@ import onnx
 from onnx import numpy_helper
 
 from jaxonnx import ops as _ops  # noqa: F401  (registers every op)
-from jaxonnx._core.dtypes import X64_ON_HINT, as_jax, is_narrowed, jax_dtype, onnx_type_name, x64_enabled
+from jaxonnx._core.dtypes import X64_ON_HINT, as_jax, is_narrowed, is_string_array, jax_dtype, onnx_type_name, x64_enabled
 from jaxonnx._core.graph import Environment, Graph
 from jaxonnx._core.loading import (
     canonical_domain,
@@ -216,6 +217,7 @@ class Model:
         self._load_options = {"size_hints": dict(size_hints or {}), "options": self.options}
         self._params: dict[str, Any] | None = None  # a pytree's own params (see tree_unflatten)
         self._base = self  # the model a pytree copy was made from (see tree_flatten)
+        self._plan_eager_calls()
         self._warn_if_narrowed()
 
     def _warn_if_narrowed(self) -> None:
@@ -384,8 +386,34 @@ class Model:
     def _evaluate(self, feed: dict[str, Any], params: Mapping[str, Any], rng) -> tuple:
         checked_params = {name: self._checked_param(name, value) for name, value in params.items()}
         checked_feed = {name: self._declared[name].checked_input(value, kind="input") for name, value in feed.items()}
-        outputs = self.graph.run(checked_feed, rng=rng, options=self.options, params=checked_params)
+        if _tracing(checked_feed, checked_params):
+            return self._run_graph(checked_feed, checked_params, rng)
+        if rng is None and self._draws:
+            # An eager call without a key draws anew, as onnxruntime does (see ops/_helpers/random.py).
+            rng = jax.random.PRNGKey(secrets.randbits(32))
+        if self._whole_graph is not None and set(checked_params) <= set(self._trainable) and not any(
+            isinstance(v, (list, np.ndarray)) and is_string_array(v) for v in checked_feed.values()
+        ):
+            return self._whole_graph(checked_feed, checked_params, rng)
+        return self._run_graph(checked_feed, checked_params, rng)
+
+    def _run_graph(self, feed, params, rng) -> tuple:
+        outputs = self.graph.run(feed, rng=rng, options=self.options, params=params)
         return tuple(declared.output(value) for declared, value in zip(self._declared_outputs, outputs))
+
+    def _plan_eager_calls(self) -> None:
+        """Whether an eager call compiles the whole graph at once (one XLA computation per
+        input signature, like ``jax.jit(model)``) instead of dispatching op by op. It does
+        unless some node reads, at trace time, a value computed from the graph inputs (a
+        Slice bound, a condition, a NonZero's input, an index it bounds-checks): those run
+        op by op on concrete values, as before. ``eager_mode`` says which, and why."""
+        self._draws = any(getattr(getattr(n.op, "contract", None), "rng", False) for n in self.graph.walk())
+        strings = [t.name for t in (*self.graph.inputs, *self.graph.outputs) if t.dtype is not None and t.dtype.kind in "OUS"]
+        strings += [name for name, value in self.initializers.items() if value.dtype.kind in "OUS"]
+        reason = f"the string value {strings[0]!r}, which JAX cannot hold" if strings else \
+            _needs_concrete_values(self.graph, set(self.input_names))
+        self.eager_mode = "whole graph compiled per input signature" if reason is None else f"op by op: {reason}"
+        self._whole_graph = jax.jit(self._run_graph) if reason is None else None
 
     def _checked_param(self, name: str, value):
         own = self._weights.get(name, self.initializers.get(name))
@@ -534,6 +562,36 @@ class Model:
         """``(node path, op type, resolved version)`` for every node, subgraphs included, in
         graph order (a subgraph's nodes after the node that holds it)."""
         return [(n.path, getattr(n.op, "op_type", n.name.split("_")[0]), n.op.name) for n in self.graph.walk()]
+
+
+def _tracing(*trees) -> bool:
+    """Whether this call is being traced (inside ``jax.jit``, ``grad``, ``vmap``): a traced
+    input, or, under omnistaging, any array made now is a tracer."""
+    return any(is_traced(v) for tree in trees for v in jax.tree.leaves(tree)) or is_traced(jnp.zeros(()))
+
+
+def _needs_concrete_values(graph: Graph, dependent: set[str]) -> str | None:
+    """Why the graph cannot be compiled whole for an eager call (a node that reads the value
+    of something computed from the graph inputs at trace time), or None."""
+    dependent = set(dependent)
+    for node in graph.nodes:
+        reads = [name for name in node.inputs if name in dependent]
+        outer = {name for sub in node.subgraphs for name in sub.outer_names} & dependent
+        op = node.op
+        if not reads and not outer:
+            continue
+        if not isinstance(op, OpVersion) or node.subgraphs:
+            return f"node {node.path!r} ({op.name}) runs a body on values computed from the inputs"
+        if op.contract.size_hint or op.contract.rng:
+            return f"node {node.path!r} ({op.name}) has a data-dependent length or draws"
+        formals = op.formal_names(len(node.inputs))
+        needs = set(op.contract.static) | set(op.contract.concrete)
+        bad = [formal for formal, name in zip(formals, node.inputs) if name in dependent and formal in needs]
+        if bad:
+            return f"node {node.path!r} ({op.name}) reads the value of `{bad[0]}`, computed from the inputs"
+        if op.op_type not in _SHAPE_ONLY:
+            dependent |= {name for name in node.outputs if name}
+    return None
 
 
 #: Ops whose outputs depend only on their inputs' shapes (and types), not on their values.

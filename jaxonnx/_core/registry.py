@@ -229,7 +229,9 @@ class OpVersion:
                 )
             if type_param is None or (not tie_static and formal_name in self.contract.static):
                 continue
-            kind = "string" if dtype.kind in "OUS" else dtype
+            # While x64 is off a static int64 bound meets the int32 that JAX made of a graph
+            # input: both compute as the same 32-bit type, so they tie.
+            kind = "string" if dtype.kind in "OUS" else (dtype if jax.config.jax_enable_x64 else jax_dtype(dtype))
             if type_param in bound and bound[type_param][1] != kind:
                 other, other_kind = bound[type_param]
                 raise OnnxTypeError(
