@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxonnx._core.registry import register
-from jaxonnx.ops._nn.conv import output_geometry, window_attributes
+from jaxonnx.ops._helpers.window import output_geometry, window_attributes
 
 
 @register("AveragePool", 1, 7, 10, 11, 19, 22, folds=False)

@@ -7,7 +7,7 @@ import jax.numpy as jnp
 
 from jaxonnx._errors import OnnxValidationError
 from jaxonnx._core.registry import register
-from jaxonnx.ops._nn.conv import add_channel_bias, check_weights, window_attributes
+from jaxonnx.ops._helpers.window import add_channel_bias, check_weights, window_attributes
 
 
 @register("ConvTranspose", 1, 11, 22, folds=False)
