@@ -1,0 +1,76 @@
+"""Examples of the vision and detection ops and their pools: GlobalMaxPool, LRN, LpPool,
+GlobalLpPool, MaxUnpool, Upsample, NonMaxSuppression, RoiAlign, MaxRoiPool, GridSample,
+AffineGrid, Col2Im, CenterCropPad, DeformConv."""
+
+import numpy as np
+
+from tests.op_examples._example import Example
+
+_rng = np.random.default_rng(23)
+
+
+def _normal(*shape):
+    return _rng.standard_normal(shape).astype(np.float32)
+
+
+def _distinct(*shape):
+    # Values apart from each other, so that maxima have no ties (exact max gradients).
+    return (_rng.permutation(int(np.prod(shape))).reshape(shape) * 0.25 - 3).astype(np.float32)
+
+
+# onnx's reference LRN loops its channel index over the batch axis (`range(x.shape[0])`):
+# it agrees with the text only when N == C.
+_SQUARE = _normal(3, 3, 2, 4)
+
+
+def _global_max_pool(x):
+    # onnx.reference's GlobalMaxPool reduces axes (ndim - 2, ndim - 1): right at rank 4 only.
+    return [x.max(axis=tuple(range(2, x.ndim)), keepdims=True)]
+
+
+def _global_lp_pool(x, p=2):
+    # onnx.reference has no GlobalLpPool; the text's formula, in float64.
+    norms = (np.abs(x.astype(np.float64)) ** p).sum(axis=tuple(range(2, x.ndim)), keepdims=True) ** (1.0 / p)
+    return [norms.astype(x.dtype)]
+
+EXAMPLES = {
+    "GlobalMaxPool": [
+        Example([_distinct(2, 3, 4, 5)]),
+        Example([_distinct(1, 2, 6)], reference=_global_max_pool),
+        Example([_distinct(1, 2, 3, 2, 2)], reference=_global_max_pool),
+    ],
+    "GlobalLpPool": [
+        Example([_normal(2, 3, 4, 5)], reference=_global_lp_pool),
+        Example([_normal(1, 2, 6)], {"p": 3}, versions=(2, 22), reference=_global_lp_pool),
+        Example([_normal(1, 2, 6)], {"p": 1.0}, versions=(1,), reference=_global_lp_pool),
+    ],
+    "LRN": [
+        Example([_SQUARE], {"size": 3}),
+        Example([_SQUARE], {"size": 2, "alpha": 0.5, "beta": 0.6, "bias": 2.0}),
+        Example([_normal(4, 4, 2, 2)], {"size": 5, "alpha": 0.1}),
+    ],
+    "LpPool": [
+        Example([_normal(1, 2, 5, 5)], {"kernel_shape": [2, 3], "strides": [2, 1]}),
+        Example([_normal(2, 1, 7)], {"kernel_shape": [3], "p": 3}, versions=(2, 11, 18, 22)),
+        Example([_normal(1, 2, 5, 6)], {"kernel_shape": [2, 2], "dilations": [2, 1]}, versions=(18, 22)),
+        Example([_normal(1, 2, 3, 3, 4)], {"kernel_shape": [2, 2, 2], "p": 1}, versions=(2, 11, 18, 22)),
+        Example([_normal(1, 1, 4, 4)], {"kernel_shape": [2, 2], "p": 1.5}, versions=(1,)),
+    ],
+    "MaxUnpool": [
+        Example([_normal(1, 2, 2, 2), np.array([[[[0, 3], [9, 14]], [[17, 18], [28, 31]]]], np.int64)],
+                {"kernel_shape": [2, 2], "strides": [2, 2]}),
+        Example([_normal(2, 1, 3), np.array([[[1, 2, 5]], [[6, 9, 11]]], np.int64)], {"kernel_shape": [2], "strides": [2]}),
+        # With pads the inferred length is (3 - 1) * 2 - 1 + 3 = 6; `output_shape` equal to it
+        # (onnx's reference counts indices in the inferred shape, see the node-suite skip).
+        Example([_normal(1, 1, 3), np.array([[[0, 2, 5]]], np.int64), np.array([1, 1, 6], np.int64)],
+                {"kernel_shape": [3], "strides": [2], "pads": [1, 0]}),
+    ],
+    # onnx's reference computes only nearest mode with integer scales.
+    "Upsample": [
+        Example([_normal(1, 2, 2, 3), np.array([1.0, 1.0, 2.0, 3.0], np.float32)], versions=(9, 10)),
+        Example([np.arange(6, dtype=np.int64).reshape(2, 3), np.array([2.0, 1.0], np.float32)], versions=(9, 10)),
+        # onnx's reference has no Upsample-7 (scales as an attribute): the same repeat in numpy.
+        Example([_normal(1, 2, 2, 3)], {"scales": [1.0, 2.0, 1.0, 2.0]}, versions=(7,),
+                reference=lambda x, scales, mode=None: [x.repeat(2, axis=1).repeat(2, axis=3)]),
+    ],
+}
