@@ -18,6 +18,9 @@ def _distinct(*shape):
     return (_rng.permutation(int(np.prod(shape))).reshape(shape) * 0.25 - 3).astype(np.float32)
 
 
+_BOXES = np.random.default_rng(2).uniform(0, 3, (2, 8, 4)).astype(np.float32)
+_SCORES = np.random.default_rng(3).uniform(0, 1, (2, 3, 8)).astype(np.float32)
+
 # onnx's reference LRN loops its channel index over the batch axis (`range(x.shape[0])`):
 # it agrees with the text only when N == C.
 _SQUARE = _normal(3, 3, 2, 4)
@@ -72,5 +75,11 @@ EXAMPLES = {
         # onnx's reference has no Upsample-7 (scales as an attribute): the same repeat in numpy.
         Example([_normal(1, 2, 2, 3)], {"scales": [1.0, 2.0, 1.0, 2.0]}, versions=(7,),
                 reference=lambda x, scales, mode=None: [x.repeat(2, axis=1).repeat(2, axis=3)]),
+    ],
+    # Integer outputs: no gradient.
+    "NonMaxSuppression": [
+        Example([_BOXES, _SCORES, np.array([3], np.int64), np.array([0.2], np.float32), np.array([0.3], np.float32)], grad=False),
+        Example([_BOXES, _SCORES, np.array([5], np.int64), np.array([0.5], np.float32)], {"center_point_box": 1}, grad=False),
+        Example([_BOXES, _SCORES, np.array([2], np.int64)], grad=False),
     ],
 }

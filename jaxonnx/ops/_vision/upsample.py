@@ -68,7 +68,7 @@ def upsample(X, scales, *, mode="nearest"):
             y = xp.take(y, low, axis=axis)
             continue
         high = np.minimum(low + 1, size - 1)
-        weight = (coordinate - low).astype(X.dtype).reshape((-1,) + (1,) * (X.ndim - 1 - axis))
+        weight = (coordinate - low).astype(X.dtype).reshape((1,) * axis + (-1,) + (1,) * (X.ndim - 1 - axis))
         below, above = xp.take(y, low, axis=axis), xp.take(y, high, axis=axis)
         y = below + (above - below) * weight
     return y

@@ -1,0 +1,138 @@
+"""The vision ops beyond onnx.reference's reach: NonMaxSuppression traced (size, padding,
+overflow), and the semantics where onnx.reference computes only part of an op (MaxUnpool
+with `output_shape`, Upsample's linear mode, GlobalMaxPool at ranks 3 and 5) checked
+against onnxruntime."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from _node_cases import as_backend_input, node_cases
+from onnx import TensorProto, helper
+
+import jaxonnx
+from jaxonnx import OnnxValidationError, StaticValueError
+
+_NMS_CASES = [c for c in node_cases() if c.name.startswith("test_nonmaxsuppression")]
+
+
+def _nms_case_arrays(case):
+    inputs = [as_backend_input(x) for x in case.data_sets[0][0]]
+    node = case.model.graph.node[0]
+    attributes = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+    return inputs, attributes, as_backend_input(case.data_sets[0][1][0])
+
+
+@pytest.mark.parametrize("case", _NMS_CASES, ids=lambda c: c.name)
+def test_nms_traced_gives_the_node_case_rows_first_then_out_of_range_padding(case):
+    inputs, attributes, expected = _nms_case_arrays(case)
+    boxes, scores, limit, *thresholds = inputs
+    run = jax.jit(lambda b, s, *t: jaxonnx.ops.non_max_suppression(b, s, limit, *t, **attributes))
+    got = np.asarray(run(boxes, scores, *thresholds))
+    batches, classes, count = scores.shape
+    assert got.shape == (min(int(limit[0]), count) * classes * batches, 3)
+    np.testing.assert_array_equal(got[: len(expected)], expected)
+    np.testing.assert_array_equal(got[len(expected):], np.broadcast_to([batches, classes, count], (len(got) - len(expected), 3)))
+
+
+def test_nms_traced_equals_exact_on_random_boxes_with_ties_and_degenerate_boxes():
+    rng = np.random.default_rng(0)
+    for trial in range(20):
+        batches, classes, count = rng.integers(1, 4), rng.integers(1, 4), rng.integers(1, 12)
+        corners = rng.uniform(0, 4, (batches, count, 4)).astype(np.float32)
+        corners[:, ::4, 2] = corners[:, ::4, 0]  # zero-area boxes
+        scores = rng.choice(np.array([0.1, 0.3, 0.5, 0.9], np.float32), (batches, classes, count))  # ties
+        limit = np.array([rng.integers(0, 6)], np.int64)
+        iou = np.array([rng.uniform(0, 0.8)], np.float32)
+        score_threshold = np.array([0.2], np.float32)
+        center = int(trial % 2)
+        exact = jaxonnx.ops.non_max_suppression(corners, scores, limit, iou, score_threshold, center_point_box=center)
+        traced = jax.jit(lambda b, s, i, t: jaxonnx.ops.non_max_suppression(b, s, limit, i, t, center_point_box=center))(
+            corners, scores, iou, score_threshold
+        )
+        traced = np.asarray(traced)
+        np.testing.assert_array_equal(traced[: len(exact)], exact)
+        assert (traced[len(exact):] == [batches, classes, count]).all()
+
+
+def test_nms_matches_onnxruntime_on_random_boxes(run_onnxruntime):
+    rng = np.random.default_rng(1)
+    boxes = rng.uniform(0, 3, (2, 10, 4)).astype(np.float32)
+    scores = rng.uniform(0, 1, (2, 3, 10)).astype(np.float32)
+    feed = {"b": boxes, "s": scores, "m": np.array([4], np.int64), "i": np.array([0.3], np.float32), "t": np.array([0.2], np.float32)}
+    node = helper.make_node("NonMaxSuppression", list(feed), ["y"])
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info(k, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape) for k, v in feed.items()],
+                              [helper.make_tensor_value_info("y", TensorProto.INT64, None)])
+    expected = run_onnxruntime(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)]), feed)[0]
+    np.testing.assert_array_equal(jaxonnx.ops.non_max_suppression(*feed.values()), expected)
+
+
+def test_nms_size_hint_pads_with_fill_value_and_refuses_truncation():
+    inputs, attributes, expected = _nms_case_arrays(_NMS_CASES[0])
+    boxes, scores, limit, *thresholds = inputs
+    run = jax.jit(lambda b, size, fill=None: jaxonnx.ops.non_max_suppression(b, scores, limit, *thresholds, size=size, fill_value=fill, **attributes),
+                  static_argnums=(1, 2))
+    got = np.asarray(run(boxes, len(expected) + 2, -1))
+    np.testing.assert_array_equal(got[: len(expected)], expected)
+    assert (got[len(expected):] == -1).all()
+    with pytest.raises(Exception, match="selected 3 boxes at run time but its output was given size=2"):
+        np.asarray(run(boxes, 2))
+    with pytest.raises(OnnxValidationError, match="selected 3 boxes but `size`=2"):
+        jaxonnx.ops.non_max_suppression(*inputs, size=2, **attributes)
+
+
+def test_nms_traced_limit_needs_a_size():
+    inputs, attributes, expected = _nms_case_arrays(_NMS_CASES[0])
+    boxes, scores, limit, *thresholds = inputs
+    with pytest.raises(StaticValueError, match="max_output_boxes_per_class"):
+        jax.jit(lambda b, m: jaxonnx.ops.non_max_suppression(b, scores, m, *thresholds))(boxes, limit)
+    got = jax.jit(lambda b, m: jaxonnx.ops.non_max_suppression(b, scores, m, *thresholds, size=8))(boxes, limit)
+    np.testing.assert_array_equal(np.asarray(got)[: len(expected)], expected)
+
+
+def test_nms_in_32_bit_mode(x64_off):
+    inputs, attributes, expected = _nms_case_arrays(_NMS_CASES[0])
+    boxes, scores, limit, *thresholds = inputs
+    got = jax.jit(lambda b: jaxonnx.ops.non_max_suppression(b, scores, limit, *thresholds, **attributes))(boxes)
+    assert got.dtype == jnp.int32
+    np.testing.assert_array_equal(np.asarray(got)[: len(expected)], expected)
+
+
+def _single_node_model(op, inputs, opset, output_type=TensorProto.FLOAT, **attributes):
+    node = helper.make_node(op, list(inputs), ["y"], **attributes)
+    graph = helper.make_graph(
+        [node], "g",
+        [helper.make_tensor_value_info(k, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape) for k, v in inputs.items()],
+        [helper.make_tensor_value_info("y", output_type, None)],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def test_max_unpool_output_shape_reads_indices_in_the_output_shape_as_onnxruntime(run_onnxruntime):
+    x = np.random.default_rng(3).permutation(25).astype(np.float32).reshape(1, 1, 5, 5)
+    pooled, indices = jaxonnx.ops.max_pool(x, kernel_shape=[2, 2], strides=[2, 2])
+    feed = {"x": np.asarray(pooled), "i": np.asarray(indices, np.int64), "s": np.array([1, 1, 5, 5], np.int64)}
+    expected = run_onnxruntime(_single_node_model("MaxUnpool", feed, 22, kernel_shape=[2, 2], strides=[2, 2]), feed)[0]
+    got = jaxonnx.ops.max_unpool(*feed.values(), kernel_shape=[2, 2], strides=[2, 2])
+    np.testing.assert_array_equal(got, expected)
+    # Pooling the unpooled array gives the pooled values back.
+    np.testing.assert_array_equal(jaxonnx.ops.max_pool(got, kernel_shape=[2, 2], strides=[2, 2])[0], pooled)
+
+
+@pytest.mark.parametrize("scales", [[1.0, 1.0, 2.0, 3.0], [1.0, 1.0, 1.5, 2.5]])
+@pytest.mark.parametrize("mode", ["nearest", "linear"])
+def test_upsample_matches_onnxruntime(run_onnxruntime, mode, scales):
+    feed = {"x": np.random.default_rng(4).standard_normal((1, 2, 3, 4)).astype(np.float32), "s": np.array(scales, np.float32)}
+    expected = run_onnxruntime(_single_node_model("Upsample", feed, 9, mode=mode), feed)[0]
+    np.testing.assert_allclose(jaxonnx.ops.upsample(*feed.values(), mode=mode), expected, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 7), (2, 3, 4, 5), (1, 2, 3, 4, 5)])
+def test_global_max_pool_at_every_rank_matches_onnxruntime(run_onnxruntime, shape):
+    feed = {"x": np.random.default_rng(5).standard_normal(shape).astype(np.float32)}
+    expected = run_onnxruntime(_single_node_model("GlobalMaxPool", feed, 22), feed)[0]
+    got = jax.jit(jaxonnx.ops.global_max_pool)(feed["x"])
+    assert got.shape == shape[:2] + (1,) * (len(shape) - 2)
+    np.testing.assert_array_equal(got, expected)
