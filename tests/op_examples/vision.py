@@ -80,6 +80,7 @@ EXAMPLES = {
     "NonMaxSuppression": [
         Example([_BOXES, _SCORES, np.array([3], np.int64), np.array([0.2], np.float32), np.array([0.3], np.float32)], grad=False),
         Example([_BOXES, _SCORES, np.array([5], np.int64), np.array([0.5], np.float32)], {"center_point_box": 1}, grad=False),
-        Example([_BOXES, _SCORES, np.array([2], np.int64)], grad=False),
+        # (onnx's reference needs `iou_threshold` whenever `max_output_boxes_per_class` is given.)
+        Example([_BOXES, _SCORES, np.array([0], np.int64), np.array([0.5], np.float32)], grad=False),
     ],
 }
