@@ -136,3 +136,34 @@ def test_global_max_pool_at_every_rank_matches_onnxruntime(run_onnxruntime, shap
     got = jax.jit(jaxonnx.ops.global_max_pool)(feed["x"])
     assert got.shape == shape[:2] + (1,) * (len(shape) - 2)
     np.testing.assert_array_equal(got, expected)
+
+
+_FEATURES = np.random.default_rng(6).standard_normal((2, 3, 6, 7)).astype(np.float32)
+# Inside, partly outside, larger than the map, tiny and reversed RoIs.
+_ROIS = np.array([[0.5, 1.0, 5.5, 4.0], [-2.0, 3.0, 4.0, 9.0], [-8.0, -6.0, 15.0, 13.0], [2.0, 2.0, 2.4, 2.3], [4.0, 4.0, 1.0, 2.0]], np.float32)
+_ROI_BATCHES = np.array([0, 1, 1, 0, 1], np.int64)
+
+
+@pytest.mark.parametrize("mode", ["avg", "max"])
+@pytest.mark.parametrize("opset, transform", [(10, None), (16, "half_pixel"), (16, "output_half_pixel")])
+def test_roi_align_matches_onnxruntime_and_traced_rois_match_known_ones(run_onnxruntime, mode, transform, opset):
+    attributes = {"output_height": 3, "output_width": 2, "mode": mode, "spatial_scale": 0.8}
+    if opset == 16:
+        attributes["coordinate_transformation_mode"] = transform
+    feed = {"x": _FEATURES, "r": _ROIS, "b": _ROI_BATCHES}
+    expected = run_onnxruntime(_single_node_model("RoiAlign", feed, opset, **attributes), feed)[0]
+    op = jaxonnx.get_op("RoiAlign", opset)
+    np.testing.assert_allclose(op(*feed.values(), **attributes), expected, rtol=1e-5, atol=1e-6)
+    traced = jax.jit(lambda x, r, b: op(x, r, b, **attributes))(*feed.values())
+    np.testing.assert_allclose(traced, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_roi_align_gradient_with_respect_to_x():
+    from jax.test_util import check_grads
+
+    x = jnp.asarray(_FEATURES, jnp.float64)
+    for mode, rois in (("avg", _ROIS), ("max", _ROIS[:1])):
+        f = lambda x: jaxonnx.ops.roi_align(x, _ROIS.astype(np.float64) if mode == "avg" else rois.astype(np.float64),
+                                            _ROI_BATCHES if mode == "avg" else _ROI_BATCHES[:1], output_height=2, output_width=2,
+                                            mode=mode, sampling_ratio=2)
+        check_grads(f, (x,), order=1, modes=("rev", "fwd"))

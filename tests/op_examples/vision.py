@@ -21,6 +21,11 @@ def _distinct(*shape):
 _BOXES = np.random.default_rng(2).uniform(0, 3, (2, 8, 4)).astype(np.float32)
 _SCORES = np.random.default_rng(3).uniform(0, 1, (2, 3, 8)).astype(np.float32)
 
+_FEATURES = _normal(2, 3, 6, 7)
+# Inside, partly outside, tiny (under 1x1) and reversed RoIs.
+_ROIS = np.array([[0.5, 1.0, 5.5, 4.0], [-2.0, 3.0, 4.0, 9.0], [2.0, 2.0, 2.4, 2.3], [4.0, 4.0, 1.0, 2.0]], np.float32)
+_ROI_BATCHES = np.array([0, 1, 1, 0], np.int64)
+
 # onnx's reference LRN loops its channel index over the batch axis (`range(x.shape[0])`):
 # it agrees with the text only when N == C.
 _SQUARE = _normal(3, 3, 2, 4)
@@ -82,5 +87,19 @@ EXAMPLES = {
         Example([_BOXES, _SCORES, np.array([5], np.int64), np.array([0.5], np.float32)], {"center_point_box": 1}, grad=False),
         # (onnx's reference needs `iou_threshold` whenever `max_output_boxes_per_class` is given.)
         Example([_BOXES, _SCORES, np.array([0], np.int64), np.array([0.5], np.float32)], grad=False),
+    ],
+    # (rois and batch_indices: not differentiable.) onnx's reference shifts by -0.5 at
+    # version 10 too (the later default), where version 10 has no shift; tests/test_vision_ops.py
+    # checks version 10 against onnxruntime.
+    "RoiAlign": [
+        Example([_FEATURES, _ROIS, _ROI_BATCHES], {"output_height": 2, "output_width": 3}, versions=(16, 22)),
+        Example([_FEATURES, _ROIS, _ROI_BATCHES], {"output_height": 3, "output_width": 2, "sampling_ratio": 2, "spatial_scale": 0.5},
+                versions=(16, 22)),
+        Example([_FEATURES, _ROIS, _ROI_BATCHES], {"output_height": 2, "output_width": 2, "coordinate_transformation_mode": "output_half_pixel"},
+                versions=(16, 22)),
+        # Max mode has ties at the zero terms of points outside the map: no gradient check there.
+        Example([_FEATURES, _ROIS[:1], _ROI_BATCHES[:1]], {"output_height": 2, "output_width": 2, "mode": "max", "sampling_ratio": 3},
+                versions=(16, 22)),
+        Example([_FEATURES, _ROIS, _ROI_BATCHES], {"output_height": 2, "output_width": 2, "mode": "max"}, versions=(16, 22), grad=False),
     ],
 }
