@@ -167,3 +167,41 @@ def test_roi_align_gradient_with_respect_to_x():
                                             _ROI_BATCHES if mode == "avg" else _ROI_BATCHES[:1], output_height=2, output_width=2,
                                             mode=mode, sampling_ratio=2)
         check_grads(f, (x,), order=1, modes=("rev", "fwd"))
+
+
+_IMAGE = np.random.default_rng(7).standard_normal((2, 2, 4, 5)).astype(np.float32)
+_GRID = np.random.default_rng(8).uniform(-1.6, 1.6, (2, 3, 4, 2)).astype(np.float32)
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "nearest", "bicubic"])
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align_corners", [0, 1])
+@pytest.mark.parametrize("opset", [16, 20])
+def test_grid_sample_matches_onnxruntime(run_onnxruntime, mode, padding_mode, align_corners, opset):
+    feed = {"x": _IMAGE, "g": _GRID}
+    if opset >= 20:
+        mode = {"bilinear": "linear", "bicubic": "cubic"}.get(mode, mode)
+    attributes = {"mode": mode, "padding_mode": padding_mode, "align_corners": align_corners}
+    expected = run_onnxruntime(_single_node_model("GridSample", feed, opset, **attributes), feed)[0]
+    got = jax.jit(lambda x, g: jaxonnx.get_op("GridSample", opset)(x, g, **attributes))(*feed.values())
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("mode", ["linear", "cubic"])
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("rank", [2, 3])
+def test_grid_sample_gradient_with_respect_to_the_grid(mode, padding_mode, rank):
+    from jax.test_util import check_grads
+
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((1, 2) + (4, 5, 3)[:rank])
+    # Pixel coordinates away from pixel centres and half-pixel borders (the kinks), some
+    # outside the input: integer + a fraction in [0.1, 0.4].
+    shape = (1, 2, 3) + (2,) * (rank - 2) + (rank,)
+    sizes = np.array((4, 5, 3)[:rank][::-1], np.float64)  # the grid's last axis is x first
+    pixel = rng.integers(-2, sizes.astype(int) + 2, shape) + rng.uniform(0.1, 0.4, shape)
+    grid = (2 * pixel + 1) / sizes - 1  # align_corners=0
+    f = lambda g: jaxonnx.ops.grid_sample(x, g, mode=mode, padding_mode=padding_mode)
+    check_grads(f, (jnp.asarray(grid),), order=1, modes=("rev", "fwd"), atol=1e-4, rtol=1e-4)
+    g = lambda x: jaxonnx.ops.grid_sample(x, grid, mode=mode, padding_mode=padding_mode)
+    check_grads(g, (jnp.asarray(x),), order=1, modes=("rev", "fwd"))

@@ -26,6 +26,11 @@ _FEATURES = _normal(2, 3, 6, 7)
 _ROIS = np.array([[0.5, 1.0, 5.5, 4.0], [-2.0, 3.0, 4.0, 9.0], [2.0, 2.0, 2.4, 2.3], [4.0, 4.0, 1.0, 2.0]], np.float32)
 _ROI_BATCHES = np.array([0, 1, 1, 0], np.int64)
 
+_IMAGE = _normal(2, 2, 4, 5)
+_GRID = _rng.uniform(-1.6, 1.6, (2, 3, 4, 2)).astype(np.float32)  # some positions outside
+_VOLUME = _normal(1, 2, 3, 4, 3)
+_GRID_3D = _rng.uniform(-1.4, 1.4, (1, 2, 3, 2, 3)).astype(np.float32)
+
 # onnx's reference LRN loops its channel index over the batch axis (`range(x.shape[0])`):
 # it agrees with the text only when N == C.
 _SQUARE = _normal(3, 3, 2, 4)
@@ -101,5 +106,35 @@ EXAMPLES = {
         Example([_FEATURES, _ROIS[:1], _ROI_BATCHES[:1]], {"output_height": 2, "output_width": 2, "mode": "max", "sampling_ratio": 3},
                 versions=(16, 22)),
         Example([_FEATURES, _ROIS, _ROI_BATCHES], {"output_height": 2, "output_width": 2, "mode": "max"}, versions=(16, 22), grad=False),
+    ],
+    # `grid` is not differentiable in the schema; tests/test_vision_ops.py checks its gradient.
+    # onnx's reference knows only version 20's mode names (version 16's bilinear and bicubic
+    # are checked against onnxruntime there too).
+    "GridSample": [
+        Example([_IMAGE, _GRID], {"mode": "linear", "padding_mode": "zeros", "align_corners": 0}, versions=(20, 22)),
+        Example([_IMAGE, _GRID], {"mode": "linear", "padding_mode": "zeros", "align_corners": 1}, versions=(20, 22)),
+        Example([_IMAGE, _GRID], {"mode": "linear", "padding_mode": "border", "align_corners": 0}, versions=(20, 22)),
+        Example([_IMAGE, _GRID], {"mode": "linear", "padding_mode": "border", "align_corners": 1}, versions=(20, 22)),
+        Example([_IMAGE, _GRID], {"mode": "linear", "padding_mode": "reflection", "align_corners": 0}, versions=(20, 22)),
+        Example([_IMAGE, _GRID], {"mode": "linear", "padding_mode": "reflection", "align_corners": 1}, versions=(20, 22)),
+        Example([_VOLUME, _GRID_3D], {"mode": "linear", "padding_mode": "border", "align_corners": 1}, versions=(20, 22)),
+        Example([_VOLUME, _GRID_3D], {"mode": "linear", "padding_mode": "reflection"}, versions=(20, 22)),
+        Example([_IMAGE, _GRID], {"mode": "nearest", "padding_mode": "zeros", "align_corners": 0}, versions=(20, 22)),
+        Example([_IMAGE, _GRID], {"mode": "nearest", "padding_mode": "zeros", "align_corners": 1}, versions=(20, 22)),
+        Example([_IMAGE, _GRID], {"mode": "nearest", "padding_mode": "border", "align_corners": 0}, versions=(20, 22)),
+        Example([_IMAGE, _GRID], {"mode": "nearest", "padding_mode": "border", "align_corners": 1}, versions=(20, 22)),
+        Example([_IMAGE, _GRID], {"mode": "nearest", "padding_mode": "reflection", "align_corners": 0}, versions=(20, 22)),
+        Example([_IMAGE, _GRID], {"mode": "nearest", "padding_mode": "reflection", "align_corners": 1}, versions=(20, 22)),
+        Example([_IMAGE, _GRID], {"mode": "nearest", "padding_mode": "reflection"}, versions=(16,)),
+        Example([_VOLUME, _GRID_3D], {"mode": "nearest", "padding_mode": "border", "align_corners": 1}, versions=(20, 22)),
+        Example([_VOLUME, _GRID_3D], {"mode": "nearest", "padding_mode": "reflection"}, versions=(20, 22)),
+        Example([_IMAGE, _GRID], {"mode": "cubic", "padding_mode": "zeros", "align_corners": 0}, versions=(20, 22)),
+        Example([_IMAGE, _GRID], {"mode": "cubic", "padding_mode": "zeros", "align_corners": 1}, versions=(20, 22)),
+        Example([_IMAGE, _GRID], {"mode": "cubic", "padding_mode": "reflection", "align_corners": 0}, versions=(20, 22)),
+        Example([_IMAGE, _GRID], {"mode": "cubic", "padding_mode": "reflection", "align_corners": 1}, versions=(20, 22)),
+        # (Cubic with border padding: onnx.reference clamps the coordinate where onnxruntime and
+        # PyTorch clamp only the pixels read; tests/test_vision_ops.py checks it against onnxruntime.)
+        Example([_VOLUME, _GRID_3D], {"mode": "cubic", "padding_mode": "reflection"}, versions=(20, 22)),
+        Example([np.arange(40, dtype=np.int64).reshape(2, 1, 4, 5), _GRID], {"mode": "nearest"}, versions=(20, 22)),
     ],
 }
