@@ -205,3 +205,25 @@ def test_grid_sample_gradient_with_respect_to_the_grid(mode, padding_mode, rank)
     check_grads(f, (jnp.asarray(grid),), order=1, modes=("rev", "fwd"), atol=1e-4, rtol=1e-4)
     g = lambda x: jaxonnx.ops.grid_sample(x, grid, mode=mode, padding_mode=padding_mode)
     check_grads(g, (jnp.asarray(x),), order=1, modes=("rev", "fwd"))
+
+
+def test_affine_grid_gradient_with_respect_to_theta_and_identity_warp():
+    from jax.test_util import check_grads
+
+    rng = np.random.default_rng(10)
+    x = rng.standard_normal((2, 2, 5, 6))
+    theta = np.array([[[0.9, 0.1, 0.05], [-0.2, 1.1, 0.1]], [[1.2, -0.3, -0.1], [0.25, 0.8, 0.05]]])
+
+    def warp(theta):
+        grid = jaxonnx.ops.affine_grid(theta, np.array(x.shape))
+        return jaxonnx.ops.grid_sample(x, grid, padding_mode="border")
+
+    for size in (x.shape, (2, 2, 3, 4, 5)):
+        theta_3d = rng.standard_normal((2, 3, 4))
+        start = theta if len(size) == 4 else theta_3d
+        for corners in (0, 1):
+            check_grads(lambda t: jaxonnx.ops.affine_grid(t, np.array(size), align_corners=corners), (jnp.asarray(start),),
+                        order=1, modes=("rev", "fwd"))
+    # The identity map samples every pixel centre: the image comes back.
+    identity = np.array([[[1.0, 0, 0], [0, 1, 0]]] * 2)
+    np.testing.assert_allclose(warp(identity), x, atol=1e-12)

@@ -137,4 +137,11 @@ EXAMPLES = {
         Example([_VOLUME, _GRID_3D], {"mode": "cubic", "padding_mode": "reflection"}, versions=(20, 22)),
         Example([np.arange(40, dtype=np.int64).reshape(2, 1, 4, 5), _GRID], {"mode": "nearest"}, versions=(20, 22)),
     ],
+    # (theta is not differentiable in the schema; tests/test_vision_ops.py checks its gradient.)
+    "AffineGrid": [
+        Example([_normal(2, 2, 3), np.array([2, 3, 4, 5], np.int64)]),
+        Example([_normal(2, 2, 3), np.array([2, 3, 4, 5], np.int64)], {"align_corners": 1}),
+        Example([_normal(1, 3, 4), np.array([1, 2, 3, 4, 2], np.int64)]),
+        Example([_normal(1, 3, 4), np.array([1, 2, 3, 4, 2], np.int64)], {"align_corners": 1}),
+    ],
 }
