@@ -144,4 +144,16 @@ EXAMPLES = {
         Example([_normal(1, 3, 4), np.array([1, 2, 3, 4, 2], np.int64)]),
         Example([_normal(1, 3, 4), np.array([1, 2, 3, 4, 2], np.int64)], {"align_corners": 1}),
     ],
+    "CenterCropPad": [
+        Example([_normal(3, 5, 4), np.array([2, 7], np.int64)], {"axes": [1, 2]}),
+        Example([_normal(3, 5, 4), np.array([4, 3, 6], np.int64)]),
+        Example([_normal(3, 5, 4), np.array([6, 2], np.int32)], {"axes": [-1, 0]}),
+        Example([np.arange(12, dtype=np.int32).reshape(3, 4), np.array([2, 5], np.int64)]),
+    ],
+    "Col2Im": [
+        Example([_normal(2, 6, 12), np.array([4, 5], np.int64), np.array([1, 3], np.int64)]),
+        Example([_normal(1, 8, 6), np.array([5, 5], np.int64), np.array([2, 2], np.int64)],
+                {"strides": [2, 2], "pads": [1, 0, 1, 0], "dilations": [1, 2]}),
+        Example([_normal(1, 8, 16), np.array([3, 3, 4], np.int64), np.array([2, 2, 2], np.int64)], {"pads": [0, 0, 1, 0, 0, 0]}),
+    ],
 }
