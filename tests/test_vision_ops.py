@@ -227,3 +227,35 @@ def test_affine_grid_gradient_with_respect_to_theta_and_identity_warp():
     # The identity map samples every pixel centre: the image comes back.
     identity = np.array([[[1.0, 0, 0], [0, 1, 0]]] * 2)
     np.testing.assert_allclose(warp(identity), x, atol=1e-12)
+
+
+@pytest.mark.parametrize("spatial", [1, 2, 3])
+def test_deform_conv_with_zero_offsets_is_conv(spatial):
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((2, 4) + (5, 6, 4)[:spatial])
+    w = rng.standard_normal((6, 2) + (2, 3, 2)[:spatial])
+    b = rng.standard_normal(6)
+    attributes = {"group": 2, "strides": [2, 1, 1][:spatial], "pads": [1, 0, 1][:spatial] + [0, 1, 1][:spatial],
+                  "dilations": [1, 2, 1][:spatial]}
+    expected = jaxonnx.ops.conv(x, w, b, **attributes)
+    offsets = np.zeros((2, 2 * int(np.prod(w.shape[2:])) * spatial, *expected.shape[2:]))
+    got = jax.jit(lambda x, o: jaxonnx.ops.deform_conv(x, w, o, b, offset_group=2, **attributes))(x, offsets)
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
+
+
+def test_deform_conv_gradients_with_respect_to_every_input():
+    from jax.test_util import check_grads
+
+    rng = np.random.default_rng(12)
+    x, w, b = rng.standard_normal((1, 4, 5, 5)), rng.standard_normal((2, 2, 2, 2)), rng.standard_normal(2)
+    shape = (1, 16, 4, 4)
+    offsets = rng.integers(-2, 3, shape) + rng.uniform(0.1, 0.4, shape) * rng.choice([-1, 1], shape)
+    mask = rng.uniform(0.2, 1.0, (1, 8, 4, 4))
+    inputs = [x, w, offsets, b, mask]
+    for i in range(5):
+        def f(value, i=i):
+            args = list(inputs)
+            args[i] = value
+            return jaxonnx.ops.deform_conv(*args, group=2, offset_group=2)
+
+        check_grads(f, (jnp.asarray(inputs[i]),), order=1, modes=("rev", "fwd"))

@@ -31,6 +31,11 @@ _GRID = _rng.uniform(-1.6, 1.6, (2, 3, 4, 2)).astype(np.float32)  # some positio
 _VOLUME = _normal(1, 2, 3, 4, 3)
 _GRID_3D = _rng.uniform(-1.4, 1.4, (1, 2, 3, 2, 3)).astype(np.float32)
 
+def _offsets(*shape):
+    # Fractional offsets away from whole pixels (where the interpolation has kinks).
+    return (_rng.integers(-2, 3, shape) + _rng.uniform(0.1, 0.4, shape) * _rng.choice([-1, 1], shape)).astype(np.float32)
+
+
 # onnx's reference LRN loops its channel index over the batch axis (`range(x.shape[0])`):
 # it agrees with the text only when N == C.
 _SQUARE = _normal(3, 3, 2, 4)
@@ -155,5 +160,13 @@ EXAMPLES = {
         Example([_normal(1, 8, 6), np.array([5, 5], np.int64), np.array([2, 2], np.int64)],
                 {"strides": [2, 2], "pads": [1, 0, 1, 0], "dilations": [1, 2]}),
         Example([_normal(1, 8, 16), np.array([3, 3, 4], np.int64), np.array([2, 2, 2], np.int64)], {"pads": [0, 0, 1, 0, 0, 0]}),
+    ],
+    # onnx's reference computes 2-D only (tests/test_vision_ops.py checks 1-D and 3-D against
+    # Conv); the inputs' differentiability is not stated in the schema (checked there too).
+    "DeformConv": [
+        Example([_normal(1, 2, 4, 5), _normal(3, 2, 2, 2), _offsets(1, 8, 3, 4)]),
+        Example([_normal(2, 4, 5, 5), _normal(4, 2, 3, 2), _offsets(2, 24, 2, 4), _normal(4), _normal(2, 12, 2, 4)],
+                {"group": 2, "offset_group": 2, "strides": [2, 1], "pads": [1, 0, 0, 0]}),
+        Example([_normal(1, 2, 5, 5), _normal(2, 1, 2, 2), _offsets(1, 8, 5, 5)], {"group": 2, "dilations": [2, 1], "pads": [1, 1, 1, 0]}),
     ],
 }
