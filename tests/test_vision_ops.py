@@ -259,3 +259,18 @@ def test_deform_conv_gradients_with_respect_to_every_input():
             return jaxonnx.ops.deform_conv(*args, group=2, offset_group=2)
 
         check_grads(f, (jnp.asarray(inputs[i]),), order=1, modes=("rev", "fwd"))
+
+
+@pytest.mark.parametrize("scale", [1.0, 0.5, 0.25])
+def test_max_roi_pool_matches_onnxruntime_and_traced_rois_match_known_ones(run_onnxruntime, scale):
+    rng = np.random.default_rng(13)
+    x = rng.standard_normal((2, 3, 8, 9)).astype(np.float32)
+    boxes = rng.uniform(-3, 14, (12, 4)).astype(np.float32)
+    boxes[:3] = [[1.0, 1.0, 5.0, 5.0], [2.5, 3.5, 6.5, 4.5], [-1.5, 0.5, 1.5, 30.0]]  # halves, outside
+    rois = np.concatenate([rng.integers(0, 2, (12, 1)).astype(np.float32), boxes], axis=1)
+    feed = {"x": x, "r": rois}
+    attributes = {"pooled_shape": [3, 2], "spatial_scale": scale}
+    expected = run_onnxruntime(_single_node_model("MaxRoiPool", feed, 21, **attributes), feed)[0]
+    np.testing.assert_array_equal(jaxonnx.ops.max_roi_pool(x, rois, **attributes), expected)
+    traced = jax.jit(lambda x, r: jaxonnx.ops.max_roi_pool(x, r, **attributes))(x, rois)
+    np.testing.assert_array_equal(traced, expected)

@@ -36,6 +36,29 @@ def _offsets(*shape):
     return (_rng.integers(-2, 3, shape) + _rng.uniform(0.1, 0.4, shape) * _rng.choice([-1, 1], shape)).astype(np.float32)
 
 
+def _max_roi_pool(x, rois, pooled_shape, spatial_scale=1.0):
+    # onnx.reference has no MaxRoiPool: Caffe's RoI pooling, as onnxruntime computes it.
+    def c_round(v):
+        return int(np.sign(v) * np.floor(abs(v) + 0.5))
+
+    out = np.zeros((len(rois), x.shape[1], *pooled_shape), x.dtype)
+    for r, (batch, *box) in enumerate(rois):
+        x1, y1, x2, y2 = (c_round(np.float32(v) * np.float32(spatial_scale)) for v in box)
+        size_h, size_w = np.float32(max(y2 - y1 + 1, 1)), np.float32(max(x2 - x1 + 1, 1))
+        for ph in range(pooled_shape[0]):
+            for pw in range(pooled_shape[1]):
+                bin_h, bin_w = size_h / np.float32(pooled_shape[0]), size_w / np.float32(pooled_shape[1])
+                h0 = min(max(int(np.floor(ph * bin_h)) + y1, 0), x.shape[2])
+                h1 = min(max(int(np.ceil((ph + 1) * bin_h)) + y1, 0), x.shape[2])
+                w0 = min(max(int(np.floor(pw * bin_w)) + x1, 0), x.shape[3])
+                w1 = min(max(int(np.ceil((pw + 1) * bin_w)) + x1, 0), x.shape[3])
+                if h1 > h0 and w1 > w0:
+                    out[r, :, ph, pw] = x[int(batch), :, h0:h1, w0:w1].max(axis=(1, 2))
+    return [out]
+
+
+_POOL_ROIS = np.array([[0, 1.0, 1.0, 5.0, 5.0], [1, 2.5, 3.5, 6.5, 4.5], [1, -1.5, 0.5, 1.5, 30.0], [0, 6.0, 2.0, 3.0, 1.0]], np.float32)
+
 # onnx's reference LRN loops its channel index over the batch axis (`range(x.shape[0])`):
 # it agrees with the text only when N == C.
 _SQUARE = _normal(3, 3, 2, 4)
@@ -168,5 +191,9 @@ EXAMPLES = {
         Example([_normal(2, 4, 5, 5), _normal(4, 2, 3, 2), _offsets(2, 24, 2, 4), _normal(4), _normal(2, 12, 2, 4)],
                 {"group": 2, "offset_group": 2, "strides": [2, 1], "pads": [1, 0, 0, 0]}),
         Example([_normal(1, 2, 5, 5), _normal(2, 1, 2, 2), _offsets(1, 8, 5, 5)], {"group": 2, "dilations": [2, 1], "pads": [1, 1, 1, 0]}),
+    ],
+    "MaxRoiPool": [
+        Example([_distinct(2, 3, 7, 8), _POOL_ROIS], {"pooled_shape": [2, 3]}, reference=_max_roi_pool),
+        Example([_distinct(2, 3, 7, 8), _POOL_ROIS], {"pooled_shape": [3, 2], "spatial_scale": 0.5}, reference=_max_roi_pool),
     ],
 }
