@@ -274,3 +274,45 @@ def test_max_roi_pool_matches_onnxruntime_and_traced_rois_match_known_ones(run_o
     np.testing.assert_array_equal(jaxonnx.ops.max_roi_pool(x, rois, **attributes), expected)
     traced = jax.jit(lambda x, r: jaxonnx.ops.max_roi_pool(x, r, **attributes))(x, rois)
     np.testing.assert_array_equal(traced, expected)
+
+
+def _vision_examples():
+    from tests.op_examples.vision import EXAMPLES
+
+    cases = []
+    for op_type, examples in EXAMPLES.items():
+        op = jaxonnx.get_op(op_type, max(jaxonnx.supported_ops()[op_type]))
+        for index, example in enumerate(examples):
+            if example.versions is None or op.since_version in example.versions:
+                cases.append(pytest.param(op, example, id=f"{op.name}-{index}"))
+    return cases
+
+
+@pytest.mark.parametrize("op, example", _vision_examples())
+def test_jit_with_x64_off_matches_x64_on(op, example):
+    expected = op(*example.inputs, **example.attributes)
+    expected = expected if isinstance(expected, tuple) else (expected,)
+    names = op.formal_names(len(example.inputs))
+    traced = [i for i, (name, x) in enumerate(zip(names, example.inputs))
+              if x is not None and name not in op.contract.static and name != "max_output_boxes_per_class"]
+
+    def run(*values):
+        args = list(example.inputs)
+        for i, value in zip(traced, values):
+            args[i] = value
+        # MaxUnpool's schema ties `output_shape` (static int64) to `I`, which JAX narrows to
+        # int32 with x64 off; the registry's tie check refuses that pair on the graph path
+        # (a core matter), the public function reads static bounds as they are.
+        if op.op_type == "MaxUnpool":
+            return jaxonnx.ops.max_unpool(*args, **example.attributes)
+        return op(*args, **example.attributes)
+
+    with jax.enable_x64(False):
+        got = jax.jit(run)(*(jnp.asarray(example.inputs[i]) for i in traced))
+    got = got if isinstance(got, tuple) else (got,)
+    for g, e in zip(got, expected):
+        e = np.asarray(e)
+        if op.op_type == "NonMaxSuppression":  # traced: the rows first, then padding
+            g = np.asarray(g)[: len(e)]
+        assert np.asarray(g).dtype.itemsize <= 4 or e.dtype.itemsize <= 4
+        np.testing.assert_allclose(np.asarray(g), e, rtol=1e-5, atol=1e-5)
