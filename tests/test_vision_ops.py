@@ -316,3 +316,46 @@ def test_jit_with_x64_off_matches_x64_on(op, example):
             g = np.asarray(g)[: len(e)]
         assert np.asarray(g).dtype.itemsize <= 4 or e.dtype.itemsize <= 4
         np.testing.assert_allclose(np.asarray(g), e, rtol=1e-5, atol=1e-5)
+
+
+def _detection_model():
+    """boxes, scores -> NonMaxSuppression (limit and thresholds as initializers) -> the
+    selected boxes' scores by GatherND, as a detector's post-processing reads them."""
+    from onnx import numpy_helper
+
+    nodes = [
+        helper.make_node("NonMaxSuppression", ["boxes", "scores", "limit", "iou", "score_min"], ["selected"]),
+        # [batch, class, box] -> the score of each selected box: GatherND on scores.
+        helper.make_node("GatherND", ["scores", "selected"], ["picked"]),
+    ]
+    initializers = [
+        numpy_helper.from_array(np.array([2], np.int64), "limit"),
+        numpy_helper.from_array(np.array([0.4], np.float32), "iou"),
+        numpy_helper.from_array(np.array([0.7], np.float32), "score_min"),
+    ]
+    graph = helper.make_graph(
+        nodes, "detect",
+        [helper.make_tensor_value_info("boxes", TensorProto.FLOAT, [2, 6, 4]), helper.make_tensor_value_info("scores", TensorProto.FLOAT, [2, 3, 6])],
+        [helper.make_tensor_value_info("selected", TensorProto.INT64, None), helper.make_tensor_value_info("picked", TensorProto.FLOAT, None)],
+        initializer=initializers,
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
+def test_nms_in_a_model_under_jit_pads_rows_that_gather_zeros(run_onnxruntime):
+    rng = np.random.default_rng(14)
+    boxes = rng.uniform(0, 3, (2, 6, 4)).astype(np.float32)
+    scores = rng.uniform(0, 1, (2, 3, 6)).astype(np.float32)
+    proto = _detection_model()
+    expected_rows, expected_scores = run_onnxruntime(proto, {"boxes": boxes, "scores": scores})
+    selected, picked = jax.jit(jaxonnx.load(proto))(boxes, scores)
+    count = len(expected_rows)
+    assert selected.shape == (2 * 3 * 2, 3) and count < selected.shape[0]
+    np.testing.assert_array_equal(np.asarray(selected)[:count], expected_rows)
+    np.testing.assert_array_equal(np.asarray(picked)[:count], expected_scores)
+    # The padding rows are out of range on purpose: GatherND reads zeros there.
+    assert (np.asarray(picked)[count:] == 0).all()
+    # A size hint sets the length instead.
+    hinted = jax.jit(jaxonnx.load(proto, size_hints={"selected": 20}))(boxes, scores)
+    assert hinted[0].shape == (20, 3)
+    np.testing.assert_array_equal(np.asarray(hinted[1])[:count], expected_scores)
