@@ -359,3 +359,47 @@ def test_nms_in_a_model_under_jit_pads_rows_that_gather_zeros(run_onnxruntime):
     hinted = jax.jit(jaxonnx.load(proto, size_hints={"selected": 20}))(boxes, scores)
     assert hinted[0].shape == (20, 3)
     np.testing.assert_array_equal(np.asarray(hinted[1])[:count], expected_scores)
+
+
+def test_upsample_linear_gradient():
+    from jax.test_util import check_grads
+
+    x = np.random.default_rng(15).standard_normal((1, 2, 3, 4))
+    check_grads(lambda x: jaxonnx.ops.upsample(x, np.array([1.0, 1.0, 1.5, 2.5], np.float32), mode="linear"),
+                (jnp.asarray(x),), order=1, modes=("rev", "fwd"))
+
+
+_F = np.zeros((1, 2, 4, 4), np.float32)
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: jaxonnx.ops.global_max_pool(np.zeros((2, 3), np.float32)), r"needs `X` of rank >= 3 .* got shape \(2, 3\)"),
+        (lambda: jaxonnx.ops.lrn(_F, size=0), r"needs a positive `size`.* got 0"),
+        (lambda: jaxonnx.ops.lp_pool(_F, kernel_shape=[2, 2], p=0), r"needs a positive `p`, got 0"),
+        (lambda: jaxonnx.ops.lp_pool(_F, kernel_shape=[2]), r"got `kernel_shape`=\[2\]"),
+        (lambda: jaxonnx.ops.max_unpool(np.zeros((1, 1, 2), np.float32), np.array([[[0, 9]]]), kernel_shape=[2], strides=[2]),
+         r"got `I` with indices in \[0, 9\] for an output of shape \[1, 1, 4\]"),
+        (lambda: jaxonnx.ops.upsample(_F, np.array([1.0, 1.0, 0.5, 2.0], np.float32)), r"needs `scales` of at least 1"),
+        (lambda: jaxonnx.ops.upsample(_F, np.array([1.0, 2.0], np.float32)), r"needs float `scales`, one per axis"),
+        (lambda: jaxonnx.ops.non_max_suppression(np.zeros((1, 3, 4), np.float32), np.zeros((1, 2, 4), np.float32)),
+         r"needs `scores` of shape \(batches, classes, boxes\) = \(1, classes, 3\)"),
+        (lambda: jaxonnx.ops.non_max_suppression(np.zeros((1, 3, 4), np.float32), np.zeros((1, 2, 3), np.float32), center_point_box=2),
+         r"got `center_point_box`=2"),
+        (lambda: jaxonnx.ops.roi_align(_F, np.zeros((1, 4), np.float32), np.array([3])), r"got `batch_indices` \[3\] for `X` of 1 images"),
+        (lambda: jaxonnx.ops.roi_align(_F, np.zeros((1, 4), np.float32), np.array([0]), mode="sum"), r"got `mode`='sum'"),
+        (lambda: jaxonnx.ops.max_roi_pool(_F, np.zeros((1, 5), np.float32), pooled_shape=[2, 0]), r"needs `pooled_shape` of two positive sizes"),
+        (lambda: jaxonnx.ops.grid_sample(_F, np.zeros((1, 2, 2, 3), np.float32)), r"needs `X` of shape \(N, C, D1, ..., Dr\) and `grid`"),
+        (lambda: jaxonnx.ops.grid_sample(_F, np.zeros((1, 2, 2, 2), np.float32), mode="bilinear"), r"got `mode`='bilinear'"),
+        (lambda: jaxonnx.ops.grid_sample(_F.astype(np.int32), np.zeros((1, 2, 2, 2), np.float32)), r"needs a float `X` in linear mode"),
+        (lambda: jaxonnx.ops.affine_grid(np.zeros((1, 2, 3), np.float32), np.array([2, 1, 4, 4])), r"needs `theta` of shape \(2, 2, 3\)"),
+        (lambda: jaxonnx.ops.col2im(np.zeros((1, 4, 5), np.float32), np.array([3, 3]), np.array([2, 2])), r"needs `input` of shape \(N, C \* 4, 4\)"),
+        (lambda: jaxonnx.ops.center_crop_pad(_F, np.array([2, 2]), axes=[1, 1]), r"got repeated `axes` \[1, 1\]"),
+        (lambda: jaxonnx.ops.deform_conv(_F, np.zeros((1, 2, 2, 2), np.float32), np.zeros((1, 8, 2, 2), np.float32)),
+         r"needs `offset` of shape \(1, 8, 3, 3\)"),
+    ],
+)
+def test_bad_inputs_raise_sentences_naming_the_argument(call, message):
+    with pytest.raises(OnnxValidationError, match=message):
+        call()

@@ -113,6 +113,9 @@ EXAMPLES = {
         # onnx's reference has no Upsample-7 (scales as an attribute): the same repeat in numpy.
         Example([_normal(1, 2, 2, 3)], {"scales": [1.0, 2.0, 1.0, 2.0]}, versions=(7,),
                 reference=lambda x, scales, mode=None: [x.repeat(2, axis=1).repeat(2, axis=3)]),
+        # Nor Upsample-1 (height_scale and width_scale).
+        Example([_normal(1, 2, 2, 3)], {"height_scale": 3.0, "width_scale": 2.0}, versions=(1,),
+                reference=lambda x, height_scale, width_scale: [x.repeat(3, axis=2).repeat(2, axis=3)]),
     ],
     # Integer outputs: no gradient.
     "NonMaxSuppression": [
