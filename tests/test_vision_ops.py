@@ -387,6 +387,8 @@ _F = np.zeros((1, 2, 4, 4), np.float32)
          r"needs `scores` of shape \(batches, classes, boxes\) = \(1, classes, 3\)"),
         (lambda: jaxonnx.ops.non_max_suppression(np.zeros((1, 3, 4), np.float32), np.zeros((1, 2, 3), np.float32), center_point_box=2),
          r"got `center_point_box`=2"),
+        (lambda: jaxonnx.ops.non_max_suppression(np.zeros((1, 3, 4), np.float32), np.zeros((1, 2, 3), np.float32), np.array([1]),
+                                                 np.array([1.5], np.float32)), r"needs `iou_threshold` in \[0, 1\], got 1.5"),
         (lambda: jaxonnx.ops.roi_align(_F, np.zeros((1, 4), np.float32), np.array([3])), r"got `batch_indices` \[3\] for `X` of 1 images"),
         (lambda: jaxonnx.ops.roi_align(_F, np.zeros((1, 4), np.float32), np.array([0]), mode="sum"), r"got `mode`='sum'"),
         (lambda: jaxonnx.ops.max_roi_pool(_F, np.zeros((1, 5), np.float32), pooled_shape=[2, 0]), r"needs `pooled_shape` of two positive sizes"),

@@ -59,7 +59,7 @@ def non_max_suppression(
         scores: float ``(batches, classes, boxes)``.
         max_output_boxes_per_class: optional int64 scalar (default 0: no rows; a negative
             value counts as 0).
-        iou_threshold: optional float scalar (default 0).
+        iou_threshold: optional float scalar in ``[0, 1]`` (default 0).
         score_threshold: optional float scalar (default: no score filter).
         center_point_box: the box format, 0 or 1.
         size: the static number of rows (needed for traced boxes or scores, unless
@@ -99,6 +99,9 @@ def non_max_suppression(
         if value is not None and value.size != 1:
             raise OnnxValidationError(f"needs a scalar or one-element `{name}`, got shape {tuple(value.shape)}.")
         scalars[name] = None if value is None else value.reshape(())
+    iou_value = scalars["iou_threshold"]
+    if iou_value is not None and not is_traced(iou_value) and not 0 <= float(iou_value) <= 1:
+        raise OnnxValidationError(f"needs `iou_threshold` in [0, 1], got {float(iou_value)}.")
     batches, classes, count = scores.shape
     pads = np.array([batches, classes, count] if fill_value is None else [fill_value] * 3, np.int64)
     index_type = jnp.int64 if jax.config.jax_enable_x64 else jnp.int32
