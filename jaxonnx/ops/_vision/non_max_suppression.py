@@ -51,7 +51,10 @@ def non_max_suppression(
 
     The padding follows :func:`non_zero`'s contract: **out of range on purpose**. Padded
     rows are ``[batches, classes, boxes]`` (each column's dim size), so a traced GatherND
-    or Gather with them reads zeros (and a ScatterND row is dropped), never real data.
+    with them (``scores[b, c, box]``, ``boxes[b, box]``) reads zeros and a ScatterND row is
+    dropped, never real data. (A traced Gather clamps its indices instead: a Gather of
+    ``boxes`` by the padded box column reads the last box, so mask those rows by their
+    out-of-range value.)
 
     Args:
         boxes: float ``(batches, boxes, 4)``: ``[y1, x1, y2, x2]`` (any diagonal pair of
