@@ -59,6 +59,12 @@ def _max_roi_pool(x, rois, pooled_shape, spatial_scale=1.0):
 
 _POOL_ROIS = np.array([[0, 1.0, 1.0, 5.0, 5.0], [1, 2.5, 3.5, 6.5, 4.5], [1, -1.5, 0.5, 1.5, 30.0], [0, 6.0, 2.0, 3.0, 1.0]], np.float32)
 
+def _lp_pool_2x2_ceil(x, kernel_shape, strides, ceil_mode, p=2):
+    padded = np.pad(np.abs(x.astype(np.float64)) ** p, ((0, 0), (0, 0), (0, x.shape[2] % 2), (0, x.shape[3] % 2)))
+    sums = padded.reshape(*x.shape[:2], padded.shape[2] // 2, 2, padded.shape[3] // 2, 2).sum(axis=(3, 5))
+    return [(sums ** (1 / p)).astype(x.dtype)]
+
+
 # onnx's reference LRN loops its channel index over the batch axis (`range(x.shape[0])`):
 # it agrees with the text only when N == C.
 _SQUARE = _normal(3, 3, 2, 4)
@@ -96,6 +102,14 @@ EXAMPLES = {
         Example([_normal(1, 2, 5, 6)], {"kernel_shape": [2, 2], "dilations": [2, 1]}, versions=(18, 22)),
         Example([_normal(1, 2, 3, 3, 4)], {"kernel_shape": [2, 2, 2], "p": 1}, versions=(2, 11, 18, 22)),
         Example([_normal(1, 1, 4, 4)], {"kernel_shape": [2, 2], "p": 1.5}, versions=(1,)),
+        Example([_normal(1, 2, 5, 5)], {"kernel_shape": [3, 2], "pads": [1, 0, 1, 1], "strides": [2, 2]}),
+        Example([_normal(1, 2, 5, 6)], {"kernel_shape": [3, 3], "auto_pad": "SAME_UPPER", "strides": [2, 2]}),
+        Example([_normal(1, 2, 5, 6)], {"kernel_shape": [2, 3], "auto_pad": "SAME_LOWER"}),
+        # onnx.reference scales a window that ceil_mode cuts short by the kernel size over its
+        # elements (as PyTorch's lp_pool); the text's Lp norm leaves the missing ones out, as
+        # onnxruntime 1.32 does: a numpy oracle of that.
+        Example([_normal(1, 2, 5, 6)], {"kernel_shape": [2, 2], "strides": [2, 2], "ceil_mode": 1}, versions=(18, 22),
+                reference=_lp_pool_2x2_ceil),
     ],
     "MaxUnpool": [
         Example([_normal(1, 2, 2, 2), np.array([[[[0, 3], [9, 14]], [[17, 18], [28, 31]]]], np.int64)],
