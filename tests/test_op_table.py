@@ -52,6 +52,8 @@ def _cases():
 
 
 def _reference(op: jaxonnx.OpVersion, example) -> list[np.ndarray]:
+    if example.reference is not None:
+        return list(example.reference(*example.inputs, **example.attributes))
     names = [f"in{i}" if x is not None else "" for i, x in enumerate(example.inputs)]
     outputs = [f"out{i}" for i in range(example.outputs or len(op.schema.outputs))]
     node = helper.make_node(op.op_type, names, outputs, **example.attributes)

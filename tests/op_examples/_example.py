@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Container
+from collections.abc import Callable, Container
 
 import numpy as np
 
@@ -29,3 +29,7 @@ class Example:
     #: How many outputs the node declares (None: every output of the schema); some ops'
     #: semantics depend on it (BatchNormalization before 14, MaxPool without Indices).
     outputs: int | None = None
+    #: A numpy oracle ``reference(*inputs, **attributes) -> list of outputs``, used instead
+    #: of onnx.reference where onnx.reference has no implementation of the op (GlobalLpPool)
+    #: or computes only part of it (its GlobalMaxPool reduces the wrong axes below rank 4).
+    reference: Callable | None = None
