@@ -55,7 +55,26 @@ def support_table() -> str:
         types = {t[len("tensor(") : -1] for t in allowed if t.startswith("tensor(")}
         note = " (size hint)" if op.takes_size_hint else ""
         rows.append(f"| {op_type}{note} | {', '.join(map(str, versions))} | {_describe(types)} |")
+    bodies = function_body_ops()
+    if bodies:
+        rows += ["", "Ops that jaxonnx does not register but runs through the function body onnx defines "
+                     f"for them (at the model's opset, as onnxruntime does): {', '.join(bodies)}."]
     return "\n".join(rows)
+
+
+def function_body_ops() -> list[str]:
+    """The default-domain ops onnx defines with a function body that jaxonnx does not
+    register (it runs them through that body)."""
+    import onnx.defs
+
+    newest: dict[str, onnx.defs.OpSchema] = {}
+    for schema in onnx.defs.get_all_schemas_with_history():
+        if schema.domain in ("", "ai.onnx") and not schema.deprecated:
+            if schema.name not in newest or schema.since_version > newest[schema.name].since_version:
+                newest[schema.name] = schema
+    registered = supported_ops()
+    return sorted(name for name, schema in newest.items()
+                  if name not in registered and (schema.has_function or schema.has_context_dependent_function))
 
 
 def update_readme(path: str) -> bool:
