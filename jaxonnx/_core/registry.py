@@ -20,7 +20,7 @@ import numpy as np
 import onnx
 import onnx.defs
 
-from jaxonnx._core.dtypes import as_jax, is_narrowed, is_string_array, jax_dtype, narrowed, onnx_type_name
+from jaxonnx._core.dtypes import WIDE, as_jax, is_narrowed, is_string_array, jax_dtype, narrowed, onnx_type_name
 from jaxonnx._errors import (
     JaxOnnxError,
     OnnxTypeError,
@@ -372,8 +372,8 @@ def _narrowed_by_jax(value, allowed: frozenset[str]) -> bool:
     ``jax_enable_x64`` is off, and the op computes in the 32-bit counterpart."""
     if not isinstance(value, jax.Array) or jax.config.jax_enable_x64:
         return False
-    wide = {"int32": "int64", "uint32": "uint64", "float": "double", "complex64": "complex128"}
-    return wide.get(onnx_type_name(value.dtype)) in allowed
+    wide = WIDE.get(np.dtype(value.dtype))
+    return wide is not None and onnx_type_name(wide) in allowed
 
 
 def _convert_inputs(op: OpVersion, inputs, *, public: bool) -> tuple:

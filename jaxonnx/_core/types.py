@@ -17,6 +17,7 @@ import numpy as np
 import onnx
 
 from jaxonnx._core.dtypes import (
+    WIDE,
     X64_ON_HINT,
     as_jax,
     as_str_array,
@@ -30,9 +31,6 @@ from jaxonnx._core.dtypes import (
 )
 from jaxonnx._errors import OnnxTypeError, OnnxValidationError, UnsupportedOpError
 
-#: The 64-bit type that JAX narrows to each 32-bit type while `jax_enable_x64` is off.
-_WIDE = {np.dtype(narrow): np.dtype(wide) for narrow, wide in
-         [(np.int32, np.int64), (np.uint32, np.uint64), (np.float32, np.float64), (np.complex64, np.complex128)]}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -243,7 +241,7 @@ class ValueType:
 def narrowing_note(declared: ValueType, value) -> str:
     """Why a JAX value has a 32-bit dtype that the declaration does not name, when x64 is off:
     JAX (or ``jax.jit``, for a traced value) converts 64-bit arrays to 32 bits."""
-    wide = _WIDE.get(np.dtype(value.dtype))
+    wide = WIDE.get(np.dtype(value.dtype))
     if x64_enabled() or wide is None or not isinstance(value, jax.Array):
         return ""
     who = "jax.jit" if isinstance(value, jax.core.Tracer) else "JAX"

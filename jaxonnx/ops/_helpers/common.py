@@ -10,6 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxonnx._core.dtypes import jax_dtype
 from jaxonnx._errors import OnnxValidationError
 from jaxonnx._core.registry import is_traced as is_traced
 
@@ -43,3 +44,10 @@ def normalize_axis(axis: int, rank: int, *, name: str = "axis", allow_negative=T
             f"[{lower}, {upper - 1}]."
         )
     return axis + rank if axis < 0 else axis
+
+
+def dims_array(dims):
+    """``dims`` as an exact int64 numpy array; symbolic dims (``jax.export``) as a JAX array."""
+    if all(isinstance(d, int) for d in dims):
+        return np.array(dims, dtype=np.int64).reshape(len(dims))
+    return jnp.array(dims, dtype=jax_dtype(np.int64))

@@ -2,29 +2,16 @@
 
 from __future__ import annotations
 
-import logging
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from jaxonnx._errors import OnnxTypeError, OnnxValidationError, StaticValueError
 from jaxonnx._core.registry import register
+from jaxonnx.ops._helpers.bounds import refuse_at_run_time_if
 from jaxonnx.ops._helpers.common import is_traced, namespace, normalize_axis
 
 
-def _raise_if_overflow(count, size):
-    # A host callback's exception reaches the user as a JaxRuntimeError after JAX has logged
-    # its traceback ("jax.debug.callback failed"); logging the message first makes it the
-    # first line the user sees. The CLI prints only the message (see jaxonnx._cli).
-    if int(count) > int(size):
-        error = OnnxValidationError(
-            f"Compress selected {int(count)} slices at run time but its output was given size={int(size)}; "
-            "the result would be truncated, so it is refused. Give a larger `size` (for a model, a larger "
-            "size hint: `size_hints=` of `jaxonnx.load`, or `--size-hint OUTPUT=N` of the jaxonnx command)."
-        )
-        logging.getLogger("jaxonnx").error("jaxonnx: %s", error)
-        raise error
 
 
 @register("Compress", 11, 28, concrete=("condition",), size_hint="zeros")
@@ -143,7 +130,11 @@ def _compress(data, condition, axis, *, size, fill_value, negative_axis):
     # Past `count`, point outside the axis so that `take` fills (jnp.nonzero ignores its own
     # `fill_value` for an empty `condition`).
     selected = jnp.where(jnp.arange(size) < count, selected, dim)
-    jax.debug.callback(_raise_if_overflow, count, size)
+    refuse_at_run_time_if(count > size, lambda count: (
+        f"Compress selected {int(count)} slices at run time but its output was given size={size}; "
+        "the result would be truncated, so it is refused. Give a larger `size` (for a model, a larger "
+        "size hint: `size_hints=` of `jaxonnx.load`, or `--size-hint OUTPUT=N` of the jaxonnx command)."
+    ), count)
     return jnp.take(data, selected, axis=axis, mode="fill", fill_value=fill_value)
 
 

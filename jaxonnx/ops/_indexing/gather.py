@@ -7,7 +7,7 @@ import jax.numpy as jnp
 from jaxonnx._errors import OnnxValidationError
 from jaxonnx._core.registry import register
 from jaxonnx.ops._helpers.common import namespace, normalize_axis
-from jaxonnx.ops._indexing.gather_elements import in_bounds_indices
+from jaxonnx.ops._helpers.indexing import in_bounds_indices
 
 
 @register("Gather", 1, 11, 13, concrete=("indices",), padding="reads")

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import jax.numpy as jnp
-import numpy as np
 
 from jaxonnx._errors import OnnxValidationError
 from jaxonnx._core.registry import register
-from jaxonnx.ops._helpers.common import is_traced, namespace, normalize_axis
+from jaxonnx.ops._helpers.common import namespace, normalize_axis
+from jaxonnx.ops._helpers.indexing import check_indices_fit, in_bounds_indices
 
 
 @register("GatherElements", 11, 13, concrete=("indices",), padding="reads")
@@ -56,44 +56,6 @@ def gather_elements(data, indices, *, axis: int = 0, padded=frozenset()):
     xp = namespace(data, indices)
     # No `mode`: every index is in bounds now, and the default gather has the plainest VJP.
     return xp.take_along_axis(data, indices, axis)
-
-
-def check_indices_fit(indices, data, axis: int, *, kind: str) -> None:
-    """GatherElements and ScatterElements: off the ``kind`` axis, ``indices`` may be shorter
-    than ``data`` (only that corner is used), never longer."""
-    for d, (n_index, n_data) in enumerate(zip(indices.shape, data.shape)):
-        if d != axis and n_index > n_data:
-            raise OnnxValidationError(
-                f"got `indices` of shape {tuple(indices.shape)} larger than `data` "
-                f"{tuple(data.shape)} on dim {d}, which is not the {kind} axis ({axis})."
-            )
-
-
-def in_bounds_indices(indices, dim: int, *, axis: int, shape, name: str = "indices"):
-    """``indices`` along an axis of size ``dim`` wrapped into ``[0, dim)``, in the narrowest
-    exact integer type. Concrete indices outside ``[-dim, dim)`` raise with the value and its
-    position; traced ones are clamped (their values are unknown at trace time)."""
-    index_type = np.int32 if dim < 2**31 else np.int64
-    if not is_traced(indices):
-        concrete = np.asarray(indices)
-        bad = (concrete < -dim) | (concrete >= dim)
-        if bad.any():
-            where = tuple(int(i[0]) for i in np.nonzero(bad))
-            raise OnnxValidationError(
-                f"got index {concrete[where]} at position {where} of `{name}`, outside "
-                f"[{-dim}, {dim - 1}] for axis {axis} of `data` with shape {tuple(shape)}."
-            )
-        return np.where(concrete < 0, concrete + dim, concrete).astype(index_type)  # exact: in [0, dim)
-    if dim == 0:
-        if indices.size:
-            raise OnnxValidationError(
-                f"gathers along axis {axis} of size 0 with {indices.size} indices; every index is out of bounds."
-            )
-        return indices.astype(index_type)
-    # In a type that holds `dim` (uint8 indices + 300 would wrap); clamped as XLA would.
-    wide = indices.astype(np.promote_types(indices.dtype, index_type)) if indices.dtype.kind == "i" else indices
-    wrapped = jnp.where(wide < 0, wide + dim, wide) if wide.dtype.kind == "i" else wide
-    return jnp.clip(wrapped, 0, dim - 1).astype(index_type)
 
 
 __all__ = ["gather_elements"]

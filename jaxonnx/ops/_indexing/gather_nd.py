@@ -9,7 +9,8 @@ import numpy as np
 
 from jaxonnx._errors import OnnxValidationError
 from jaxonnx._core.registry import register
-from jaxonnx.ops._helpers.common import is_traced, namespace
+from jaxonnx.ops._helpers.common import namespace
+from jaxonnx.ops._helpers.indexing import nd_indices
 
 
 @register("GatherND", 12, 13, concrete=("indices",), padding="reads")
@@ -82,34 +83,6 @@ def gather_nd(data, indices, *, batch_dims: int = 0, padded=frozenset()):
 @register("GatherND", 11, concrete=("indices",), padding="reads")
 def _gather_nd_11(data, indices, *, padded=frozenset()):
     return gather_nd(data, indices, batch_dims=0)
-
-
-def nd_indices(indices, shape, *, first_dim: int = 0, name: str = "indices", column: bool = True) -> tuple:
-    """The columns of ``indices`` (its last axis indexes the dims of ``shape`` from
-    ``first_dim`` on), each wrapped into ``[0, dim)``. Concrete indices outside
-    ``[-dim, dim)`` raise with the value and position; traced ones become ``dim``, out of
-    range, so that a gather in "fill" mode reads zeros and a scatter drops them. Errors
-    show the position in ``indices`` without its last axis where ``column`` is false."""
-    dims = shape[first_dim : first_dim + indices.shape[-1]]
-    index_type = np.int32 if max(dims, default=0) < 2**31 - 1 else np.int64
-    columns = []
-    for j, dim in enumerate(dims):
-        values = indices[..., j]
-        if not is_traced(values):
-            concrete = np.asarray(values)
-            bad = (concrete < -dim) | (concrete >= dim)
-            if bad.any():
-                where = tuple(int(i[0]) for i in np.nonzero(bad))
-                raise OnnxValidationError(
-                    f"got index {concrete[where]} at position {(*where, j) if column else where} of `{name}`, outside "
-                    f"[{-dim}, {dim - 1}] for dim {first_dim + j} of `data` with shape {tuple(shape)}."
-                )
-            columns.append(np.where(concrete < 0, concrete + dim, concrete).astype(index_type))
-            continue
-        wide = values.astype(np.promote_types(values.dtype, index_type))
-        inside = (wide >= -dim) & (wide < dim)
-        columns.append(jnp.where(inside, jnp.where(wide < 0, wide + dim, wide), dim).astype(index_type))
-    return tuple(columns)
 
 
 __all__ = ["gather_nd"]

@@ -2,27 +2,16 @@
 
 from __future__ import annotations
 
-import logging
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from jaxonnx._errors import OnnxValidationError, StaticValueError
 from jaxonnx._core.registry import register
+from jaxonnx.ops._helpers.bounds import refuse_at_run_time_if
 from jaxonnx.ops._helpers.common import is_traced
 
 
-def _raise_if_overflow(count, size):
-    # As Compress's check: logged first, so the message is the first line the user sees.
-    if int(count) > int(size):
-        error = OnnxValidationError(
-            f"NonZero found {int(count)} non-zero elements at run time but its output was given "
-            f"size={int(size)}; the result would be truncated, so it is refused. Give a larger `size` "
-            "(for a model, a larger size hint: `size_hints=` of `jaxonnx.load`)."
-        )
-        logging.getLogger("jaxonnx").error("jaxonnx: %s", error)
-        raise error
 
 
 @register("NonZero", 9, 13, concrete=("X",), size_hint=True)
@@ -89,7 +78,11 @@ def non_zero(X, *, size: int | None = None, fill_value=None):
     if rank == 0:
         return jnp.zeros((0, size), index_type)
     found = jnp.nonzero(X, size=size, fill_value=tuple(int(p) for p in pads[:, 0]))
-    jax.debug.callback(_raise_if_overflow, jnp.count_nonzero(X), size)
+    refuse_at_run_time_if(jnp.count_nonzero(X) > size, lambda count: (
+        f"NonZero found {int(count)} non-zero elements at run time but its output was given "
+        f"size={size}; the result would be truncated, so it is refused. Give a larger `size` "
+        "(for a model, a larger size hint: `size_hints=` of `jaxonnx.load`)."
+    ), jnp.count_nonzero(X))
     return jnp.stack(found).astype(index_type)
 
 

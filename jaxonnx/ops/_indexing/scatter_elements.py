@@ -7,9 +7,9 @@ import numpy as np
 from jaxonnx._errors import OnnxValidationError
 from jaxonnx._core.registry import register
 from jaxonnx.ops._helpers.common import normalize_axis
-from jaxonnx.ops._indexing.gather_elements import check_indices_fit
-from jaxonnx.ops._indexing.gather_nd import nd_indices
-from jaxonnx.ops._indexing.scatter_nd import REDUCTIONS, checked_reduction, scatter
+from jaxonnx.ops._helpers.indexing import check_indices_fit
+from jaxonnx.ops._helpers.indexing import nd_indices
+from jaxonnx.ops._helpers.indexing import REDUCTIONS, checked_reduction, scatter
 
 
 @register("ScatterElements", 18, concrete=("indices",), padding="drops")

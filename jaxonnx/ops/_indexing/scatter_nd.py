@@ -2,16 +2,10 @@
 
 from __future__ import annotations
 
-import jax
-import jax.numpy as jnp
-import numpy as np
 
 from jaxonnx._errors import OnnxValidationError
 from jaxonnx._core.registry import register
-from jaxonnx.ops._helpers.common import is_traced, namespace
-from jaxonnx.ops._indexing.gather_nd import nd_indices
-
-REDUCTIONS = ("none", "add", "mul", "max", "min")
+from jaxonnx.ops._helpers.indexing import REDUCTIONS, checked_reduction, nd_indices, scatter
 
 
 @register("ScatterND", 18, concrete=("indices",), padding="drops")
@@ -76,66 +70,6 @@ def _scatter_nd_16(data, indices, updates, *, reduction="none", padded=frozenset
 @register("ScatterND", 11, 13, concrete=("indices",), padding="drops")
 def _scatter_nd_11(data, indices, updates, *, padded=frozenset()):
     return scatter_nd(data, indices, updates)
-
-
-
-
-def checked_reduction(reduction, accepted) -> str:
-    if reduction not in accepted:
-        raise OnnxValidationError(
-            f"got `reduction`={reduction!r}; this version accepts {', '.join(accepted)} "
-            "(max and min came with version 18)."
-        )
-    return reduction
-
-
-def scatter(data, index: tuple, updates, reduction: str):
-    """``data`` with ``updates`` written at ``data[index]`` (``index``: one in-range array per
-    leading dim of ``data``, all of one shape ``R``; ``updates``: ``R + data.shape[len(index):]``).
-    Traced out-of-range indices (``dim``, from :func:`nd_indices`) are dropped."""
-    if namespace(data, updates) is np:
-        out = data.copy()
-        if reduction == "none":
-            out[index] = updates
-        else:
-            _NUMPY_UFUNCS[reduction].at(out, index, updates)
-        return out
-    if data.dtype == np.bool_:  # numpy's bool sum and product are `or` and `and`; JAX has neither
-        reduction = {"add": "max", "mul": "min"}.get(reduction, reduction)
-    if reduction == "mul":
-        return _scatter_mul(data, index, updates)
-    method = {"none": "set", "add": "add", "max": "max", "min": "min"}[reduction]
-    return getattr(data.at[index], method)(updates, mode="drop")
-
-
-_NUMPY_UFUNCS = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}
-
-
-def _scatter_mul(data, index, updates):
-    # JAX differentiates scatter_mul only with `unique_indices=True`, so the products are
-    # applied in rounds of unique targets: the r-th update of each target in round r.
-    rows = index[0].shape
-    flat_index = [i.reshape(-1) for i in index]
-    flat_updates = updates.reshape((-1, *updates.shape[len(rows):]))
-    if any(is_traced(i) for i in index):
-        def step(out, row):
-            where, update = row
-            return out.at[tuple(where)].multiply(update, mode="drop", unique_indices=True), None
-
-        return jax.lax.scan(step, data, (jnp.stack(flat_index, axis=-1), flat_updates))[0]
-    flat_index = [np.asarray(i) for i in flat_index]
-    target = np.ravel_multi_index(flat_index, data.shape[: len(index)]) if flat_index[0].size else flat_index[0]
-    order = np.argsort(target, kind="stable")
-    sorted_target = target[order]
-    first = np.searchsorted(sorted_target, sorted_target, side="left")
-    occurrence = np.empty_like(order)
-    occurrence[order] = np.arange(len(order)) - first
-    out = data
-    for r in range(int(occurrence.max(initial=-1)) + 1):
-        chosen = np.flatnonzero(occurrence == r)
-        where = tuple(i[chosen] for i in flat_index)
-        out = out.at[where].multiply(flat_updates[chosen], unique_indices=True)
-    return out
 
 
 __all__ = ["scatter_nd"]

@@ -6,7 +6,7 @@ import jax.numpy as jnp
 
 from jaxonnx._errors import OnnxValidationError
 from jaxonnx._core.registry import register
-from jaxonnx.ops._nn.layer_normalization import compute_type, inverse_std, moments
+from jaxonnx.ops._helpers.normalization import compute_type, inverse_std, moments
 
 
 @register("BatchNormalization", 14, 15, folds=False)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from jaxonnx._errors import OnnxValidationError
 from jaxonnx._core.registry import register
-from jaxonnx.ops._nn.layer_normalization import compute_type, inverse_std, moments
+from jaxonnx.ops._helpers.normalization import compute_type, inverse_std, moments
 
 
 @register("InstanceNormalization", 1, 6, 22, folds=False)

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import jax.numpy as jnp
-import numpy as np
 
-from jaxonnx._core.dtypes import jax_dtype
 from jaxonnx._core.registry import register
+from jaxonnx.ops._helpers.common import dims_array
 
 
 @register("Shape", 15, 19, 21, 23, 24, 25)
@@ -37,13 +35,6 @@ def shape(data, *, start: int = 0, end: int | None = None):
 @register("Shape", 1, 13)
 def _shape_1(data):
     return shape(data)
-
-
-def dims_array(dims):
-    """``dims`` as an exact int64 numpy array; symbolic dims (``jax.export``) as a JAX array."""
-    if all(isinstance(d, int) for d in dims):
-        return np.array(dims, dtype=np.int64).reshape(len(dims))
-    return jnp.array(dims, dtype=jax_dtype(np.int64))
 
 
 __all__ = ["shape"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from jaxonnx._core.registry import register
-from jaxonnx.ops._shape.shape import dims_array
+from jaxonnx.ops._helpers.common import dims_array
 
 
 @register("Size", 1, 13, 19, 21, 23, 24, 25)

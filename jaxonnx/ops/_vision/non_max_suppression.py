@@ -2,29 +2,16 @@
 
 from __future__ import annotations
 
-import logging
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from jaxonnx._core.registry import register
+from jaxonnx.ops._helpers.bounds import refuse_at_run_time_if
 from jaxonnx._errors import OnnxValidationError, StaticValueError
 from jaxonnx.ops._helpers.common import is_traced
 
 _INPUTS = ("boxes", "scores", "max_output_boxes_per_class", "iou_threshold", "score_threshold")
-
-
-def _raise_if_overflow(count, size):
-    # As NonZero's check: logged first, so the message is the first line the user sees.
-    if int(count) > int(size):
-        error = OnnxValidationError(
-            f"NonMaxSuppression selected {int(count)} boxes at run time but its output was given "
-            f"size={int(size)}; the result would be truncated, so it is refused. Give a larger `size` "
-            "(for a model, a larger size hint: `size_hints=` of `jaxonnx.load`)."
-        )
-        logging.getLogger("jaxonnx").error("jaxonnx: %s", error)
-        raise error
 
 
 @register("NonMaxSuppression", 10, 11, concrete=_INPUTS, size_hint=True)
@@ -155,7 +142,11 @@ def non_max_suppression(
     padded = jnp.concatenate([rows[order], jnp.broadcast_to(jnp.asarray(pads, index_type), (max(size - rows.shape[0], 0), 3))])[:size]
     keep = jnp.concatenate([valid[order], jnp.zeros((max(size - rows.shape[0], 0),), bool)])[:size]
     if size < rows.shape[0]:  # only a size below the bound can overflow: no host callback otherwise
-        jax.debug.callback(_raise_if_overflow, jnp.count_nonzero(valid), size)
+        refuse_at_run_time_if(jnp.count_nonzero(valid) > size, lambda count: (
+            f"NonMaxSuppression selected {int(count)} boxes at run time but its output was given "
+            f"size={size}; the result would be truncated, so it is refused. Give a larger `size` "
+            "(for a model, a larger size hint: `size_hints=` of `jaxonnx.load`)."
+        ), jnp.count_nonzero(valid))
     return jnp.where(keep[:, None], padded, jnp.asarray(pads, index_type))
 
 
