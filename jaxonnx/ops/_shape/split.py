@@ -2,9 +2,9 @@
 
 The lengths of the parts come from ``split`` (an attribute in 1, 2 and 11; an input in 1,
 13 and 18) or, in 18, from ``num_outputs``. Before 18, without ``split``, ONNX splits into
-as many equal parts as the node has outputs. The op contract does not pass that count to
-ops yet, so the adapters take it as ``output_count`` (None until the registry passes it)
-and refuse the case with an error that says so while it is missing.
+as many equal parts as the node has outputs: the adapters declare ``output_count=True`` in
+their contract and get that count from the node (through the op context); called by hand
+without it, they refuse the case with an error that says so.
 """
 
 from __future__ import annotations
