@@ -645,7 +645,7 @@ def _run(args) -> int:
             start = time.perf_counter()
             outputs = prepared.model.run(feed)
             jax.block_until_ready([v for v in outputs.values() if isinstance(v, jax.Array)])
-            print(f"ran eagerly in {_ms(time.perf_counter() - start)} (op by op; each op compiles on its first use):")
+            print(f"ran eagerly in {_ms(time.perf_counter() - start)} ({model.eager_mode}; the first call compiles):")
     except (JaxOnnxError, jax.errors.JaxRuntimeError) as error:
         raise _failure(error, prepared) from error
     _print_outputs(outputs, _hinted_outputs(prepared, jit=args.jit))
@@ -897,7 +897,7 @@ def _check(args) -> int:
     top_level = len(rows) - in_subgraphs
     opset_text = ", ".join(f"{domain or 'ai.onnx'} {version}" for domain, version in opsets.items())
     print(
-        f"{args.model}: opset {opset_text}; {top_level} nodes"
+        f"{args.model}: opset {opset_text}; {top_level} node{'' if top_level == 1 else 's'}"
         + (f" and {in_subgraphs} more in subgraphs" if in_subgraphs else "")
         + f", {len(op_counts)} op types"
     )

@@ -640,3 +640,16 @@ def test_bench_fails_when_the_outputs_differ(capsys, monkeypatch):
     # A looser tolerance passes.
     assert main(["bench", DEMO_PATH, "--repeat", "1", "--atol", "0.02"]) == 0
     assert "  y: pass: max abs diff 0.01" in capsys.readouterr().out
+
+
+def test_run_on_a_paddle_style_model_with_negative_and_placeholder_dims(tmp_path, capsys):
+    # paddle2onnx declares `x: [-1, 3, '?', '?']`: every one of them an unknown dim.
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "paddle_like",
+                              [vi("x", TensorProto.FLOAT, [-1, 3, "?", "?"])], [vi("y", TensorProto.FLOAT, [-1, 3, -1, -1])])
+    path = str(tmp_path / "neg.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)]), path)
+    assert main(["run", path, "--shape", "x=1,3,48,192"]) == 0
+    out = capsys.readouterr().out
+    assert "input x: shape [1, 3, 48, 192]" in out and "y: shape [1, 3, 48, 192]" in out
+    assert main(["run", path]) == 0
+    assert "x: tensor(float)[?, 3, ?, ?]" in capsys.readouterr().out

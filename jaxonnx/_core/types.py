@@ -95,8 +95,11 @@ class ValueType:
             if tensor_type.HasField("shape"):
                 # paddle2onnx and others write `dim_value: -1` for a dynamic dim; like
                 # onnxruntime, a negative dim means "unknown", as a dim with no value does.
+                # paddle2onnx also writes `dim_param: "?"`: a placeholder, not a name that two
+                # dims share.
                 shape = tuple(
-                    (d.dim_value if d.dim_value >= 0 else None) if d.HasField("dim_value") else (d.dim_param or None)
+                    (d.dim_value if d.dim_value >= 0 else None) if d.HasField("dim_value")
+                    else (d.dim_param if d.dim_param not in ("", "?") else None)
                     for d in tensor_type.shape.dim
                 )
             return cls(name, "tensor", dtype, shape)
