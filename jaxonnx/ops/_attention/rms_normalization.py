@@ -48,12 +48,20 @@ def rms_normalization(X, scale, *, axis: int = -1, epsilon: float = 1e-5, stash_
             f"cannot broadcast `scale` of shape {tuple(scale.shape)} one way to `X` of shape {tuple(X.shape)}."
         )
     stash = jax_dtype(numpy_dtype(stash_type))
-    work = jnp.promote_types(stash, X.dtype)
+    work = _wider(stash, jax_dtype(X.dtype))
     x = X.astype(work)
     mean_square = jnp.mean(x * x, axis=tuple(range(axis, X.ndim)), keepdims=True)
     normalized = (x / jnp.sqrt(mean_square + jnp.asarray(epsilon, work))).astype(X.dtype)
     scale = scale.reshape((1,) * (X.ndim - scale.ndim) + tuple(scale.shape))
     return normalized.astype(scale.dtype) * scale
+
+
+def _wider(a, b):
+    """The float type that holds both (float32 for float16 beside bfloat16)."""
+    a, b = jnp.dtype(a), jnp.dtype(b)
+    if a == b or a.itemsize > b.itemsize:
+        return a
+    return b if b.itemsize > a.itemsize else jnp.dtype(jnp.float32)
 
 
 __all__ = ["rms_normalization"]
