@@ -33,8 +33,8 @@ def rms_normalization(X, scale, *, axis: int = -1, epsilon: float = 1e-5, stash_
         ``Y``: the shape of ``X``, the dtype of ``scale``.
 
     Example:
-        >>> jaxonnx.ops.rms_normalization(jnp.array([[3.0, -4.0]]), jnp.array([1.0, 2.0]), epsilon=0.0)
-        Array([[ 0.8485281, -2.2627418]], dtype=float32)
+        >>> jaxonnx.ops.rms_normalization(jnp.array([[2.0, -2.0, 2.0]]), jnp.array([1.0, 2.0, 3.0]), epsilon=0.0)
+        Array([[ 1., -2.,  3.]], dtype=float32)
     """
     if stash_type not in _STASH_TYPES:
         raise OnnxValidationError(

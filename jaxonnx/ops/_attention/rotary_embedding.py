@@ -35,8 +35,8 @@ def rotary_embedding(X, cos_cache, sin_cache, position_ids=None, *, interleaved:
 
     Example:
         >>> x = jnp.array([[[[1.0, 0.0]]]])   # one head, one position, one pair
-        >>> angle = jnp.array([[np.pi / 2]])
-        >>> jaxonnx.ops.rotary_embedding(x, jnp.cos(angle), jnp.sin(angle), jnp.array([[0]])).round(6)
+        >>> cos, sin = jnp.array([[1.0], [0.0]]), jnp.array([[0.0], [1.0]])   # 0 and 90 degrees
+        >>> jaxonnx.ops.rotary_embedding(x, cos, sin, jnp.array([[1]]))
         Array([[[[0., 1.]]]], dtype=float32)
     """
     if X.ndim == 4:

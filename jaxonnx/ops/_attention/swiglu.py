@@ -23,7 +23,7 @@ def swiglu(A, B, *, alpha: float = 1.0):
 
     Example:
         >>> jaxonnx.ops.swiglu(jnp.array([0.0, 2.0]), jnp.array([5.0, 0.5]))
-        Array([0.       , 0.8807971], dtype=float32)
+        Array([0.      , 0.880797], dtype=float32)
     """
     if A.shape != B.shape:
         raise OnnxValidationError(
