@@ -1,4 +1,5 @@
-"""Examples of the attention family: Attention, RMSNormalization, RotaryEmbedding, TensorScatter, SwiGLU."""
+"""Examples of the attention family: Attention, RMSNormalization, RotaryEmbedding, TensorScatter,
+SwiGLU, LinearAttention, CausalConvWithState."""
 
 import numpy as np
 
@@ -79,5 +80,28 @@ EXAMPLES = {
     "SwiGLU": [
         Example([_normal(2, 3, 4), _normal(2, 3, 4)]),
         Example([_normal(5), _normal(5)], {"alpha": 1.702}),
+    ],
+    "CausalConvWithState": [
+        Example([_normal(2, 3, 5), _normal(3, 1, 4), _normal(3), _normal(2, 3, 3)]),
+        Example([_normal(2, 3, 5), _normal(3, 1, 3)], {"activation": "silu"}),
+        Example([_normal(1, 2, 4), _normal(2, 1, 1), None, _normal(1, 2, 0)], {"activation": "swish"}),
+        Example([_normal(1, 2, 6, dtype=np.float16), _normal(2, 1, 3, dtype=np.float16)], {"activation": "silu"},
+                grad=False, rtol=2e-3, atol=2e-3),
+    ],
+    "LinearAttention": [
+        Example([_normal(2, 3, 8), _normal(2, 3, 8), _normal(2, 3, 6)],
+                {"q_num_heads": 2, "kv_num_heads": 2, "update_rule": "linear"}),
+        # Grouped (4 query heads over 2 states), a past state, per-head decay.
+        Example([_normal(2, 4, 12), _normal(2, 4, 6), _normal(2, 4, 4), _normal(2, 2, 3, 2),
+                 -np.abs(_normal(2, 4, 2))], {"q_num_heads": 4, "kv_num_heads": 2, "update_rule": "gated", "scale": 0.5}),
+        Example([_normal(1, 3, 4), _normal(1, 3, 4), _normal(1, 3, 6), None, None, _rng.random((1, 3, 1)).astype(np.float32)],
+                {"q_num_heads": 2, "kv_num_heads": 2, "update_rule": "delta"}),
+        # The default rule with decay per key feature and beta per head.
+        Example([_normal(2, 3, 8), _normal(2, 3, 4), _normal(2, 3, 6), _normal(2, 2, 2, 3),
+                 -np.abs(_normal(2, 3, 4)), _rng.random((2, 3, 2)).astype(np.float32)],
+                {"q_num_heads": 4, "kv_num_heads": 2}),
+        Example([_normal(1, 2, 4, dtype=np.float16), _normal(1, 2, 4, dtype=np.float16), _normal(1, 2, 4, dtype=np.float16),
+                 _normal(1, 1, 4, 4), -np.abs(_normal(1, 2, 1, dtype=np.float16)), _rng.random((1, 2, 1)).astype(np.float16)],
+                {"q_num_heads": 1, "kv_num_heads": 1}, grad=False, rtol=2e-3, atol=2e-3),
     ],
 }
