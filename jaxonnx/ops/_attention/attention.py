@@ -181,13 +181,13 @@ def _attention(Q, K, V, attn_mask, past_key, past_value, nonpad, *, is_causal, k
                 "got `nonpad_kv_seqlen` with `past_key`; it marks the padding of an external cache, "
                 "so the two are not used together."
             )
-        want_key = (batch, kv_heads, past_key.shape[2] if past_key.ndim == 4 else -1, head_size)
-        want_value = (batch, kv_heads, want_key[2], v.shape[3])
-        if tuple(past_key.shape) != want_key or tuple(past_value.shape) != want_value:
+        past = past_key.shape[2] if past_key.ndim == 4 else -1
+        if tuple(past_key.shape) != (batch, kv_heads, past, head_size) or tuple(past_value.shape) != (
+                batch, kv_heads, past, v.shape[3]):
             raise OnnxValidationError(
-                f"needs `past_key` of shape (batch, kv_num_heads, past_sequence_length, head_size) = "
-                f"(4-D) and `past_value` with the same past length and `V`'s head size, got {tuple(past_key.shape)} "
-                f"and {tuple(past_value.shape)} for `K` {tuple(k.shape)} and `V` {tuple(v.shape)} (4-D)."
+                f"needs `past_key` (batch, kv_num_heads, past_sequence_length, head_size) = {(batch, kv_heads, 'past', head_size)} "
+                f"and `past_value` (batch, kv_num_heads, past_sequence_length, v_head_size) = "
+                f"{(batch, kv_heads, 'past', v.shape[3])}, got {tuple(past_key.shape)} and {tuple(past_value.shape)}."
             )
         past_len = past_key.shape[2]
         k = jnp.concatenate([past_key, k], axis=2)
