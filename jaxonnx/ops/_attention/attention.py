@@ -118,17 +118,9 @@ def _attention_24(
 
 
 @register("Attention", 23, folds=False)
-def _attention_23(
-    Q, K, V, attn_mask=None, past_key=None, past_value=None, *,
-    is_causal=0, kv_num_heads=None, q_num_heads=None, qk_matmul_output_mode=0, scale=None,
-    softcap=0.0, softmax_precision=None,
-):
-    return _attention(
-        Q, K, V, attn_mask, past_key, past_value, None,
-        is_causal=is_causal, kv_num_heads=kv_num_heads, q_num_heads=q_num_heads,
-        mode=qk_matmul_output_mode, scale=scale, softcap=softcap, softmax_precision=softmax_precision,
-        left=-1, right=-1,
-    )
+def _attention_23(Q, K, V, attn_mask=None, past_key=None, past_value=None, **attributes):
+    # Version 24 only added `nonpad_kv_seqlen` (and corrected nothing 23 defines).
+    return _attention_24(Q, K, V, attn_mask, past_key, past_value, None, **attributes)
 
 
 def _attention(Q, K, V, attn_mask, past_key, past_value, nonpad, *, is_causal, kv_num_heads, q_num_heads,
