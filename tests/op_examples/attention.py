@@ -52,6 +52,8 @@ EXAMPLES = {
         # Half precision (no gradient check in half precision).
         Example([_normal(1, 2, 3, 8, dtype=np.float16), _normal(1, 2, 4, 8, dtype=np.float16),
                  _normal(1, 2, 4, 8, dtype=np.float16)], {"is_causal": 1, "softmax_precision": 1}, grad=False, rtol=2e-3, atol=2e-3),
+        # `V` of another float type than `Q` (T2 beside T1): `Y` is of `Q`'s.
+        Example([_normal(1, 2, 3, 4), _normal(1, 2, 5, 4), _normal(1, 2, 5, 3, dtype=np.float16)], atol=1e-3),
         # (bfloat16 is checked by onnx's node cases, with their tolerance: this table compares
         # bfloat16 bit for bit, and onnx.reference rounds every step of its softmax sum.)
     ],

@@ -217,7 +217,8 @@ def _attention(Q, K, V, attn_mask, past_key, past_value, nonpad, *, is_causal, k
     probabilities = probabilities.astype(dtype)
 
     grouped_p = probabilities.reshape(batch, kv_heads, groups, q_len, total)
-    y = jnp.einsum("bhgqk,bhkd->bhgqd", grouped_p, v, preferred_element_type=dtype)
+    # `V` may be of another float type than `Q` (T2); `Y` is of `Q`'s (T1).
+    y = jnp.einsum("bhgqk,bhkd->bhgqd", grouped_p, v.astype(dtype), preferred_element_type=dtype)
     y = y.reshape(batch, heads, q_len, v.shape[3])
     if Q.ndim == 3:
         y = y.transpose(0, 2, 1, 3).reshape(batch, q_len, heads * v.shape[3])
