@@ -45,6 +45,12 @@ def test_attention_fully_masked_rows_are_zero_with_finite_gradients():
     assert np.all(np.asarray(grads[0])[:, :, 1] == 0)  # a masked query row has no effect
 
 
+def test_attention_without_keys_gives_zeros():
+    y, key, value, probabilities = ops.attention(Q, K[:, :, :0], V[:, :, :0], qk_matmul_output_mode=3)
+    assert y.shape == (2, 2, 3, 3) and probabilities.shape == (2, 2, 3, 0) and key.shape == (2, 2, 0, 4)
+    assert np.all(np.asarray(y) == 0)
+
+
 def test_attention_mode_0_is_the_raw_scores_with_a_softcap():
     # The text and the function body: mode 0 is Q K^T * scale, before the soft cap
     # (onnx.reference returns the soft-capped scores).
@@ -116,6 +122,8 @@ def test_linear_attention_jit_and_chunk_size_has_no_effect():
         (lambda: ops.attention(Q, K, V, None, None, None, np.array([6, 1])), "Attention-25 got `nonpad_kv_seqlen`=[6, 1]; each is in [0, 5]"),
         (lambda: ops.attention(Q, K, V, np.ones((3, 6), bool)), "Attention-25 needs `attn_mask` broadcastable to (batch, q_num_heads"),
         (lambda: ops.attention(Q, K, V, softmax_precision=7), "Attention-25 got `softmax_precision`=7"),
+        (lambda: ops.attention(Q, K, V, scale=-1.0), "Attention-25 got `scale`=-1.0; `Q` and `K` are each scaled by sqrt(scale)"),
+        (lambda: ops.attention(Q, K, V, np.ones((3, 3), bool), None, None, np.array([4, 2])), "Attention-25 got `attn_mask` of shape (3, 3) with `nonpad_kv_seqlen`=[4, 2]"),
         (lambda: ops.tensor_scatter(_normal(2, 4, 3), _normal(2, 2, 3), np.array([3, 0])), "TensorScatter-24 got `write_indices`=[3, 0]"),
         (lambda: ops.tensor_scatter(_normal(2, 4, 3), _normal(2, 2, 3), axis=0), "TensorScatter-24 got `axis` naming dim 0"),
         (lambda: ops.rotary_embedding(Q, _normal(4, 2), _normal(4, 2), np.array([[0, 1, 4], [0, 1, 2]])), "RotaryEmbedding-23 got `position_ids` from 0 to 4; each is in [0, 4)"),

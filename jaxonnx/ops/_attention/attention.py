@@ -135,6 +135,10 @@ def _attention(Q, K, V, attn_mask, past_key, past_value, nonpad, *, is_causal, k
     for name, size in (("left_window_size", left), ("right_window_size", right)):
         if size < -1:
             raise OnnxValidationError(f"got `{name}`={size}; it is -1 (unbounded) or >= 0.")
+    if scale is not None and scale < 0:
+        raise OnnxValidationError(
+            f"got `scale`={scale}; `Q` and `K` are each scaled by sqrt(scale), so it is >= 0."
+        )
     if softmax_precision is not None and softmax_precision not in _SOFTMAX_PRECISIONS:
         raise OnnxValidationError(
             f"got `softmax_precision`={softmax_precision}; it is 1 (float), 10 (float16), 11 (double) "
@@ -187,7 +191,7 @@ def _attention(Q, K, V, attn_mask, past_key, past_value, nonpad, *, is_causal, k
     present_key, present_value = k, v
     total = k.shape[2]
     if nonpad is not None:
-        nonpad = _checked_nonpad(nonpad, batch, total)
+        nonpad = _checked_nonpad(nonpad, batch, total, attn_mask)
 
     # Q and K each scaled by sqrt(scale) in the input type, as the text's diagram and its
     # function body do (ScaleFactorF = Cast(Sqrt(scale))): the product is the scaled score
@@ -212,7 +216,7 @@ def _attention(Q, K, V, attn_mask, past_key, past_value, nonpad, *, is_causal, k
     if bias is not None:
         # A row whose bias is -inf everywhere attends no key: zeros, decided on the bias (its
         # scores may be NaN, e.g. +inf - inf), as the text's guard says.
-        all_masked = jnp.isneginf(jnp.max(bias, axis=-1, keepdims=True))
+        all_masked = jnp.isneginf(jnp.max(bias, axis=-1, keepdims=True, initial=-np.inf))
         probabilities = jnp.where(all_masked, jnp.zeros((), work), probabilities)
     probabilities = probabilities.astype(dtype)
 
@@ -236,7 +240,7 @@ def _split_heads(x, heads, name, attribute):
     return x.reshape(x.shape[0], x.shape[1], heads, x.shape[2] // heads).transpose(0, 2, 1, 3)
 
 
-def _checked_nonpad(nonpad, batch, total):
+def _checked_nonpad(nonpad, batch, total, mask):
     if nonpad.ndim != 1 or nonpad.shape[0] != batch:
         raise OnnxValidationError(f"needs `nonpad_kv_seqlen` of shape ({batch},), got {tuple(nonpad.shape)}.")
     if not is_traced(nonpad):
@@ -244,6 +248,11 @@ def _checked_nonpad(nonpad, batch, total):
         if values.size and (values.min() < 0 or values.max() > total):
             raise OnnxValidationError(
                 f"got `nonpad_kv_seqlen`={values.tolist()}; each is in [0, {total}], the key sequence length."
+            )
+        if mask is not None and mask.ndim and values.size and values.max() > mask.shape[-1]:
+            raise OnnxValidationError(
+                f"got `attn_mask` of shape {tuple(mask.shape)} with `nonpad_kv_seqlen`={values.tolist()}; its last "
+                "dim is at least the largest of them (the valid keys), as the text requires."
             )
     return jnp.asarray(nonpad)
 
@@ -309,7 +318,7 @@ def _allowed(q_len, total, past_len, nonpad, is_causal, left, right):
 
 def _softmax(x):
     """Softmax over the last axis in the type of ``x``; a row of -inf gives zeros, not NaN."""
-    shift = jnp.max(x, axis=-1, keepdims=True)
+    shift = jnp.max(x, axis=-1, keepdims=True, initial=-np.inf)  # no keys at all: zeros
     # The shift only keeps exp from overflowing (its gradient is zero); a row of -inf has
     # no finite maximum, so it shifts by 0.
     shift = jax.lax.stop_gradient(jnp.where(jnp.isneginf(shift), jnp.zeros((), x.dtype), shift))
