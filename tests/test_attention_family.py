@@ -129,7 +129,6 @@ def test_linear_attention_jit_and_chunk_size_has_no_effect():
         (lambda: ops.rotary_embedding(Q, _normal(4, 2), _normal(4, 2), np.array([[0, 1, 4], [0, 1, 2]])), "RotaryEmbedding-23 got `position_ids` from 0 to 4; each is in [0, 4)"),
         (lambda: ops.rotary_embedding(Q, _normal(4, 1), _normal(4, 1), np.zeros((2, 3), np.int64), rotary_embedding_dim=3), "RotaryEmbedding-23 got `rotary_embedding_dim`=3"),
         (lambda: ops.rms_normalization(Q, _normal(3)), "RMSNormalization-23 cannot broadcast `scale` of shape (3,)"),
-        (lambda: ops.swiglu(Q, K), "SwiGLU-28 needs `A` and `B` of one shape"),
         (lambda: ops.linear_attention(_normal(1, 2, 4), _normal(1, 2, 4), _normal(1, 2, 4), q_num_heads=1, kv_num_heads=1, update_rule="gated"), "LinearAttention-27 needs `decay` with `update_rule`='gated'"),
         (lambda: ops.causal_conv_with_state(_normal(1, 2, 4), _normal(2, 1, 3), None, _normal(1, 2, 1)), "CausalConvWithState-27 needs `past_state` of shape (batch, channels, k - 1) = (1, 2, 2)"),
     ],
@@ -142,6 +141,6 @@ def test_errors_name_the_argument_and_value(call, message):
 def test_every_attention_family_version_is_registered():
     ops_ = jaxonnx.supported_ops()
     assert list(ops_["Attention"]) == [23, 24, 25]
-    for name, version in (("RMSNormalization", 23), ("RotaryEmbedding", 23), ("TensorScatter", 24), ("SwiGLU", 28),
+    for name, version in (("RMSNormalization", 23), ("RotaryEmbedding", 23), ("TensorScatter", 24),
                           ("LinearAttention", 27), ("CausalConvWithState", 27)):
         assert list(ops_[name]) == [version]

@@ -1,5 +1,5 @@
 """Examples of the attention family: Attention, RMSNormalization, RotaryEmbedding, TensorScatter,
-SwiGLU, LinearAttention, CausalConvWithState."""
+LinearAttention, CausalConvWithState."""
 
 import numpy as np
 
@@ -78,10 +78,6 @@ EXAMPLES = {
                 {"mode": "circular", "axis": 2}),
         Example([np.arange(12, dtype=np.int32).reshape(2, 6), -np.ones((2, 4), np.int32), np.array([2, 0], np.int64)],
                 {"axis": 1}),
-    ],
-    "SwiGLU": [
-        Example([_normal(2, 3, 4), _normal(2, 3, 4)]),
-        Example([_normal(5), _normal(5)], {"alpha": 1.702}),
     ],
     "CausalConvWithState": [
         Example([_normal(2, 3, 5), _normal(3, 1, 4), _normal(3), _normal(2, 3, 3)]),
