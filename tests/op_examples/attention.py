@@ -36,11 +36,13 @@ EXAMPLES = {
         Example([_normal(1, 2, 4, 8), _normal(1, 2, 6, 8), _normal(1, 2, 6, 8), _ROW_MASKED],
                 {"softcap": 2.0, "qk_matmul_output_mode": 1}),
         Example([_normal(1, 2, 4, 8), _normal(1, 2, 6, 8), _normal(1, 2, 6, 8)], {"softcap": 0.5}, outputs=3),
-        # The external cache: valid keys per batch (none in batch 0), causal from nonpad - q.
+        # The external cache: valid keys per batch, causal from offset nonpad - q (batch 1's is
+        # -1: its first query attends nothing).
         Example([_normal(2, 2, 3, 4), _normal(2, 2, 5, 4), _normal(2, 2, 5, 4), None, None, None,
                  np.array([4, 2], np.int64)], {"is_causal": 1, "qk_matmul_output_mode": 3}),
+        # No valid key in batch 0; an additive mask as long as the valid keys (shorter than K).
         Example([_normal(2, 2, 3, 4), _normal(2, 2, 5, 4), _normal(2, 2, 5, 4), _normal(3, 4), None, None,
-                 np.array([0, 5], np.int64)]),
+                 np.array([0, 4], np.int64)]),
         # Version 25's windows, with the external cache and alone.
         Example([_normal(2, 4, 3, 4), _normal(2, 2, 6, 4), _normal(2, 2, 6, 3), _bool(4, 3, 6), None, None,
                  np.array([6, 4], np.int64)], {"is_causal": 1, "left_window_size": 1, "qk_matmul_output_mode": 3}),

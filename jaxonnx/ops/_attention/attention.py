@@ -252,7 +252,7 @@ def _checked_nonpad(nonpad, batch, total, mask):
         if mask is not None and mask.ndim and values.size and values.max() > mask.shape[-1]:
             raise OnnxValidationError(
                 f"got `attn_mask` of shape {tuple(mask.shape)} with `nonpad_kv_seqlen`={values.tolist()}; its last "
-                "dim is at least the largest of them (the valid keys), as the text requires."
+                "dim must be at least the largest of them (the valid keys), as the text requires."
             )
     return jnp.asarray(nonpad)
 
