@@ -197,8 +197,7 @@ class OpVersion:
         for name, attribute in self.schema.attributes.items():
             value = None
             if attribute.default_value.type != onnx.AttributeProto.UNDEFINED:
-                value = onnx.helper.get_attribute_value(attribute.default_value)
-                value = value.decode() if isinstance(value, bytes) else value
+                value = decode_attribute(onnx.helper.get_attribute_value(attribute.default_value))
             defaults[name] = value
         return defaults
 
