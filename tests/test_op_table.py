@@ -64,11 +64,23 @@ def _reference(op: jaxonnx.OpVersion, example) -> list[np.ndarray]:
     return ReferenceEvaluator(model).run(None, feeds)
 
 
+def _fed(x, feed: str):
+    """An example input as numpy or JAX; a sequence stays a list (of numpy or JAX arrays)."""
+    if x is None or feed == "numpy":
+        return x
+    return [jnp.asarray(v) for v in x] if isinstance(x, list) else jnp.asarray(x)
+
+
 def _as_tuple(value):
     return value if isinstance(value, tuple) else (value,)
 
 
 def _assert_close(actual, expected, example):
+    if isinstance(expected, list):  # a sequence
+        assert isinstance(actual, list) and len(actual) == len(expected)
+        for a, e in zip(actual, expected):
+            _assert_close(a, e, example)
+        return
     actual = np.asarray(actual)
     expected = np.asarray(expected)
     assert actual.shape == expected.shape
@@ -83,7 +95,7 @@ def _assert_close(actual, expected, example):
 def test_matches_onnx_reference(op, example):
     expected = _reference(op, example)
     for feed in ("numpy", "jax"):
-        inputs = [x if x is None or feed == "numpy" else jnp.asarray(x) for x in example.inputs]
+        inputs = [_fed(x, feed) for x in example.inputs]
         actual = _as_tuple(op(*inputs, **example.attributes))
         assert len(actual) >= len([e for e in expected if e is not None])
         for a, e in zip(actual, expected):

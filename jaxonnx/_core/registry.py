@@ -155,7 +155,9 @@ class OpVersion:
         formals = []
         for formal in self.schema.inputs:
             strs = constraints.get(formal.type_str, [formal.type_str])
-            names = frozenset(s[len("tensor(") : -1] for s in strs if s.startswith("tensor("))
+            # A non-empty optional(tensor(T)) value is the tensor itself.
+            names = frozenset(s.removeprefix("optional(")[len("tensor(") : -1 - s.startswith("optional(")]
+                              for s in strs if s.removeprefix("optional(").startswith("tensor("))
             variadic = formal.option == _VARIADIC
             homogeneous = not variadic or formal.is_homogeneous
             type_param = formal.type_str if formal.type_str in constraints and homogeneous else None

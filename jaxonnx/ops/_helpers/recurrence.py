@@ -63,9 +63,10 @@ def activation_functions(activations, alphas, betas, defaults: list[str], direct
 
 def directions(direction: str) -> list[bool]:
     """Per direction, whether it reads the sequence backwards."""
-    choices = {"forward": [False], "reverse": [True], "bidirectional": [False, True]}
+    # GRU-1's schema spells its default "foward": the same direction.
+    choices = {"forward": [False], "foward": [False], "reverse": [True], "bidirectional": [False, True]}
     if direction not in choices:
-        raise OnnxValidationError(f"got `direction`={direction!r}; it must be one of {', '.join(choices)}.")
+        raise OnnxValidationError(f"got `direction`={direction!r}; it must be forward, reverse or bidirectional.")
     return choices[direction]
 
 
