@@ -118,7 +118,7 @@ def celu(X, *, alpha: float = 1.0):
 
     Example:
         >>> jaxonnx.ops.celu(jnp.array([-1.0, 3.0]), alpha=2.0)
-        Array([-0.7869387,  3.       ], dtype=float32)
+        Array([-0.78693867,  3.        ], dtype=float32)
     """
     if alpha == 0:
         raise OnnxValidationError(f"got `alpha`={alpha}; Celu divides by it, so it must not be 0.")
@@ -180,7 +180,7 @@ def swiglu(A, B, *, alpha: float = 1.0):
 
     Example:
         >>> jaxonnx.ops.swiglu(jnp.array([-1.0, 2.0]), jnp.array([2.0, 0.5]))
-        Array([-0.53788286,  0.8807971 ], dtype=float32)
+        Array([-0.53788286,  0.880797  ], dtype=float32)
     """
     if A.shape != B.shape:
         raise OnnxValidationError(
@@ -200,8 +200,8 @@ def prelu(X, slope):
 
     Example:
         >>> jaxonnx.ops.prelu(jnp.array([[-2.0, 3.0], [-1.0, -4.0]]), jnp.array([0.5, 0.25]))
-        Array([[-1.  ,  3.  ],
-               [-0.5 , -1.  ]], dtype=float32)
+        Array([[-1. ,  3. ],
+               [-0.5, -1. ]], dtype=float32)
     """
     slope = _onto(slope, X)
     return jnp.where(X < 0, slope * X, X)

@@ -31,7 +31,7 @@ def negative_log_likelihood_loss(input, target, weight=None, *, ignore_index: in
     Example:
         >>> log_prob = jnp.log(jnp.array([[0.5, 0.25, 0.25], [0.1, 0.8, 0.1]]))
         >>> jaxonnx.ops.negative_log_likelihood_loss(log_prob, jnp.array([0, 1]), jnp.array([1.0, 3.0, 1.0]))
-        Array(0.34071875, dtype=float32)
+        Array(0.34064445, dtype=float32)
     """
     check_loss_inputs(input, target, weight, reduction, names=("input", "target", "weight"))
     return negative_log_likelihood(input, target, weight, ignore_index=ignore_index, reduction=reduction)

@@ -289,7 +289,7 @@ def reduce_log_sum(data, axes=None, *, keepdims: int = 1, noop_with_empty_axes: 
 
     Example:
         >>> jaxonnx.ops.reduce_log_sum(jnp.array([[1.0, 2.0], [3.0, 4.0]]), [1], keepdims=0)
-        Array([1.0986123, 1.9459101], dtype=float32)
+        Array([1.0986123, 1.9459102], dtype=float32)
     """
     return _reduce("ReduceLogSum", data, axes, keepdims, noop_with_empty_axes)
 
@@ -304,8 +304,8 @@ def reduce_log_sum_exp(data, axes=None, *, keepdims: int = 1, noop_with_empty_ax
     ``data`` over ``axes``. Floats only (as :func:`reduce_log_sum`). An empty set gives ``-inf``.
 
     Example:
-        >>> jaxonnx.ops.reduce_log_sum_exp(jnp.array([[1000.0, 1000.0], [-1000.0, 0.0]]), [1], keepdims=0)
-        Array([1.0006932e+03, 4.5399931e-05], dtype=float32)
+        >>> jaxonnx.ops.reduce_log_sum_exp(jnp.array([[1000.0, 1000.0], [-1000.0, -1000.0]]), [1], keepdims=0)
+        Array([1000.6932, -999.3068], dtype=float32)
     """
     return _reduce("ReduceLogSumExp", data, axes, keepdims, noop_with_empty_axes)
 
