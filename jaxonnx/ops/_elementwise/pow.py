@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+from jax.custom_derivatives import SymbolicZero
 
 from jaxonnx._core.registry import register
 from jaxonnx.ops._helpers.broadcasting import broadcast_together
@@ -65,17 +66,25 @@ def _float_power(x, y):
     return jnp.power(x, y)
 
 
-@_float_power.defjvp
 def _float_power_jvp(primals, tangents):
     x, y = primals
     x_dot, y_dot = tangents
-    value, base_part = jax.jvp(lambda base: jnp.power(base, y), (x,), (x_dot,))  # JAX's rule for the base
-    # d/dy x**y = x**y * log(x) only where x > 0; 0 where x <= 0 (see `pow`'s docstring).
-    # log sees 1 off the domain, so no nan or inf enters the product that `where` discards.
-    positive = x > 0
-    log_x = jnp.log(jnp.where(positive, x, jnp.ones_like(x)))
-    exponent_part = jnp.where(positive, value * log_x, jnp.zeros_like(value)) * y_dot
-    return value, base_part + exponent_part
+    value = jnp.power(x, y)
+    # Symbolic zeros: a constant base or exponent contributes nothing (not 0 * nan, which
+    # JAX's base rule would give at x = 0, y = 0, and which would spoil the exponent's part).
+    total = jnp.zeros_like(value)
+    if not isinstance(x_dot, SymbolicZero):
+        total = total + jax.jvp(lambda base: jnp.power(base, y), (x,), (x_dot,))[1]  # JAX's rule for the base
+    if not isinstance(y_dot, SymbolicZero):
+        # d/dy x**y = x**y * log(x) only where x > 0; 0 where x <= 0 (see `pow`'s docstring).
+        # log sees 1 off the domain, so no nan or inf enters the product that `where` discards.
+        positive = x > 0
+        log_x = jnp.log(jnp.where(positive, x, jnp.ones_like(x)))
+        total = total + jnp.where(positive, value * log_x, jnp.zeros_like(value)) * y_dot
+    return value, total
+
+
+_float_power.defjvp(_float_power_jvp, symbolic_zeros=True)
 
 
 def _wider_float(a, b):
