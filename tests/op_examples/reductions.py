@@ -82,6 +82,14 @@ EXAMPLES = {
         Example([_X, np.array(2)], {"exclusive": 1, "reverse": 1}),
         Example([_I, np.array(1, np.int64)], {"exclusive": 1}),
     ],
+    "CumProd": [
+        Example([_P, np.array(1)]),
+        Example([_P, np.array(-1, np.int64)], {"exclusive": 1}),
+        Example([_P, np.array(0)], {"reverse": 1}),
+        Example([_P, np.array(2)], {"exclusive": 1, "reverse": 1}),
+        Example([np.array([[2.0, 0.0, 3.0], [0.0, 0.0, 1.5]], np.float32), np.array(1)]),  # zeros: exact gradient
+        Example([_I, np.array(1, np.int64)], {"exclusive": 1}),
+    ],
     "Softmax": [
         Example([_M]),
         Example([_X], {"axis": 2}),
