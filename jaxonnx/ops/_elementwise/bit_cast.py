@@ -45,21 +45,22 @@ def bit_cast(input, *, to: int):
     for name in (source_name, target_name):
         if name in _SUB_BYTE:
             raise OnnxTypeError(f"cannot reinterpret {name} (jaxonnx holds 4-bit and 2-bit types one value per byte).")
+    xp = namespace(input)
+    if xp is not np and not x64_enabled() and target.itemsize == 8:
+        # Checked first: a 64-bit input has arrived here as its 32-bit counterpart.
+        raise OnnxTypeError(
+            f"cannot reinterpret {source_name} as {target_name}: with `jax_enable_x64` off, JAX holds "
+            f"no 64-bit types (their 32-bit counterparts have other bits); {X64_ON_HINT}."
+        )
     if input.dtype.itemsize != target.itemsize:
         raise OnnxValidationError(
             f"got `input` of type {source_name} ({input.dtype.itemsize * 8} bits) and `to`={to} "
             f"({target_name}, {target.itemsize * 8} bits); BitCast needs types of one width."
         )
-    xp = namespace(input)
     if xp is np:
         if input.dtype == bool:
             return input.astype(target)  # True is the byte 1
         return input.view(np.uint8).astype(bool) if target == bool else input.view(target)
-    if not x64_enabled() and target.itemsize == 8:
-        raise OnnxTypeError(
-            f"cannot reinterpret {source_name} as {target_name}: with `jax_enable_x64` off, JAX holds "
-            f"no 64-bit types (its 32-bit counterparts have other bits). {X64_ON_HINT}."
-        )
     if input.dtype == bool or target == bool:
         return input.astype(target) if input.dtype == bool else jax.lax.bitcast_convert_type(input, jnp.uint8) != 0
     if input.dtype.kind == "c":
