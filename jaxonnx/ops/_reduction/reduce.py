@@ -90,13 +90,21 @@ def _refuse_integers(op_type, data):
         )
 
 
+def _at_least_float32(data):
+    # float16/bfloat16 sums of exponentials overflow or round away quickly: float32 between the steps.
+    return data.astype(np.float32) if data.dtype.itemsize == 2 else data
+
+
 def _log_sum(xp, data, axes, keepdims):
     _refuse_integers("ReduceLogSum", data)
-    return xp.log(_sum(xp, data, axes, keepdims))  # an empty set: log(0) = -inf, as the text says
+    wide = _at_least_float32(data)
+    return xp.log(_sum(xp, wide, axes, keepdims)).astype(data.dtype)  # an empty set: log(0) = -inf
 
 
 def _log_sum_exp(xp, data, axes, keepdims):
     _refuse_integers("ReduceLogSumExp", data)
+    if data.dtype.itemsize == 2:
+        return _log_sum_exp(xp, _at_least_float32(data), axes, keepdims).astype(data.dtype)
     # log(sum(exp(x - m))) + m with m the largest finite element: exp cannot overflow, the
     # largest term is exp(0) = 1 (so the log is of a sum >= 1 unless every term is -inf).
     # m = 0 where there is no finite element (empty sets, all -inf, +inf: exp gives the
@@ -278,7 +286,8 @@ def reduce_sum_square(data, axes=None, *, keepdims: int = 1, noop_with_empty_axe
     return _reduce("ReduceSumSquare", data, axes, keepdims, noop_with_empty_axes)
 
 
-@register("ReduceLogSum", 18, 28, static=("axes",))
+# folds=False (both): numpy's and XLA's exp and log differ in the last bit; an op gives one answer.
+@register("ReduceLogSum", 18, 28, static=("axes",), folds=False)
 def reduce_log_sum(data, axes=None, *, keepdims: int = 1, noop_with_empty_axes: int = 0):
     """Implements ONNX ReduceLogSum (version 28): ``log(sum(data))`` over ``axes``.
 
@@ -294,7 +303,7 @@ def reduce_log_sum(data, axes=None, *, keepdims: int = 1, noop_with_empty_axes: 
     return _reduce("ReduceLogSum", data, axes, keepdims, noop_with_empty_axes)
 
 
-@register("ReduceLogSumExp", 18, 28, static=("axes",))
+@register("ReduceLogSumExp", 18, 28, static=("axes",), folds=False)
 def reduce_log_sum_exp(data, axes=None, *, keepdims: int = 1, noop_with_empty_axes: int = 0):
     """Implements ONNX ReduceLogSumExp (version 28): ``log(sum(exp(data)))`` over ``axes``.
 
@@ -310,13 +319,13 @@ def reduce_log_sum_exp(data, axes=None, *, keepdims: int = 1, noop_with_empty_ax
     return _reduce("ReduceLogSumExp", data, axes, keepdims, noop_with_empty_axes)
 
 
-def _with_axes_attribute(op_type, *since_versions, allow_negative=True):
+def _with_axes_attribute(op_type, *since_versions, allow_negative=True, folds=True):
     """Registers ``op_type``'s versions whose ``axes`` is an attribute (no ``noop_with_empty_axes``)."""
 
     def reduce_with_axes_attribute(data, *, axes=None, keepdims=1):
         return _reduce(op_type, data, axes, keepdims, allow_negative=allow_negative)
 
-    register(op_type, *since_versions)(reduce_with_axes_attribute)
+    register(op_type, *since_versions, folds=folds)(reduce_with_axes_attribute)
 
 
 for _op_type, _versions in {
@@ -331,9 +340,10 @@ for _op_type, _versions in {
     "ReduceLogSum": (11, 13),
     "ReduceLogSumExp": (11, 13),
 }.items():
-    _with_axes_attribute(_op_type, *_versions)
-    _with_axes_attribute(_op_type, 1, allow_negative=False)
-del _op_type, _versions
+    _folds = _op_type not in ("ReduceLogSum", "ReduceLogSumExp")
+    _with_axes_attribute(_op_type, *_versions, folds=_folds)
+    _with_axes_attribute(_op_type, 1, allow_negative=False, folds=_folds)
+del _op_type, _versions, _folds
 
 __all__ = [
     "reduce_l1", "reduce_l2", "reduce_log_sum", "reduce_log_sum_exp", "reduce_max", "reduce_mean", "reduce_min",
