@@ -129,4 +129,10 @@ EXAMPLES = {
         Example([_normal(5, 5, 2, 1)], {"size": 2, "alpha": 0.5, "beta": 0.6, "bias": 2.0}),
         Example([_normal(4, 4, 3, 1)], {"size": 5, "alpha": 0.3}),
     ],
+    "RMSNormalization": [
+        Example([_X4, _normal(5)]),
+        Example([_X4, _normal(5, 5)], {"axis": 2, "epsilon": 0.1}),
+        Example([_X4, _normal(2, 1, 1)], {"axis": 1}),
+        Example([_X4, _normal(1, 2, 5, 5)], {"axis": -4}),
+    ],
 }
