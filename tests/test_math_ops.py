@@ -110,28 +110,6 @@ def test_bit_shift_refuses_an_unknown_direction():
         ops.bit_shift(jnp.array([1], jnp.uint8), jnp.array([1], jnp.uint8), direction="UP")
 
 
-def test_bit_cast_round_trips_and_refuses_what_it_cannot_hold():
-    x = np.array([1.5, -0.0, np.inf, np.nan], np.float32)
-    as_int = ops.bit_cast(jnp.asarray(x), to=onnx.TensorProto.INT32)
-    np.testing.assert_array_equal(as_int, x.view(np.int32))
-    back = jax.jit(lambda v: ops.bit_cast(v, to=onnx.TensorProto.FLOAT))(as_int)
-    np.testing.assert_array_equal(np.asarray(back).view(np.int32), x.view(np.int32))  # nan's bits too
-    z = np.array([1 + 2j, -3.5 + 0.25j], np.complex64)
-    np.testing.assert_array_equal(ops.bit_cast(jnp.asarray(z), to=onnx.TensorProto.UINT64), z.view(np.uint64))
-    np.testing.assert_array_equal(ops.bit_cast(jnp.asarray(z.view(np.uint64)), to=onnx.TensorProto.COMPLEX64), z)
-    np.testing.assert_array_equal(ops.bit_cast(jnp.array([0, 1, 7], jnp.uint8), to=onnx.TensorProto.BOOL), [False, True, True])
-    with pytest.raises(OnnxValidationError, match=r"^BitCast-26 got `input` of type float \(32 bits\) and `to`=11 \(double, 64 bits\)"):
-        ops.bit_cast(jnp.asarray(x), to=onnx.TensorProto.DOUBLE)
-
-
-def test_bit_cast_to_a_64_bit_type_with_x64_off_raises(x64_off):
-    with pytest.raises(jaxonnx.OnnxTypeError, match=r"with `jax_enable_x64` off, JAX holds no 64-bit types"):
-        ops.bit_cast(jnp.array([1.0, 2.0], jnp.float32), to=onnx.TensorProto.INT64)
-    # Numpy inputs fold in numpy, exactly, whatever the setting.
-    folded = jaxonnx.get_op("BitCast", 26)(np.array([1.0], np.float64), to=onnx.TensorProto.INT64)
-    assert folded.dtype == np.int64 and folded[0] == np.float64(1.0).view(np.int64)
-
-
 # ------------------------------------------------------------------------------ stability
 
 

@@ -191,12 +191,4 @@ EXAMPLES = {
         Example([_A], {"bias": 0.3, "lambd": 1.0}),
         Example([_I], {"bias": 1.5, "lambd": 2.0}),
     ],
-    "BitCast": [
-        Example([_A], {"to": 6}),  # float -> int32
-        Example([_I], {"to": 11}),  # int64 -> double
-        Example([np.array([0, 1, 255, 128], np.uint8)], {"to": 3}),
-        Example([np.array([True, False])], {"to": 2}),
-        Example([np.array([1 + 2j, -0.5j], np.complex64)], {"to": 7}),
-        Example([np.array([1.5, -2.25], np.float16)], {"to": 4}),
-    ],
 }

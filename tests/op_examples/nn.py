@@ -122,17 +122,4 @@ EXAMPLES = {
         Example([np.abs(_X4)], {"axis": 0, "p": 1}),
     ],
     "MeanVarianceNormalization": [Example([_X4]), Example([_X4], {"axes": [1, -1]})],
-    # 4-D with N == C: onnx.reference's LRN takes 4-D only and loops over range(N) where it
-    # means the channels (the op itself takes any (N, C, D1, ..., Dk) and any N).
-    "LRN": [
-        Example([_normal(3, 3, 4, 2)], {"size": 3}),
-        Example([_normal(5, 5, 2, 1)], {"size": 2, "alpha": 0.5, "beta": 0.6, "bias": 2.0}),
-        Example([_normal(4, 4, 3, 1)], {"size": 5, "alpha": 0.3}),
-    ],
-    "RMSNormalization": [
-        Example([_X4, _normal(5)]),
-        Example([_X4, _normal(5, 5)], {"axis": 2, "epsilon": 0.1}),
-        Example([_X4, _normal(2, 1, 1)], {"axis": 1}),
-        Example([_X4, _normal(1, 2, 5, 5)], {"axis": -4}),
-    ],
 }
