@@ -3,8 +3,9 @@ Softplus, Celu, Mish, Softsign, ThresholdedRelu, Swish, SwiGLU, PRelu and Shrink
 of most of them only adds ``consumed_inputs`` (ignored); the others only widen the type
 list (Relu-14 adds signed integers), except PRelu-7, which broadcasts ``slope`` numpy's way.
 
-Except Shrink (which also takes integers, and is exact in numpy), they do not fold (``folds=False``): they are never shape arithmetic, and numpy's and
-XLA's ``exp`` differ in the last bit. The float attributes are Python floats, which take
+Except Shrink (which also takes integers, and is exact in numpy), they do not fold
+(``folds=False``): they are never shape arithmetic, and numpy's and XLA's ``exp`` differ
+in the last bit. The float attributes are Python floats, which take
 the dtype of ``X`` (JAX's weak typing).
 """
 

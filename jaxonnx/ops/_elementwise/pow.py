@@ -27,11 +27,12 @@ def pow(X, Y):
     Gradients: with respect to ``X``, JAX's rule for ``jnp.power``. With respect to a float
     ``Y``, ``X ** Y * log(X)`` where ``X > 0``, and 0 where ``X <= 0``. At ``X < 0`` the
     power is defined only at integral ``Y`` and is not continuous in ``Y`` there, so it has
-    no derivative; at ``X = 0`` it is constant (0) in ``Y > 0``. The convention gives a
-    finite gradient wherever the inputs and the value are finite (``log(X)`` alone is nan
-    or -inf there; PyTorch zeroes it only at ``X = 0`` with ``Y >= 0`` and gives nan for a
-    negative base), so a trainable exponent applied to negative data does not turn a
-    training step into nan.
+    no derivative; at ``X = 0`` it is constant (0) in ``Y > 0``. So the gradient in ``Y``
+    is finite wherever the inputs and the value are finite (``log(X)`` alone is nan or
+    -inf at ``X <= 0``; PyTorch zeroes it only at ``X = 0`` with ``Y >= 0`` and gives nan
+    for a negative base), and a trainable exponent applied to negative data does not turn
+    a training step into nan. (The gradient in ``X`` keeps JAX's values, e.g. nan at
+    ``X = 0, Y = 0``.)
 
     Args:
         X: the base (int32, int64 or float).
