@@ -110,6 +110,16 @@ def test_bit_shift_refuses_an_unknown_direction():
         ops.bit_shift(jnp.array([1], jnp.uint8), jnp.array([1], jnp.uint8), direction="UP")
 
 
+def test_shrink_of_integers_truncates_and_wraps_as_onnxruntime():
+    op = jaxonnx.get_op("Shrink", 9)
+    x = np.array([1, 2, 5, 127], np.uint8)
+    expected = np.array([254, 255, 2, 124], np.uint8)  # onnxruntime 1.32's answer: 1 - 3 wraps
+    np.testing.assert_array_equal(op(x, bias=3.0, lambd=0.5), expected)
+    np.testing.assert_array_equal(jax.jit(lambda v: op(v, bias=3.0, lambd=0.5))(jnp.asarray(x)), expected)
+    y = np.array([-5, -1, 0, 1, 5], np.int8)
+    np.testing.assert_array_equal(op(jnp.asarray(y), bias=1.5, lambd=0.5), [-3, 0, 0, 0, 3])  # -3.5 -> -3, 3.5 -> 3
+
+
 # ------------------------------------------------------------------------------ stability
 
 

@@ -11,6 +11,8 @@ the dtype of ``X`` (JAX's weak typing).
 
 from __future__ import annotations
 
+import math
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -238,22 +240,31 @@ def shrink(input, *, bias: float = 0.0, lambd: float = 0.5):
     """Implements ONNX Shrink: ``input + bias`` where ``input < -lambd``, ``input - bias``
     where ``input > lambd``, else 0.
 
-    Integer inputs are compared and shifted in float64 (float32 with ``jax_enable_x64``
-    off) and the result truncated toward zero into their type, as onnx.reference does.
+    Integer inputs give the result truncated toward zero and wrapped into their type, as
+    onnx.reference and onnxruntime compute it (uint8 ``1 - 3`` is 254), exactly in integer
+    arithmetic: ``trunc(x - bias)`` is ``x - ceil(bias)`` where ``x >= bias`` and
+    ``x - floor(bias)`` elsewhere.
 
     Example:
         >>> jaxonnx.ops.shrink(jnp.array([-2.0, 0.3, 2.0]), bias=0.5, lambd=1.0)
         Array([-1.5,  0. ,  1.5], dtype=float32)
     """
     xp = namespace(input)
-    x = input
-    if input.dtype.kind in "iu":
-        wide = np.float64 if xp is np else jax.dtypes.canonicalize_dtype(np.float64)
-        x = input.astype(wide)
-    low = x < -lambd
-    high = x > lambd
-    shifted = xp.where(low, x + bias, xp.where(high, x - bias, xp.zeros_like(x)))
-    return shifted.astype(input.dtype)
+    if input.dtype.kind not in "iu":
+        return xp.where(input < -lambd, input + bias, xp.where(input > lambd, input - bias, xp.zeros_like(input)))
+    # The comparisons in float (as the text compares with float attributes).
+    wide = np.float64 if xp is np else jax.dtypes.canonicalize_dtype(np.float64)
+    x = input.astype(wide)
+    down, up = _wrapped(math.floor(bias), input.dtype), _wrapped(math.ceil(bias), input.dtype)
+    plus = xp.where(x >= -bias, input + down, input + up)  # trunc(x + bias)
+    minus = xp.where(x >= bias, input - up, input - down)  # trunc(x - bias)
+    return xp.where(x < -lambd, plus, xp.where(x > lambd, minus, xp.zeros_like(input)))
+
+
+def _wrapped(value: int, dtype):
+    """The integer ``value`` modulo the width of ``dtype``, as a scalar of that type."""
+    bits = np.dtype(dtype).itemsize * 8
+    return np.asarray(value % 2**bits, np.uint64).astype(dtype)
 
 
 def _expm1_of_negative_part(X):
