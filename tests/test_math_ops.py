@@ -246,3 +246,41 @@ def test_every_new_op_is_registered_at_every_since_version():
     for op_type in ["Acosh", "BitShift", "Celu", "PRelu", "Hardmax", "ReduceLogSumExp", "NegativeLogLikelihoodLoss"]:
         expected = {s.since_version for s in onnx.defs.get_all_schemas_with_history() if s.name == op_type and s.domain == ""}
         assert set(jaxonnx.supported_ops()[op_type]) == expected
+
+
+# ------------------------------------------------------------------------------ onnxruntime
+
+
+def _model(op_type, version, inputs, **attributes):
+    names = [f"in{i}" for i in range(len(inputs))]
+    node = helper.make_node(op_type, names, ["out"], **attributes)
+    elem = helper.np_dtype_to_tensor_dtype(inputs[0].dtype)
+    graph = helper.make_graph(
+        [node], "g", [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(x.dtype), x.shape) for n, x in zip(names, inputs)],
+        [helper.make_tensor_value_info("out", elem, None)],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", version)])
+    model.ir_version = 9
+    return model, dict(zip(names, inputs))
+
+
+@pytest.mark.parametrize(
+    "op_type, version, inputs, attributes",
+    [
+        # Where onnx.reference deviates from the text, onnxruntime follows it, and so do we:
+        # the L1 norm of negative values (onnx.reference sums x, not |x|) ...
+        ("LpNormalization", 22, [np.array([[1.0, -3.0], [-2.0, -2.0]], np.float32)], {"p": 1, "axis": 1}),
+        # ... and the mean of an NLL loss with ignore_index=-1 and no weight (onnx.reference
+        # divides by every target, the ignored ones too).
+        ("NegativeLogLikelihoodLoss", 22, [np.log(np.full((3, 2), 0.5, np.float32)) * np.float32([[1], [2], [3]]),
+                                           np.array([0, -1, 1], np.int64)], {"ignore_index": -1}),
+        ("BitShift", 28, [np.array([-8, -1, 64, -128], np.int8), np.array([9, 3, 1, -2], np.int8)], {"direction": "RIGHT"}),
+        ("BitShift", 11, [np.array([1, 128, 255], np.uint8), np.array([8, 1, 200], np.uint8)], {"direction": "LEFT"}),
+    ],
+)
+def test_matches_onnxruntime(run_onnxruntime, op_type, version, inputs, attributes):
+    model, feed = _model(op_type, version, inputs, **attributes)
+    (expected,) = run_onnxruntime(model, feed)
+    actual = jaxonnx.get_op(op_type, version)(*map(jnp.asarray, inputs), **attributes)
+    assert np.asarray(actual).dtype == expected.dtype
+    np.testing.assert_allclose(actual, expected, rtol=1e-6)
