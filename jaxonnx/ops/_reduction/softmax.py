@@ -64,16 +64,6 @@ def hardmax(input, *, axis: int = -1):
     return _hardmax(input, axis)
 
 
-@register("Hardmax", 11)
-def _hardmax_11(input, *, axis=1):
-    return _coerced_to_2d(input, axis, log=None, allow_negative=True)
-
-
-@register("Hardmax", 1)
-def _hardmax_1(input, *, axis=1):
-    return _coerced_to_2d(input, axis, log=None, allow_negative=False)
-
-
 def _hardmax(data, axis):
     if data.ndim == 0:
         raise OnnxValidationError("needs `input` of rank >= 1, got a scalar.")
@@ -86,31 +76,17 @@ def _hardmax(data, axis):
     return (positions == first).astype(data.dtype)
 
 
-@register("Softmax", 11)
-def _softmax_11(input, *, axis=1):
-    return _coerced_to_2d(input, axis, log=False, allow_negative=True)
+def _coerced_to_2d(fn, *, allow_negative):
+    """Versions 1 and 11 of ``fn``'s op: ``fn`` over dim 1 of ``input`` seen as the matrix
+    ``[prod(shape[:axis]), prod(shape[axis:])]``."""
 
+    def coerced(input, *, axis=1):
+        axis = normalize_axis(axis, input.ndim, allow_negative=allow_negative)
+        matrix = input.reshape(math.prod(input.shape[:axis]), math.prod(input.shape[axis:]))
+        return fn(matrix, axis=1).reshape(input.shape)
 
-@register("LogSoftmax", 11)
-def _log_softmax_11(input, *, axis=1):
-    return _coerced_to_2d(input, axis, log=True, allow_negative=True)
-
-
-@register("Softmax", 1)
-def _softmax_1(input, *, axis=1):
-    return _coerced_to_2d(input, axis, log=False, allow_negative=False)
-
-
-@register("LogSoftmax", 1)
-def _log_softmax_1(input, *, axis=1):
-    return _coerced_to_2d(input, axis, log=True, allow_negative=False)
-
-
-def _coerced_to_2d(data, axis, *, log, allow_negative):
-    axis = normalize_axis(axis, data.ndim, allow_negative=allow_negative)
-    matrix = data.reshape(math.prod(data.shape[:axis]), math.prod(data.shape[axis:]))
-    result = _hardmax(matrix, 1) if log is None else _normalized(matrix, 1, log=log)  # log=None: Hardmax
-    return result.reshape(data.shape)
+    coerced.__name__ = coerced.__qualname__ = f"_{fn.__name__}_coerced_to_2d"
+    return coerced
 
 
 def _normalized(data, axis, *, log):
@@ -135,6 +111,12 @@ def _normalized(data, axis, *, log):
         exp = xp.exp(shifted)
         total = xp.sum(exp, axis=axis, keepdims=True, dtype=data.dtype)
         return shifted - xp.log(total) if log else exp / total
+
+
+for _op_type, _fn in (("Softmax", softmax), ("LogSoftmax", log_softmax), ("Hardmax", hardmax)):
+    register(_op_type, 11)(_coerced_to_2d(_fn, allow_negative=True))
+    register(_op_type, 1)(_coerced_to_2d(_fn, allow_negative=False))
+del _op_type, _fn
 
 
 __all__ = ["hardmax", "log_softmax", "softmax"]
