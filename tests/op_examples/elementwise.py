@@ -28,6 +28,7 @@ _J = np.array([3, -4, 5, -7], np.int64)  # no zeros: integer division by zero ha
 _HALVES = np.array([[-2.5, -1.5, -0.5], [0.5, 1.5, 2.5]], np.float32)
 _OFF_INTEGERS = np.array([[-2.7, -1.2, -0.4], [0.3, 1.6, 2.2]], np.float32)
 _SPECIAL = np.array([-np.inf, -1.5, np.nan, 0.0, 2.0, np.inf], np.float32)
+_UNIT = _rng.uniform(-0.9, 0.9, (3, 4)).astype(np.float32)  # inside (-1, 1)
 _MASK_A = _rng.random((3, 4)) > 0.5
 _MASK_B = _rng.random((4,)) > 0.5
 
@@ -148,5 +149,46 @@ EXAMPLES = {
         Example([_SPECIAL]),
         Example([_SPECIAL], {"detect_negative": 0}),
         Example([_SPECIAL], {"detect_positive": 0}),
+    ],
+    # The inverse functions inside their domains (numeric gradients need a neighbourhood).
+    "Tan": [Example([_A * np.float32(0.6)])],
+    "Asin": [Example([_UNIT])],
+    "Acos": [Example([_UNIT])],
+    "Atan": [Example([_A])],
+    "Sinh": [Example([_A])],
+    "Cosh": [Example([_A])],
+    "Asinh": [Example([_A])],
+    "Acosh": [Example([_POSITIVE + np.float32(1)])],
+    "Atanh": [Example([_UNIT])],
+    # Integer ops: no gradient (the test only differentiates float inputs).
+    "BitShift": [
+        Example([np.array([16, 255, 7, 1], np.uint8), np.array([1, 7, 8, 9], np.uint8)], {"direction": "RIGHT"}),
+        Example([np.array([16, 255, 7, 1], np.uint8), np.array([1, 7, 8, 9], np.uint8)], {"direction": "LEFT"}),
+        Example([np.array([[3], [70000]], np.uint32), np.array([0, 4, 31, 32], np.uint32)], {"direction": "LEFT"}),
+        Example([np.array([-8, -1, 64, -128, 5], np.int8), np.array([1, 3, 1, 8, 0], np.int8)], {"direction": "RIGHT"}, versions=(28,)),
+        Example([np.array([-8, -1, 64, -128, 5], np.int8), np.array([1, 3, 1, 8, -1], np.int8)], {"direction": "LEFT"}, versions=(28,)),
+        Example([np.array([-(2**40), 3], np.int64), np.array([63, 64], np.int64)], {"direction": "RIGHT"}, versions=(28,)),
+    ],
+    "BitwiseAnd": [Example([_I, _J]), Example([np.array([200, 15], np.uint8), np.array([[255], [7]], np.uint8)])],
+    "BitwiseOr": [Example([_I, _J]), Example([np.array([200, 15], np.uint8), np.array([[255], [7]], np.uint8)])],
+    "BitwiseXor": [Example([_I, _J]), Example([np.array([200, 15], np.uint8), np.array([[255], [7]], np.uint8)])],
+    "BitwiseNot": [Example([_I]), Example([np.array([0, 200, 255], np.uint8)])],
+    "Celu": [Example([_A]), Example([_A], {"alpha": 2.0})],
+    "Mish": [Example([_A]), Example([np.array([-30.0, -5.0, 5.0, 30.0], np.float32)])],
+    "Softsign": [Example([_A])],
+    "ThresholdedRelu": [Example([_A]), Example([_A], {"alpha": 0.5})],
+    "Swish": [Example([_A]), Example([_A], {"alpha": 0.7})],
+    "SwiGLU": [Example([_A, _B34]), Example([_A, _B34], {"alpha": 1.702})],
+    "PRelu": [
+        Example([_A, _B]),  # slope along the last dim: every version
+        Example([_A, _B34]),
+        Example([_A, np.float32([0.25])]),
+        Example([_A.reshape(3, 4, 1), np.array([[0.1], [0.2], [0.3], [0.4]], np.float32)], versions=(7, 9, 16)),
+        Example([np.array([-3, 4, -5], np.int32), np.array([2], np.int32)], versions=(9, 16)),
+    ],
+    "Shrink": [
+        Example([_A]),
+        Example([_A], {"bias": 0.3, "lambd": 1.0}),
+        Example([_I], {"bias": 1.5, "lambd": 2.0}),
     ],
 }

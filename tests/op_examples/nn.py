@@ -114,4 +114,12 @@ EXAMPLES = {
         Example([_X4, np.array([], np.float32), np.array([1, 1, 0.8, 0.8], np.float32)],
                 {"mode": "cubic", "coordinate_transformation_mode": "half_pixel_symmetric"}, versions=(19,)),
     ],
+    # p=1 on positive data: onnx.reference sums x, not |x| (see `lp_normalization`); an
+    # all-zero slice is in tests/test_math_ops.py (onnx.reference warns dividing 0 by 0).
+    "LpNormalization": [
+        Example([_X4]),
+        Example([_X4], {"axis": 1}),
+        Example([np.abs(_X4)], {"axis": 0, "p": 1}),
+    ],
+    "MeanVarianceNormalization": [Example([_X4]), Example([_X4], {"axes": [1, -1]})],
 }

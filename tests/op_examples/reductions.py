@@ -43,6 +43,18 @@ EXAMPLES = {
     "ReduceMin": _reduce_examples("ReduceMin") + [Example([_B, np.array([0])], {"keepdims": 0}, versions=(20,))],
     "ReduceProd": _reduce_examples("ReduceProd", _P),
     "ReduceL2": _reduce_examples("ReduceL2", _P),
+    "ReduceL1": _reduce_examples("ReduceL1", _P),
+    # int64 data: onnx.reference's sum of int32 squares is int64 (numpy's promotion), not T.
+    "ReduceSumSquare": [
+        Example([_I.astype(np.int64), *e.inputs[1:]], e.attributes) if e.inputs[0] is _I else e
+        for e in _reduce_examples("ReduceSumSquare")
+    ],
+    # Floats only (onnx.reference refuses integers); LogSum of positive data.
+    "ReduceLogSum": [e for e in _reduce_examples("ReduceLogSum", np.abs(_P)) if e.inputs[0] is not _I],
+    "ReduceLogSumExp": [
+        *[e for e in _reduce_examples("ReduceLogSumExp") if e.inputs[0] is not _I],
+        Example([np.array([[1e4, 1e4, 0.0], [-1e4, -3e4, -2e4]], np.float32), np.array([1])]),  # no overflow
+    ],
     "ArgMax": [
         Example([_X], {"axis": 1, "keepdims": 0}),
         Example([_I], {"axis": -1}, versions=(11, 12, 13)),
@@ -70,6 +82,14 @@ EXAMPLES = {
         Example([_X, np.array(2)], {"exclusive": 1, "reverse": 1}),
         Example([_I, np.array(1, np.int64)], {"exclusive": 1}),
     ],
+    "CumProd": [
+        Example([_P, np.array(1)]),
+        Example([_P, np.array(-1, np.int64)], {"exclusive": 1}),
+        Example([_P, np.array(0)], {"reverse": 1}),
+        Example([_P, np.array(2)], {"exclusive": 1, "reverse": 1}),
+        Example([np.array([[2.0, 0.0, 3.0], [0.0, 0.0, 1.5]], np.float32), np.array(1)]),  # zeros: exact gradient
+        Example([_I, np.array(1, np.int64)], {"exclusive": 1}),
+    ],
     "Softmax": [
         Example([_M]),
         Example([_X], {"axis": 2}),
@@ -82,6 +102,18 @@ EXAMPLES = {
         Example([_X], {"axis": 2}),
         Example([_X], {"axis": -1}, versions=(11, 13)),
         Example([_X], {"axis": 1}, versions=(13,)),
+    ],
+    "Hardmax": [
+        Example([_M]),
+        Example([_X], {"axis": 2}),
+        Example([_X], {"axis": -1}, versions=(11, 13)),
+        Example([_X], {"axis": 0}, versions=(13,)),
+        Example([np.array([[1.0, 3.0, 3.0], [2.0, 2.0, 2.0]], np.float32)], grad=False),  # ties: the first maximum
+    ],
+    "Det": [
+        Example([_rng.standard_normal((3, 3)).astype(np.float32)]),
+        Example([_rng.standard_normal((2, 4, 4)).astype(np.float32)]),
+        Example([_rng.standard_normal((2, 1, 2, 2)).astype(np.float64)]),
     ],
     "Einsum": [
         Example([_X, _rng.standard_normal((3, 5, 2)).astype(np.float32)], {"equation": "bij, bjk -> bik"}),

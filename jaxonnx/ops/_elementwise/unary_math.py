@@ -1,7 +1,9 @@
 """The unary math ops: Neg, Abs, Sqrt, Reciprocal, Floor, Ceil, Round, Sign, IsNaN, IsInf
-(these fold: exact in numpy and XLA alike) and Exp, Log, Sin, Cos, Tanh, Erf (these do not
-fold, ``folds=False``: numpy's and XLA's transcendental functions differ in the last bit,
-and an op gives one answer).
+(these fold: exact in numpy and XLA alike) and Exp, Log, Erf and the trigonometric and
+hyperbolic functions Sin, Cos, Tan, Asin, Acos, Atan, Sinh, Cosh, Tanh, Asinh, Acosh,
+Atanh (these do not fold, ``folds=False``: numpy's and XLA's transcendental functions
+differ in the last bit, and an op gives one answer). Outside their domains the inverse
+functions give nan (±inf for Atanh at ±1), as numpy does.
 
 Version 1 of most of them only adds ``consumed_inputs`` (ignored); the others only widen
 the type list.
@@ -212,6 +214,105 @@ def erf(input):
     return jax.lax.erf(input)
 
 
+@register("Tan", 7, 22, folds=False)
+def tan(input):
+    """Implements ONNX Tan: the tangent of ``input`` in radians.
+
+    Example:
+        >>> jaxonnx.ops.tan(jnp.array([0.0, 1.0]))
+        Array([0.       , 1.5574077], dtype=float32)
+    """
+    return jax.numpy.tan(input)
+
+
+@register("Asin", 7, 22, folds=False)
+def asin(input):
+    """Implements ONNX Asin: the arcsine, in ``[-pi/2, pi/2]`` (nan outside ``[-1, 1]``, as numpy).
+
+    Example:
+        >>> jaxonnx.ops.asin(jnp.array([0.0, 0.5]))
+        Array([0.       , 0.5235988], dtype=float32)
+    """
+    return jax.numpy.arcsin(input)
+
+
+@register("Acos", 7, 22, folds=False)
+def acos(input):
+    """Implements ONNX Acos: the arccosine, in ``[0, pi]`` (nan outside ``[-1, 1]``, as numpy).
+
+    Example:
+        >>> jaxonnx.ops.acos(jnp.array([1.0, 0.5]))
+        Array([0.       , 1.0471976], dtype=float32)
+    """
+    return jax.numpy.arccos(input)
+
+
+@register("Atan", 7, 22, folds=False)
+def atan(input):
+    """Implements ONNX Atan: the arctangent, in ``(-pi/2, pi/2)``.
+
+    Example:
+        >>> jaxonnx.ops.atan(jnp.array([0.0, 1.0]))
+        Array([0.       , 0.7853981], dtype=float32)
+    """
+    return jax.numpy.arctan(input)
+
+
+@register("Sinh", 9, 22, folds=False)
+def sinh(input):
+    """Implements ONNX Sinh: the hyperbolic sine.
+
+    Example:
+        >>> jaxonnx.ops.sinh(jnp.array([0.0, 1.0]))
+        Array([0.       , 1.1752012], dtype=float32)
+    """
+    return jax.numpy.sinh(input)
+
+
+@register("Cosh", 9, 22, folds=False)
+def cosh(input):
+    """Implements ONNX Cosh: the hyperbolic cosine.
+
+    Example:
+        >>> jaxonnx.ops.cosh(jnp.array([0.0, 1.0]))
+        Array([1.       , 1.5430806], dtype=float32)
+    """
+    return jax.numpy.cosh(input)
+
+
+@register("Asinh", 9, 22, folds=False)
+def asinh(input):
+    """Implements ONNX Asinh: the inverse hyperbolic sine.
+
+    Example:
+        >>> jaxonnx.ops.asinh(jnp.array([0.0, 1.0]))
+        Array([0.        , 0.88137364], dtype=float32)
+    """
+    return jax.numpy.arcsinh(input)
+
+
+@register("Acosh", 9, 22, folds=False)
+def acosh(input):
+    """Implements ONNX Acosh: the inverse hyperbolic cosine (nan below 1, as numpy).
+
+    Example:
+        >>> jaxonnx.ops.acosh(jnp.array([1.0, 2.0]))
+        Array([0.      , 1.316958], dtype=float32)
+    """
+    return jax.numpy.arccosh(input)
+
+
+@register("Atanh", 9, 22, folds=False)
+def atanh(input):
+    """Implements ONNX Atanh: the inverse hyperbolic tangent (±inf at ±1, nan outside ``[-1, 1]``, as numpy).
+
+    Example:
+        >>> jaxonnx.ops.atanh(jnp.array([0.0, 0.5]))
+        Array([0.        , 0.54930615], dtype=float32)
+    """
+    return jax.numpy.arctanh(input)
+
+
 for _op_type, _fn in [
     ("Neg", neg), ("Abs", abs), ("Sqrt", sqrt), ("Reciprocal", reciprocal), ("Floor", floor), ("Ceil", ceil)
 ]:
@@ -223,4 +324,5 @@ del _op_type, _fn
 __all__ = [
     "neg", "abs", "sqrt", "reciprocal", "floor", "ceil", "round", "sign", "is_nan", "is_inf",
     "exp", "log", "sin", "cos", "tanh", "erf",
+    "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh",
 ]

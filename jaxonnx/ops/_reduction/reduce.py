@@ -1,10 +1,12 @@
-"""ReduceSum, ReduceMean, ReduceMax, ReduceMin, ReduceProd and ReduceL2: every version.
+"""ReduceSum, ReduceMean, ReduceMax, ReduceMin, ReduceProd, ReduceL1, ReduceL2,
+ReduceSumSquare, ReduceLogSum and ReduceLogSumExp: every version.
 
 The versions differ in where ``axes`` comes from. Up to ReduceSum-11 and the others' 13 it
 is an attribute (absent or empty: reduce every axis); from ReduceSum-13 and the others' 18
 it is an optional input that decides the output shape (so it is static), and an absent or
 empty one reduces every axis unless ``noop_with_empty_axes`` is set, when the reduction
-is the identity (ReduceL2 still takes ``sqrt(x * x)``, as the text says). Version 1 of
+is the identity (ReduceL2 still takes ``sqrt(x * x)``, ReduceL1 ``|x|``, ReduceSumSquare
+``x * x``, ReduceLogSum ``log(x)`` and ReduceLogSumExp ``log(exp(x))``, as the text says). Version 1 of
 each accepts only non-negative axes (negative ones arrived with version 11).
 """
 
@@ -72,6 +74,51 @@ def _l2(xp, data, axes, keepdims):
     return xp.sqrt(squares)
 
 
+def _l1(xp, data, axes, keepdims):
+    return _sum(xp, xp.abs(data), axes, keepdims)
+
+
+def _sum_square(xp, data, axes, keepdims):
+    return _sum(xp, data * data, axes, keepdims)
+
+
+def _refuse_integers(op_type, data):
+    if data.dtype.kind in "iu":
+        raise OnnxValidationError(
+            f"got integer `data` ({data.dtype}); the logarithm is defined for floats only (onnx "
+            f"removed the integer types from {op_type} in version 28, and onnx.reference refuses them)."
+        )
+
+
+def _at_least_float32(data):
+    # float16/bfloat16 sums of exponentials overflow or round away quickly: float32 between the steps.
+    return data.astype(np.float32) if data.dtype.itemsize == 2 else data
+
+
+def _log_sum(xp, data, axes, keepdims):
+    _refuse_integers("ReduceLogSum", data)
+    wide = _at_least_float32(data)
+    return xp.log(_sum(xp, wide, axes, keepdims)).astype(data.dtype)  # an empty set: log(0) = -inf
+
+
+def _log_sum_exp(xp, data, axes, keepdims):
+    _refuse_integers("ReduceLogSumExp", data)
+    if data.dtype.itemsize == 2:
+        return _log_sum_exp(xp, _at_least_float32(data), axes, keepdims).astype(data.dtype)
+    # log(sum(exp(x - m))) + m with m the largest finite element: exp cannot overflow, the
+    # largest term is exp(0) = 1 (so the log is of a sum >= 1 unless every term is -inf).
+    # m = 0 where there is no finite element (empty sets, all -inf, +inf: exp gives the
+    # answer). m carries no gradient: the result does not depend on it.
+    finite = xp.where(xp.isfinite(data), data, xp.full_like(data, -np.inf))
+    shift = xp.max(finite, axis=axes, keepdims=True, initial=np.asarray(-np.inf, data.dtype))
+    shift = xp.where(xp.isfinite(shift), shift, xp.zeros_like(shift))
+    if xp is not np:
+        shift = jax.lax.stop_gradient(shift)
+    total = _sum(xp, xp.exp(data - shift), axes, keepdims=True)
+    result = xp.log(total) + shift
+    return result if keepdims else result.squeeze(axis=axes)
+
+
 def _extreme(largest: bool):
     def reduce(xp, data, axes, keepdims):
         extreme = xp.max if largest else xp.min
@@ -97,6 +144,10 @@ _REDUCTIONS = {
     "ReduceMin": _extreme(largest=False),
     "ReduceProd": _prod,
     "ReduceL2": _l2,
+    "ReduceL1": _l1,
+    "ReduceSumSquare": _sum_square,
+    "ReduceLogSum": _log_sum,
+    "ReduceLogSumExp": _log_sum_exp,
 }
 
 
@@ -189,7 +240,7 @@ def reduce_prod(data, axes=None, *, keepdims: int = 1, noop_with_empty_axes: int
     return _reduce("ReduceProd", data, axes, keepdims, noop_with_empty_axes)
 
 
-@register("ReduceL2", 18, static=("axes",))
+@register("ReduceL2", 18, static=("axes",), padding="sums")
 def reduce_l2(data, axes=None, *, keepdims: int = 1, noop_with_empty_axes: int = 0):
     """Implements ONNX ReduceL2 (version 18): ``sqrt(sum(data ** 2))`` over ``axes``.
 
@@ -205,13 +256,77 @@ def reduce_l2(data, axes=None, *, keepdims: int = 1, noop_with_empty_axes: int =
     return _reduce("ReduceL2", data, axes, keepdims, noop_with_empty_axes)
 
 
-def _with_axes_attribute(op_type, *since_versions, allow_negative=True):
+@register("ReduceL1", 18, static=("axes",), padding="sums")
+def reduce_l1(data, axes=None, *, keepdims: int = 1, noop_with_empty_axes: int = 0):
+    """Implements ONNX ReduceL1 (version 18): ``sum(|data|)`` over ``axes``.
+
+    ``axes``, ``keepdims`` and ``noop_with_empty_axes`` as in :func:`reduce_sum`; with no
+    axes and ``noop_with_empty_axes=1`` the result is ``|data|``. In the dtype of ``data``
+    (integers wrap); an empty set gives 0. The gradient at 0 is 0 (``sign(0)``).
+
+    Example:
+        >>> jaxonnx.ops.reduce_l1(jnp.array([[3.0, -4.0], [-5.0, 12.0]]), [1], keepdims=0)
+        Array([ 7., 17.], dtype=float32)
+    """
+    return _reduce("ReduceL1", data, axes, keepdims, noop_with_empty_axes)
+
+
+@register("ReduceSumSquare", 18, static=("axes",), padding="sums")
+def reduce_sum_square(data, axes=None, *, keepdims: int = 1, noop_with_empty_axes: int = 0):
+    """Implements ONNX ReduceSumSquare (version 18): ``sum(data ** 2)`` over ``axes``.
+
+    ``axes``, ``keepdims`` and ``noop_with_empty_axes`` as in :func:`reduce_sum`; with no
+    axes and ``noop_with_empty_axes=1`` the result is ``data ** 2``. In the dtype of
+    ``data`` (integers wrap); an empty set gives 0.
+
+    Example:
+        >>> jaxonnx.ops.reduce_sum_square(jnp.array([[3.0, -4.0], [-5.0, 12.0]]), [1], keepdims=0)
+        Array([ 25., 169.], dtype=float32)
+    """
+    return _reduce("ReduceSumSquare", data, axes, keepdims, noop_with_empty_axes)
+
+
+# folds=False (both): numpy's and XLA's exp and log differ in the last bit; an op gives one answer.
+@register("ReduceLogSum", 18, 28, static=("axes",), folds=False)
+def reduce_log_sum(data, axes=None, *, keepdims: int = 1, noop_with_empty_axes: int = 0):
+    """Implements ONNX ReduceLogSum (version 28): ``log(sum(data))`` over ``axes``.
+
+    ``axes``, ``keepdims`` and ``noop_with_empty_axes`` as in :func:`reduce_sum`; with no
+    axes and ``noop_with_empty_axes=1`` the result is ``log(data)``. Floats only (integer
+    ``data``, which versions before 28 list, is refused as onnx.reference refuses it). An
+    empty set gives ``-inf``; a negative sum gives nan.
+
+    Example:
+        >>> jaxonnx.ops.reduce_log_sum(jnp.array([[1.0, 2.0], [3.0, 4.0]]), [1], keepdims=0)
+        Array([1.0986123, 1.9459102], dtype=float32)
+    """
+    return _reduce("ReduceLogSum", data, axes, keepdims, noop_with_empty_axes)
+
+
+@register("ReduceLogSumExp", 18, 28, static=("axes",), folds=False)
+def reduce_log_sum_exp(data, axes=None, *, keepdims: int = 1, noop_with_empty_axes: int = 0):
+    """Implements ONNX ReduceLogSumExp (version 28): ``log(sum(exp(data)))`` over ``axes``.
+
+    ``axes``, ``keepdims`` and ``noop_with_empty_axes`` as in :func:`reduce_sum`. Computed
+    stably (shifted by the largest finite element): large ``data`` does not overflow and
+    very negative ``data`` does not underflow to ``-inf``; the gradient is the softmax of
+    ``data`` over ``axes``. Floats only (as :func:`reduce_log_sum`). An empty set gives ``-inf``.
+
+    Example:
+        >>> jaxonnx.ops.reduce_log_sum_exp(jnp.array([[1000.0, 1000.0], [-1000.0, -1000.0]]), [1], keepdims=0)
+        Array([1000.6932, -999.3068], dtype=float32)
+    """
+    return _reduce("ReduceLogSumExp", data, axes, keepdims, noop_with_empty_axes)
+
+
+def _with_axes_attribute(op_type, *since_versions, allow_negative=True, folds=True):
     """Registers ``op_type``'s versions whose ``axes`` is an attribute (no ``noop_with_empty_axes``)."""
 
     def reduce_with_axes_attribute(data, *, axes=None, keepdims=1):
         return _reduce(op_type, data, axes, keepdims, allow_negative=allow_negative)
 
-    register(op_type, *since_versions, padding="sums" if op_type == "ReduceSum" else "")(reduce_with_axes_attribute)
+    padding = "sums" if op_type in ("ReduceSum", "ReduceL1", "ReduceL2", "ReduceSumSquare") else ""  # zero padding adds nothing
+    register(op_type, *since_versions, folds=folds, padding=padding)(reduce_with_axes_attribute)
 
 
 for _op_type, _versions in {
@@ -221,9 +336,17 @@ for _op_type, _versions in {
     "ReduceMin": (11, 12, 13),
     "ReduceProd": (11, 13),
     "ReduceL2": (11, 13),
+    "ReduceL1": (11, 13),
+    "ReduceSumSquare": (11, 13),
+    "ReduceLogSum": (11, 13),
+    "ReduceLogSumExp": (11, 13),
 }.items():
-    _with_axes_attribute(_op_type, *_versions)
-    _with_axes_attribute(_op_type, 1, allow_negative=False)
-del _op_type, _versions
+    _folds = _op_type not in ("ReduceLogSum", "ReduceLogSumExp")
+    _with_axes_attribute(_op_type, *_versions, folds=_folds)
+    _with_axes_attribute(_op_type, 1, allow_negative=False, folds=_folds)
+del _op_type, _versions, _folds
 
-__all__ = ["reduce_l2", "reduce_max", "reduce_mean", "reduce_min", "reduce_prod", "reduce_sum", "reduced_axes"]
+__all__ = [
+    "reduce_l1", "reduce_l2", "reduce_log_sum", "reduce_log_sum_exp", "reduce_max", "reduce_mean", "reduce_min",
+    "reduce_prod", "reduce_sum", "reduce_sum_square", "reduced_axes",
+]

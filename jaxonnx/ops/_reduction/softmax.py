@@ -1,4 +1,4 @@
-"""Softmax and LogSoftmax: versions 1, 11 and 13.
+"""Softmax, LogSoftmax and Hardmax: versions 1, 11 and 13.
 
 Versions 1 and 11 normalize over all the dims from ``axis`` on (the input coerced to a
 matrix ``[prod(shape[:axis]), prod(shape[axis:])]``); 13 over the single dim ``axis``.
@@ -49,30 +49,44 @@ def log_softmax(input, *, axis: int = -1):
     return _normalized(input, axis, log=True)
 
 
-@register("Softmax", 11)
-def _softmax_11(input, *, axis=1):
-    return _coerced_to_2d(input, axis, log=False, allow_negative=True)
+@register("Hardmax", 13)
+def hardmax(input, *, axis: int = -1):
+    """Implements ONNX Hardmax (version 13): 1 at the first maximum along ``axis``, 0 elsewhere.
+
+    Arguments and result as in :func:`softmax`. nan counts as the maximum (numpy's
+    ``argmax``). The gradient is zero (the output is piecewise constant).
+
+    Example:
+        >>> jaxonnx.ops.hardmax(jnp.array([[3.0, 1.0, 3.0], [0.0, 2.0, 1.0]]))
+        Array([[1., 0., 0.],
+               [0., 1., 0.]], dtype=float32)
+    """
+    return _hardmax(input, axis)
 
 
-@register("LogSoftmax", 11)
-def _log_softmax_11(input, *, axis=1):
-    return _coerced_to_2d(input, axis, log=True, allow_negative=True)
+def _hardmax(data, axis):
+    if data.ndim == 0:
+        raise OnnxValidationError("needs `input` of rank >= 1, got a scalar.")
+    axis = normalize_axis(axis, data.ndim)
+    if data.size == 0:
+        return data
+    xp = namespace(data)
+    first = xp.argmax(data, axis=axis, keepdims=True)
+    positions = xp.arange(data.shape[axis]).reshape([-1 if d == axis else 1 for d in range(data.ndim)])
+    return (positions == first).astype(data.dtype)
 
 
-@register("Softmax", 1)
-def _softmax_1(input, *, axis=1):
-    return _coerced_to_2d(input, axis, log=False, allow_negative=False)
+def _coerced_to_2d(fn, *, allow_negative):
+    """Versions 1 and 11 of ``fn``'s op: ``fn`` over dim 1 of ``input`` seen as the matrix
+    ``[prod(shape[:axis]), prod(shape[axis:])]``."""
 
+    def coerced(input, *, axis=1):
+        axis = normalize_axis(axis, input.ndim, allow_negative=allow_negative)
+        matrix = input.reshape(math.prod(input.shape[:axis]), math.prod(input.shape[axis:]))
+        return fn(matrix, axis=1).reshape(input.shape)
 
-@register("LogSoftmax", 1)
-def _log_softmax_1(input, *, axis=1):
-    return _coerced_to_2d(input, axis, log=True, allow_negative=False)
-
-
-def _coerced_to_2d(data, axis, *, log, allow_negative):
-    axis = normalize_axis(axis, data.ndim, allow_negative=allow_negative)
-    matrix = data.reshape(math.prod(data.shape[:axis]), math.prod(data.shape[axis:]))
-    return _normalized(matrix, 1, log=log).reshape(data.shape)
+    coerced.__name__ = coerced.__qualname__ = f"_{fn.__name__}_coerced_to_2d"
+    return coerced
 
 
 def _normalized(data, axis, *, log):
@@ -99,4 +113,10 @@ def _normalized(data, axis, *, log):
         return shifted - xp.log(total) if log else exp / total
 
 
-__all__ = ["log_softmax", "softmax"]
+for _op_type, _fn in (("Softmax", softmax), ("LogSoftmax", log_softmax), ("Hardmax", hardmax)):
+    register(_op_type, 11)(_coerced_to_2d(_fn, allow_negative=True))
+    register(_op_type, 1)(_coerced_to_2d(_fn, allow_negative=False))
+del _op_type, _fn
+
+
+__all__ = ["hardmax", "log_softmax", "softmax"]
