@@ -12,7 +12,7 @@ contract (``padding=`` of :func:`jaxonnx.register`) what it does with it:
 - ``"reads"``: a gather (Gather, GatherND, GatherElements): padded indices read zeros,
   eagerly and under ``jax.jit`` alike, and its output carries zero padding;
 - ``"drops"``: a scatter (ScatterND, ScatterElements): padded indices write nothing;
-- ``"sums"``: ReduceSum: zero padding adds nothing, so the sum is exact (index padding is
+- ``"sums"``: ReduceSum, ReduceL1, ReduceL2, ReduceSumSquare: zero padding adds nothing, so the result is exact (index padding is
   refused).
 
 Any other op that meets padding raises :class:`~jaxonnx.OnnxValidationError` naming the

@@ -46,17 +46,21 @@ def activation_functions(activations, alphas, betas, defaults: list[str], direct
             f"got {len(names)} `activations` ({', '.join(names)}); a {'bidirectional' if directions == 2 else 'one-way'} "
             f"node takes {len(defaults) * directions} ({len(defaults)} per direction)."
         )
+    # The lists are consumed in order by the activations that take the value (as onnxruntime
+    # reads them): Sigmoid takes none, so [Sigmoid, LeakyRelu] with alphas [0.1] is LeakyRelu(0.1).
     alphas, betas = list(alphas or []), list(betas or [])
     functions = []
-    for i, name in enumerate(names):
+    for name in names:
         key = str(name).lower()
         if key not in ACTIVATIONS:
             raise OnnxValidationError(
                 f"got the activation {name!r}; the text lists {', '.join(sorted(ACTIVATIONS))} (any case)."
             )
         fn, alpha, beta = ACTIVATIONS[key]
-        alpha = alphas[i] if i < len(alphas) else alpha
-        beta = betas[i] if i < len(betas) else beta
+        if alpha is not None and alphas:
+            alpha = alphas.pop(0)
+        if beta is not None and betas:
+            beta = betas.pop(0)
         functions.append(lambda x, fn=fn, a=alpha, b=beta: fn(x, a, b))
     return [functions[d * len(defaults) : (d + 1) * len(defaults)] for d in range(directions)]
 
