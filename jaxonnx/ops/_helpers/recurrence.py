@@ -16,6 +16,10 @@ import numpy as np
 
 from jaxonnx._errors import OnnxValidationError
 
+#: Steps per scan iteration. Unrolling 4, 8 or 16 steps measured no faster on XLA:CPU (LSTM,
+#: hidden 128, 512 steps: 2.8-3.1 ms each, benchmarks/recurrent.py), so the loop stays plain.
+UNROLL = 1
+
 #: name -> (function of (x, alpha, beta), default alpha, default beta), as the ONNX text lists them.
 ACTIVATIONS = {
     "relu": (lambda x, a, b: jnp.maximum(x, 0), None, None),
@@ -144,7 +148,7 @@ def scan_direction(projection, lengths, state, cell, *, reverse: bool):
             output = jnp.where(valid_t[:, None], output, jnp.zeros((), output.dtype))
         return new, output
 
-    final, outputs = jax.lax.scan(step, state, (projection, valid))
+    final, outputs = jax.lax.scan(step, state, (projection, valid), unroll=UNROLL)
     if reverse:
         if lengths is None:
             outputs = jnp.flip(outputs, 0)
