@@ -19,7 +19,12 @@ import jaxonnx
 from tests.op_examples import all_examples
 
 EXAMPLES = all_examples()
-REGISTERED = jaxonnx.supported_ops()
+#: Every registered op of every domain, keyed by (domain, op_type).
+REGISTERED = {
+    (domain, op_type): versions
+    for domain in sorted(jaxonnx.REGISTRY.domains())
+    for op_type, versions in jaxonnx.supported_ops(domain).items()
+}
 _DIFFERENTIABLE = onnx.defs.OpSchema.DifferentiationCategory.Differentiable
 
 
@@ -28,6 +33,10 @@ def test_every_registered_op_has_examples():
     assert not missing, f"registered ops without an entry in tests/op_examples: {missing}"
     unknown = sorted(set(EXAMPLES) - set(REGISTERED))
     assert not unknown, f"examples for ops that are not registered: {unknown}"
+
+
+def _case_id(op: jaxonnx.OpVersion, index: int) -> str:
+    return f"{op.domain + '.' if op.domain else ''}{op.name}-{index}"
 
 
 def _valid(op: jaxonnx.OpVersion, example) -> bool:
@@ -42,12 +51,12 @@ def _valid(op: jaxonnx.OpVersion, example) -> bool:
 
 def _cases():
     cases = []
-    for op_type, versions in REGISTERED.items():
-        for index, example in enumerate(EXAMPLES.get(op_type, [])):
+    for (domain, op_type), versions in REGISTERED.items():
+        for index, example in enumerate(EXAMPLES.get((domain, op_type), [])):
             for since in versions:
-                op = jaxonnx.get_op(op_type, since)
+                op = jaxonnx.get_op(op_type, since, domain)
                 if _valid(op, example):
-                    cases.append(pytest.param(op, example, id=f"{op.name}-{index}"))
+                    cases.append(pytest.param(op, example, id=_case_id(op, index)))
     return cases
 
 
@@ -56,9 +65,11 @@ def _reference(op: jaxonnx.OpVersion, example) -> list[np.ndarray]:
         return list(example.reference(*example.inputs, **example.attributes))
     names = [f"in{i}" if x is not None else "" for i, x in enumerate(example.inputs)]
     outputs = [f"out{i}" for i in range(example.outputs or len(op.schema.outputs))]
-    node = helper.make_node(op.op_type, names, outputs, **example.attributes)
+    node = helper.make_node(op.op_type, names, outputs, domain=op.domain, **example.attributes)
     graph = helper.make_graph([node], "example", [], [helper.make_tensor_value_info(o, 0, None) for o in outputs])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", op.since_version)])
+    opsets = {op.domain: op.since_version} if op.domain else {}
+    opsets.setdefault("", onnx.defs.onnx_opset_version() if op.domain else op.since_version)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid(d, v) for d, v in opsets.items()])
     model.ir_version = 8
     feeds = {n: x for n, x in zip(names, example.inputs) if n}
     return ReferenceEvaluator(model).run(None, feeds)
@@ -105,11 +116,11 @@ def test_matches_onnx_reference(op, example):
 
 def _newest_cases(predicate):
     cases = []
-    for op_type, versions in REGISTERED.items():
-        op = jaxonnx.get_op(op_type, max(versions))
-        for index, example in enumerate(EXAMPLES.get(op_type, [])):
+    for (domain, op_type), versions in REGISTERED.items():
+        op = jaxonnx.get_op(op_type, max(versions), domain)
+        for index, example in enumerate(EXAMPLES.get((domain, op_type), [])):
             if _valid(op, example) and predicate(op, example):
-                cases.append(pytest.param(op, example, id=f"{op.name}-{index}"))
+                cases.append(pytest.param(op, example, id=_case_id(op, index)))
     return cases
 
 
