@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import re
 
-from jaxonnx._core.registry import get_op, supported_ops
+from jaxonnx._core.registry import DEFAULT_DOMAIN, REGISTRY, get_op, supported_ops
 
 _START, _END = "<!-- support-table:start -->", "<!-- support-table:end -->"
 
@@ -39,15 +39,27 @@ def _describe(types: set[str]) -> str:
 
 
 def support_table() -> str:
-    """A markdown table, one row per op: its registered since_versions, whether it takes a
-    size hint, and the element types of its data input in the newest version (from onnx's
-    schema; the data input is the formal with the widest type list)."""
+    """Markdown tables, one per domain (the default domain first), one row per op: its
+    registered since_versions, whether it takes a size hint, and the element types of its
+    data input in the newest version (from onnx's schema, or the op's own for domains onnx
+    does not define; the data input is the formal with the widest type list)."""
+    rows = _domain_table(DEFAULT_DOMAIN)
+    for domain in sorted(REGISTRY.domains() - {DEFAULT_DOMAIN}):
+        rows += ["", f"Domain `{domain}`:", ""] + _domain_table(domain)
+    bodies = function_body_ops()
+    if bodies:
+        rows += ["", "Ops that jaxonnx does not register but runs through the function body onnx defines "
+                     f"for them (at the model's opset, as onnxruntime does): {', '.join(bodies)}."]
+    return "\n".join(rows)
+
+
+def _domain_table(domain: str) -> list[str]:
     rows = [
         "| Op | since_versions | element types of the data input (newest version) |",
         "|---|---|---|",
     ]
-    for op_type, versions in supported_ops().items():
-        op = get_op(op_type, max(versions))
+    for op_type, versions in supported_ops(domain).items():
+        op = get_op(op_type, max(versions), domain)
         schema = op.schema
         constraints = {c.type_param_str: c.allowed_type_strs for c in schema.type_constraints}
         formals = schema.outputs if not schema.inputs else schema.inputs
@@ -55,11 +67,7 @@ def support_table() -> str:
         types = {t[len("tensor(") : -1] for t in allowed if t.startswith("tensor(")}
         note = " (size hint)" if op.takes_size_hint else ""
         rows.append(f"| {op_type}{note} | {', '.join(map(str, versions))} | {_describe(types)} |")
-    bodies = function_body_ops()
-    if bodies:
-        rows += ["", "Ops that jaxonnx does not register but runs through the function body onnx defines "
-                     f"for them (at the model's opset, as onnxruntime does): {', '.join(bodies)}."]
-    return "\n".join(rows)
+    return rows
 
 
 def function_body_ops() -> list[str]:

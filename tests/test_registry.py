@@ -15,12 +15,19 @@ from jaxonnx import OnnxTypeError, OnnxValidationError, UnsupportedOpError
 from jaxonnx._core import registry as _registry
 from jaxonnx._core.dtypes import onnx_type_name
 
-OUR_OPS = tuple(jaxonnx.supported_ops())  # every registered op, from the registry
+OUR_OPS = tuple(jaxonnx.supported_ops())  # every registered op of the default domain, from the registry
+#: The registered ops of the other domains onnx defines (ai.onnx.ml, ai.onnx.preview, ...):
+#: (domain, op). Domains onnx does not define (com.microsoft) declare their own schemas.
+_ONNX_DOMAINS = {s.domain for s in onnx.defs.get_all_schemas_with_history()} - {""}
+OTHER_DOMAIN_OPS = tuple(
+    (domain, op) for domain in sorted(jaxonnx.REGISTRY.domains() & _ONNX_DOMAINS)
+    for op in jaxonnx.supported_ops(domain)
+)
 
 
-def onnx_since_versions(op: str) -> list[int]:
+def onnx_since_versions(op: str, domain: str = "") -> list[int]:
     return sorted(
-        s.since_version for s in onnx.defs.get_all_schemas_with_history() if s.name == op and s.domain == ""
+        s.since_version for s in onnx.defs.get_all_schemas_with_history() if s.name == op and s.domain == domain
     )
 
 
@@ -29,6 +36,11 @@ def test_registered_versions_are_exactly_onnxs_since_versions(op):
     # A new onnx release that adds a version (a new type, a changed signature) fails here
     # until the version is registered (and, where its signature changed, adapted).
     assert jaxonnx.supported_ops()[op] == tuple(onnx_since_versions(op))
+
+
+@pytest.mark.parametrize("domain, op", OTHER_DOMAIN_OPS)
+def test_other_domains_register_exactly_onnxs_since_versions(domain, op):
+    assert jaxonnx.supported_ops(domain)[op] == tuple(onnx_since_versions(op, domain))
 
 
 def test_the_documented_version_lists():
