@@ -8,6 +8,7 @@ import re
 import jax
 import jax.numpy as jnp
 import numpy as np
+import onnx
 import pytest
 
 import jaxonnx
@@ -144,3 +145,107 @@ def test_every_attention_family_version_is_registered():
     for name, version in (("RMSNormalization", 23), ("RotaryEmbedding", 23), ("TensorScatter", 24),
                           ("LinearAttention", 27), ("CausalConvWithState", 27)):
         assert list(ops_[name]) == [version]
+
+
+# FlexAttention (ai.onnx.preview): a model whose score_mod is a causal-mask subgraph built from
+# the scores' own shape (Shape, Gather, Range, ...) and whose prob_mod is a Mul, against
+# onnx.reference on shapes of none of onnx's cases (grouped heads, L != S, v_head_size != E).
+
+def _flex_model(*, dtype=onnx.TensorProto.FLOAT, **attributes):
+    from onnx import helper
+
+    def value(name):
+        return helper.make_tensor_value_info(name, dtype, ["B", "H", "L", "S"])
+
+    causal = helper.make_graph(
+        [
+            helper.make_node("Shape", ["scores"], ["shape"]),
+            helper.make_node("Gather", ["shape", "two"], ["L"]),
+            helper.make_node("Gather", ["shape", "three"], ["S"]),
+            helper.make_node("Range", ["zero", "L", "one"], ["q_range"]),
+            helper.make_node("Unsqueeze", ["q_range", "last"], ["q_idx"]),
+            helper.make_node("Range", ["zero", "S", "one"], ["k_idx"]),
+            helper.make_node("GreaterOrEqual", ["q_idx", "k_idx"], ["mask"]),
+            helper.make_node("Where", ["mask", "scores", "neg_inf"], ["scores_out"]),
+        ],
+        "causal", [value("scores")], [value("scores_out")],
+        [helper.make_tensor(n, onnx.TensorProto.INT64, [], [v]) for n, v in (("zero", 0), ("one", 1), ("two", 2), ("three", 3))]
+        + [helper.make_tensor("last", onnx.TensorProto.INT64, [1], [1]), helper.make_tensor("neg_inf", dtype, [], [-np.inf])],
+    )
+    halve = helper.make_graph(
+        [helper.make_node("Mul", ["probs", "half"], ["probs_out"])], "halve", [value("probs")], [value("probs_out")],
+        [helper.make_tensor("half", dtype, [], [0.5])],
+    )
+    node = helper.make_node("FlexAttention", ["Q", "K", "V"], ["Y"], domain="ai.onnx.preview", score_mod=causal,
+                            prob_mod=halve, **attributes)
+    graph = helper.make_graph([node], "flex", [helper.make_tensor_value_info(n, onnx.TensorProto.FLOAT, None) for n in "QKV"],
+                              [helper.make_tensor_value_info("Y", onnx.TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 26), helper.make_opsetid("ai.onnx.preview", 1)])
+    model.ir_version = 11
+    return model
+
+
+FQ, FK, FV = _normal(2, 6, 5, 4), _normal(2, 3, 7, 4), _normal(2, 3, 7, 2)
+
+
+def test_flex_attention_model_matches_onnx_reference_eager_and_jitted():
+    from onnx.reference import ReferenceEvaluator
+
+    proto = _flex_model(scale=0.7)
+    expected = ReferenceEvaluator(proto).run(None, {"Q": FQ, "K": FK, "V": FV})[0]
+    model = jaxonnx.load(proto)
+    eager = np.asarray(model(FQ, FK, FV)[0])
+    jitted = np.asarray(jax.jit(model)(FQ, FK, FV)[0])
+    np.testing.assert_allclose(eager, expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(jitted, expected, rtol=1e-5, atol=1e-6)
+    # The mask is causal (the first query sees the first key only): Y's first row is half V's first row.
+    np.testing.assert_allclose(eager[:, :, 0], 0.5 * np.repeat(FV[:, :, 0], 2, axis=1), rtol=1e-6)
+
+
+def test_flex_attention_gradients_and_vmap_through_modifiers():
+    from jax.test_util import check_grads
+
+    causal = np.where(np.tril(np.ones((1, 1, 5, 7), bool)), 0.0, -np.inf)
+
+    def f(q, k, v):
+        return ops.flex_attention(q, k, v, score_mod=lambda s: s + causal.astype(s.dtype), prob_mod=lambda p: p * p)
+
+    q, k, v = (jnp.asarray(x, jnp.float64) for x in (FQ, FK, FV))
+    check_grads(f, (q, k, v), order=1, modes=("rev",), atol=1e-5, rtol=1e-5)
+    batched = jax.vmap(f)(q[None].repeat(2, 0) * jnp.array([1.0, -2.0])[:, None, None, None, None], k[None].repeat(2, 0), v[None].repeat(2, 0))
+    np.testing.assert_allclose(np.asarray(batched[0]), np.asarray(f(q, k, v)), rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(batched[1]), np.asarray(f(-2.0 * q, k, v)), rtol=1e-12)
+
+
+def test_flex_attention_negative_scale_is_the_texts_product():
+    # The text computes (Q @ K^T) * scale; onnx.reference's sqrt(scale) pre-scaling gives NaN.
+    y = np.asarray(ops.flex_attention(FQ[:, :3], FK, FV, scale=-0.5), np.float64)
+    scores = np.einsum("bhqd,bhkd->bhqk", FQ[:, :3].astype(np.float64), FK.astype(np.float64)) * -0.5
+    probs = np.exp(scores - scores.max(-1, keepdims=True))
+    expected = np.einsum("bhqk,bhkd->bhqd", probs / probs.sum(-1, keepdims=True), FV.astype(np.float64))
+    np.testing.assert_allclose(y, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_flex_attention_modifiers_see_the_softmax_precision():
+    seen = []
+    half = [x.astype(np.float16) for x in (FQ, FK, FV)]
+    y = ops.flex_attention(*half, score_mod=lambda s: seen.append(s.dtype) or s)
+    assert y.dtype == jnp.float16 and seen == [jnp.float32]
+    ops.flex_attention(*half, softmax_precision=10, prob_mod=lambda p: seen.append(p.dtype) or p)
+    assert seen[-1] == jnp.float16
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: ops.flex_attention(FQ[0], FK, FV), "FlexAttention-1 needs a 4-D `Q`"),
+        (lambda: ops.flex_attention(FQ[:, :5], FK, FV), "FlexAttention-1 needs the query heads (5) to be a multiple of the key/value heads (3)."),
+        (lambda: ops.flex_attention(FQ, FK, FV[:, :, :6]), "FlexAttention-1 needs `K` and `V` of `Q`'s batch, with one number of heads and one sequence length"),
+        (lambda: ops.flex_attention(FQ, FK, FV, softmax_precision=7), "FlexAttention-1 got `softmax_precision`=7"),
+        (lambda: ops.flex_attention(FQ, FK, FV, score_mod=lambda s: s[..., :3]), "FlexAttention-1 needs a `score_mod` that keeps the shape and element type of its input float32[2, 6, 5, 7], got float32[2, 6, 5, 3]."),
+        (lambda: ops.flex_attention(FQ, FK, FV, prob_mod=lambda p: (p, p)), "FlexAttention-1 needs a `prob_mod` with one output, got 2 outputs."),
+    ],
+)
+def test_flex_attention_errors_name_the_argument_and_value(call, message):
+    with pytest.raises(OnnxValidationError, match="^" + re.escape(message)):
+        call()
