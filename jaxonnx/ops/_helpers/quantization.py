@@ -23,6 +23,7 @@ import jax
 import jax.numpy as jnp
 import ml_dtypes
 import numpy as np
+import onnx.defs
 
 from jaxonnx._core.dtypes import jax_dtype, numpy_dtype
 from jaxonnx._errors import OnnxTypeError, OnnxValidationError
@@ -365,3 +366,85 @@ def requantize(acc, multiplier, zero_point, target: str):
         return _as_integer(xp.clip(round_half_to_even(scaled) + zero_point.astype(np.float32), low, high), target, xp)
     zero = zero_point.astype(np.float32)
     return cast_to(xp.where(zero == 0, scaled, scaled + zero), target, saturate=1)
+
+
+# --- onnxruntime's com.microsoft QOperator ops (QLinearAdd, QGemm, QLinearSoftmax, ...) ---
+#
+# onnxruntime computes these in float32 with particular instruction sequences: some steps
+# fused (FMA, one rounding), others rounded after each operation. The two helpers below
+# say which, and compute in float64 where it is at hand (numpy, or JAX with x64 on): a
+# product of two float32 values is exact in float64, so rounding the float64 result to
+# float32 gives exactly the float32 operation asked for (the fused form may round twice,
+# 53 then 24 bits, which differs from one rounding in about one case in 2**29). With x64
+# off JAX has no float64; the float32 expression is used, and XLA's CPU fusion may or may
+# not contract it into an FMA, so a result can differ from onnxruntime's in the last bit
+# of a float32 (and then rarely by one quantization step).
+
+
+def _float64_at_hand(xp) -> bool:
+    return xp is np or jax.config.jax_enable_x64
+
+
+def fused_multiply_add(a, b, c):
+    """``a * b + c`` in float32 with one rounding (an FMA instruction's result)."""
+    xp = namespace(a, b, c)
+    if not _float64_at_hand(xp):
+        return a.astype(np.float32) * b.astype(np.float32) + c.astype(np.float32)
+    wide = np.float64
+    return (a.astype(np.float32).astype(wide) * b.astype(np.float32).astype(wide) + c.astype(np.float32).astype(wide)).astype(np.float32)
+
+
+def rounded_multiply_add(a, b, c):
+    """``a * b + c`` in float32, the product rounded to float32 before the sum (no FMA)."""
+    xp = namespace(a, b, c)
+    if not _float64_at_hand(xp):
+        return a.astype(np.float32) * b.astype(np.float32) + c.astype(np.float32)
+    wide = np.float64
+    product = (a.astype(np.float32).astype(wide) * b.astype(np.float32).astype(wide)).astype(np.float32)
+    return (product.astype(wide) + c.astype(np.float32).astype(wide)).astype(np.float32)
+
+
+def per_tensor_value(value, name: str):
+    """``value`` as a scalar: the com.microsoft ops take per-tensor scales and zero points
+    (a scalar or a one-element 1-D tensor, as onnxruntime accepts). None stays None."""
+    if value is None:
+        return None
+    if not _per_tensor(value):
+        raise OnnxValidationError(f"needs a scalar `{name}` (per tensor), got shape {tuple(value.shape)}.")
+    return value.reshape(())
+
+
+def saturate_rounded(v, target: str):
+    """The float32 values ``v`` rounded half to even and saturated to the integer type
+    ``target`` (an ONNX name), as onnxruntime's float-to-int conversion and saturating packs."""
+    xp = namespace(v)
+    low, high = INTEGER_RANGES[target]
+    return _as_integer(xp.clip(round_half_to_even(v), low, high), target, xp)
+
+
+def microsoft_schema(name: str, doc: str, inputs, outputs, type_constraints, attributes=()):
+    """The ``onnx.defs.OpSchema`` of the com.microsoft op ``name`` (version 1), as
+    onnxruntime declares it: ``inputs`` and ``outputs`` are ``(name, type)`` or ``(name,
+    type, "optional" | "variadic")``; ``type_constraints`` ``(parameter, [types])``;
+    ``attributes`` ``onnx.defs.OpSchema.Attribute`` values."""
+    schema = onnx.defs.OpSchema
+    options = {
+        "": schema.FormalParameterOption.Single,
+        "optional": schema.FormalParameterOption.Optional,
+        "variadic": schema.FormalParameterOption.Variadic,
+    }
+
+    def formal(spec):
+        formal_name, type_str, *option = spec
+        option = option[0] if option else ""
+        return schema.FormalParameter(
+            formal_name, type_str, param_option=options[option], is_homogeneous=option != "variadic"
+        )
+
+    return schema(
+        name, "com.microsoft", 1, doc,
+        inputs=[formal(spec) for spec in inputs],
+        outputs=[formal(spec) for spec in outputs],
+        type_constraints=[(param, list(types), "") for param, types in type_constraints],
+        attributes=list(attributes),
+    )
