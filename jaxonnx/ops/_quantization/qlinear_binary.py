@@ -108,7 +108,7 @@ def qlinear_mul(A, A_scale, A_zero_point, B, B_scale, B_zero_point, C_scale, C_z
         >>> a = jnp.array([1, 2, 3], jnp.int8)
         >>> s = jnp.float32(0.5)
         >>> jaxonnx.ops.qlinear_mul(a, s, jnp.int8(0), a, s, jnp.int8(0), jnp.float32(0.25), jnp.int8(-1))
-        Array([ 0,  3,  8], dtype=int8)
+        Array([0, 3, 8], dtype=int8)
     """
     A, B, (a_scale, b_scale, c_scale), (a_zero, b_zero, c_zero) = _operands(
         (A, A_scale, A_zero_point, B, B_scale, B_zero_point, C_scale, C_zero_point)

@@ -85,7 +85,7 @@ def qlinear_sigmoid(X, X_scale, X_zero_point, Y_scale, Y_zero_point=None):
     Example:
         >>> x = jnp.array([-128, 0, 50, 127], jnp.int8)
         >>> jaxonnx.ops.qlinear_sigmoid(x, jnp.float32(0.05), jnp.int8(0), jnp.float32(1 / 256), jnp.int8(-128))
-        Array([-127,    0,   59,  126], dtype=int8)
+        Array([-128,    0,  109,  127], dtype=int8)
     """
     return _through(logistic, X, X_scale, X_zero_point, Y_scale, Y_zero_point)
 
