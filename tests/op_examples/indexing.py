@@ -1,5 +1,5 @@
-"""Examples of the indexing ops: Gather, GatherND, ScatterND, ScatterElements, NonZero, Pad,
-OneHot, Trilu, DepthToSpace and SpaceToDepth.
+"""Examples of the indexing ops: Gather, GatherND, ScatterND, ScatterElements, Scatter, NonZero,
+Unique, Pad, OneHot, Trilu, DepthToSpace, SpaceToDepth and ReverseSequence.
 
 Float values are distinct and scattered updates never tie with the data, so max/min
 scatters have meaningful gradients; duplicate indices appear only with a reduction (with
@@ -18,6 +18,16 @@ _I64 = np.int64
 
 _ND_UPDATES = np.array([[10.5, 11.5, 12.5, 13.5], [-7.5, -8.5, -9.5, -6.5], [20.25, 0.125, -0.375, 5.5]], np.float32)
 _EL_UPDATES = np.array([[4.5, -3.5, 7.25], [-2.25, 6.75, 9.5]], np.float32)
+
+
+def _scatter_by_loop(data, indices, updates, axis=0):
+    """An oracle for Scatter, which onnx.reference lacks: one write per element of `updates`."""
+    out = data.copy()
+    for position in np.ndindex(indices.shape):
+        target = list(position)
+        target[axis] = indices[position]
+        out[tuple(target)] = updates[position]
+    return [out]
 
 EXAMPLES = {
     "Gather": [
@@ -44,6 +54,10 @@ EXAMPLES = {
             Example([_X, np.array([[1, 1, 0], [1, 2, 2]], _I64), _EL_UPDATES], {"axis": 1, "reduction": reduction}, versions=versions)
             for reduction, versions in [("add", (16, 18)), ("mul", (16, 18)), ("max", (18,)), ("min", (18,))]
         ),
+    ],
+    "Scatter": [
+        Example([_X, np.array([[1, 0, 2], [2, 1, 0]], _I64), _EL_UPDATES], {"axis": 0}, reference=_scatter_by_loop),
+        Example([_X, np.array([[3, -4, 1], [0, 2, -1]], np.int32), _EL_UPDATES], {"axis": -1}, reference=_scatter_by_loop),
     ],
     "NonZero": [
         Example([np.where(_X3 > 0.3, _X3, np.float32(0))]),
@@ -75,5 +89,9 @@ EXAMPLES = {
     "SpaceToDepth": [
         Example([_rng.standard_normal((1, 2, 4, 6)).astype(np.float32)], {"blocksize": 2}),
         Example([_rng.standard_normal((2, 1, 3, 3)).astype(np.float32)], {"blocksize": 3, "mode": "CRD"}),
+    ],
+    "ReverseSequence": [
+        Example([_X3, np.array([2, 0, 1], _I64)]),  # time 0, batch 1; a length of 0 keeps its entry
+        Example([_X, np.array([4, 1, 3], _I64)], {"batch_axis": 0, "time_axis": 1}),
     ],
 }

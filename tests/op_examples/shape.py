@@ -1,5 +1,5 @@
 """Examples of the shape ops: Shape, Size, Reshape, Concat, Split, Squeeze, Unsqueeze,
-Transpose, Expand, Tile, Range, ConstantOfShape, Cast and CastLike.
+Transpose, Expand, Tile, Range, ConstantOfShape, EyeLike, Cast and CastLike.
 
 onnx.reference has no Reshape-1, Split-1 or Tile-1, reads Cast-1's `to` as a code (not the
 type name that version takes) and refuses Concat-1 without `axis`, so no example targets them.
@@ -65,6 +65,12 @@ EXAMPLES = {
         Example([np.array([2, 3])], {"value": from_array(np.array([2.5], np.float32))}),
         Example([np.array([4])], {"value": from_array(np.array([-7], np.int64))}),
         Example([np.array([], np.int64)]),
+    ],
+    "EyeLike": [
+        Example([_Y]),
+        Example([np.zeros((4, 3), np.int32)], {"k": -1, "dtype": TensorProto.DOUBLE}),
+        Example([_Y], {"k": 2, "dtype": TensorProto.BOOL}),
+        Example([_Y], {"k": 5}),  # past the last column: all zeros
     ],
     "Cast": [
         Example([_Y], {"to": TensorProto.DOUBLE}, versions=_NOT_1),

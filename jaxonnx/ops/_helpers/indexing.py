@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxonnx._errors import OnnxValidationError
-from jaxonnx.ops._helpers.common import is_traced, namespace
+from jaxonnx.ops._helpers.common import is_traced, namespace, normalize_axis
 
 
 def check_indices_fit(indices, data, axis: int, *, kind: str) -> None:
@@ -78,6 +78,28 @@ def nd_indices(indices, shape, *, first_dim: int = 0, name: str = "indices", col
 
 
 REDUCTIONS = ("none", "add", "mul", "max", "min")
+
+
+def scatter_elements_along(data, indices, updates, axis: int, reduction: str):
+    """ScatterElements (and the deprecated Scatter): ``data`` with each element of
+    ``updates`` written at (or combined with) the element that the same position of
+    ``indices`` names along ``axis``; the other dims take the position itself. Checks the
+    ranks and shapes, ``axis`` and concrete indices; traced out-of-range indices write nothing."""
+    rank = data.ndim
+    if rank == 0:
+        raise OnnxValidationError("needs `data` of rank >= 1, got a scalar.")
+    if indices.ndim != rank or updates.shape != indices.shape:
+        raise OnnxValidationError(
+            f"needs `indices` of the rank of `data` {tuple(data.shape)} and `updates` of the shape of "
+            f"`indices`, got `indices` {tuple(indices.shape)} and `updates` {tuple(updates.shape)}."
+        )
+    axis = normalize_axis(axis, rank)
+    check_indices_fit(indices, data, axis, kind="scatter")
+    (along,) = nd_indices(indices[..., None], data.shape, first_dim=axis, column=False)
+    grid = np.indices(indices.shape, sparse=True)
+    # The other dims' positions, in the index type of `along` (strict promotion in a stack).
+    index = tuple(along if d == axis else np.broadcast_to(grid[d].astype(along.dtype), indices.shape) for d in range(rank))
+    return scatter(data, index, updates, reduction)
 
 
 def checked_reduction(reduction, accepted) -> str:

@@ -2,14 +2,9 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from jaxonnx._errors import OnnxValidationError
 from jaxonnx._core.registry import register
-from jaxonnx.ops._helpers.common import normalize_axis
-from jaxonnx.ops._helpers.indexing import check_indices_fit
-from jaxonnx.ops._helpers.indexing import nd_indices
-from jaxonnx.ops._helpers.indexing import REDUCTIONS, checked_reduction, scatter
+from jaxonnx.ops._helpers.indexing import REDUCTIONS, checked_reduction, scatter_elements_along
 
 
 @register("ScatterElements", 18, concrete=("indices",), padding="drops")
@@ -44,21 +39,7 @@ def scatter_elements(data, indices, updates, *, axis: int = 0, reduction: str = 
     """
     if reduction not in REDUCTIONS:
         raise OnnxValidationError(f"got `reduction`={reduction!r}; it must be one of {', '.join(REDUCTIONS)}.")
-    rank = data.ndim
-    if rank == 0:
-        raise OnnxValidationError("needs `data` of rank >= 1, got a scalar.")
-    if indices.ndim != rank or updates.shape != indices.shape:
-        raise OnnxValidationError(
-            f"needs `indices` of the rank of `data` {tuple(data.shape)} and `updates` of the shape of "
-            f"`indices`, got `indices` {tuple(indices.shape)} and `updates` {tuple(updates.shape)}."
-        )
-    axis = normalize_axis(axis, rank)
-    check_indices_fit(indices, data, axis, kind="scatter")
-    (along,) = nd_indices(indices[..., None], data.shape, first_dim=axis, column=False)
-    grid = np.indices(indices.shape, sparse=True)
-    # The other dims' positions, in the index type of `along` (strict promotion in a stack).
-    index = tuple(along if d == axis else np.broadcast_to(grid[d].astype(along.dtype), indices.shape) for d in range(rank))
-    return scatter(data, index, updates, reduction)
+    return scatter_elements_along(data, indices, updates, axis, reduction)
 
 
 @register("ScatterElements", 16, concrete=("indices",), padding="drops")
