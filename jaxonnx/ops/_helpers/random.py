@@ -14,9 +14,12 @@ import secrets
 
 import jax
 import jax.numpy as jnp
+import numpy as np
+import onnx
 
+from jaxonnx._core.dtypes import jax_dtype, numpy_dtype, onnx_type_name
 from jaxonnx._core.registry import is_traced
-from jaxonnx._errors import OnnxValidationError
+from jaxonnx._errors import OnnxTypeError, OnnxValidationError
 
 
 def draw_key(seed, rng):
@@ -38,3 +41,46 @@ def draw_key(seed, rng):
             "`model.apply(params, x, rng=key)` with `key = jax.random.key(0)` (split it per step)."
         )
     return jax.random.PRNGKey(secrets.randbits(32))
+
+
+def draw_dtype(dtype) -> jnp.dtype:
+    """The dtype a float draw is made in before it becomes ``dtype``: float32 for the half
+    types (16-bit draws have too few random bits for their tails and their means), float64
+    for float64 where JAX computes it (``jax_enable_x64`` on)."""
+    return jnp.dtype(jnp.float64) if jax_dtype(dtype) == np.float64 else jnp.dtype(jnp.float32)
+
+
+def float_output_dtype(dtype, like, *, allowed: frozenset[str]) -> np.dtype:
+    """The output dtype of a random op: the ``dtype`` attribute (an ``onnx.TensorProto``
+    code), else the dtype of ``like`` (the input of the ``*Like`` ops), checked against the
+    version's output types ``allowed`` (ONNX type names).
+
+    Raises:
+        OnnxTypeError: for a ``dtype`` code, or an input dtype taken in its place, that the
+            version's outputs do not allow.
+    """
+    if dtype is None:
+        if like is None:
+            raise OnnxTypeError("needs the `dtype` attribute, which was not given.")
+        name = onnx_type_name(like.dtype)
+        if name not in allowed:
+            raise OnnxTypeError(
+                f"got an input of type {name} and no `dtype`; the output takes the input's type only where it is "
+                f"one of {', '.join(sorted(allowed))}, so give `dtype`."
+            )
+        return np.dtype(like.dtype)
+    name = onnx.TensorProto.DataType.Name(dtype).lower() if dtype in onnx.TensorProto.DataType.values() else None
+    if name not in allowed:
+        raise OnnxTypeError(
+            f"got `dtype`={dtype} ({name or 'not an ONNX type code'}); it must be the code of one of "
+            f"{', '.join(sorted(allowed))}."
+        )
+    return numpy_dtype(dtype)
+
+
+def draw_shape(shape) -> tuple[int, ...]:
+    """The ``shape`` attribute of RandomNormal / RandomUniform as a tuple of ints."""
+    shape = tuple(int(d) for d in shape)
+    if any(d < 0 for d in shape):
+        raise OnnxValidationError(f"got `shape`={list(shape)}; its dimensions must not be negative.")
+    return shape
