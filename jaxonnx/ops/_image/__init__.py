@@ -1,0 +1,1 @@
+"""Image ops: ImageDecoder, through Pillow (the optional extra ``jaxonnx[image]``)."""
