@@ -247,13 +247,13 @@ def run_node(node: Node, values: dict[str, Any], *, rng=None, options: Mapping[s
     if not isinstance(results, tuple):
         results = (results,)
     carried = padding_rules.of_outputs(node, padded)
-    if node.size is not None and node.op.contract.size_hint != "bound":
-        carried = padding_rules.Padding(node.outputs[0], node.path, zeros=node.op.contract.size_hint == "zeros")
-    for name, result in zip(node.outputs, results):
+    hinted = padding_rules.of_size_hint(node)  # a size-hinted node's outputs start their own padding
+    for index, (name, result) in enumerate(zip(node.outputs, results)):
         if name:
             values[name] = result
-            if carried is not None:
-                padding[name] = carried
+            own = carried if hinted is None else hinted[index]
+            if own is not None:
+                padding[name] = own
 
 
 def _traced_on_padding(node: Node, args, ctx: OpContext, attributes, padding):
@@ -285,6 +285,8 @@ def describe_value(value) -> str:
         return "None"
     if isinstance(value, (list, tuple)):
         return f"seq({len(value)})"
+    if isinstance(value, Mapping):
+        return f"map({len(value)})"
     traced = " traced" if is_traced(value) else ""
     return f"{onnx_type_name(value.dtype)}{list(np.shape(value))}{traced}"
 

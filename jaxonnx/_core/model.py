@@ -410,7 +410,9 @@ class Model:
         self._draws = any(getattr(getattr(n.op, "contract", None), "rng", False) for n in self.graph.walk())
         strings = [t.name for t in (*self.graph.inputs, *self.graph.outputs) if t.dtype is not None and t.dtype.kind in "OUS"]
         strings += [name for name, value in self.initializers.items() if value.dtype.kind in "OUS"]
+        maps = [t.name for t in (*self.graph.inputs, *self.graph.outputs) if _holds_map(t)]
         reason = f"the string value {strings[0]!r}, which JAX cannot hold" if strings else \
+            f"the map value {maps[0]!r}, a Python dict" if maps else \
             _needs_concrete_values(self.graph, set(self.input_names))
         self.eager_mode = "whole graph compiled per input signature" if reason is None else f"op by op: {reason}"
         self._whole_graph = jax.jit(self._run_graph) if reason is None else None
@@ -562,6 +564,11 @@ class Model:
         """``(node path, op type, resolved version)`` for every node, subgraphs included, in
         graph order (a subgraph's nodes after the node that holds it)."""
         return [(n.path, getattr(n.op, "op_type", n.name.split("_")[0]), n.op.name) for n in self.graph.walk()]
+
+
+def _holds_map(declared) -> bool:
+    """Whether a declared type is a map or holds maps (ZipMap's seq(map(...)))."""
+    return declared is not None and (declared.kind == "map" or _holds_map(declared.element))
 
 
 def _tracing(*trees) -> bool:

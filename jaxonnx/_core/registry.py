@@ -12,7 +12,7 @@ import bisect
 import dataclasses
 import functools
 import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import jax
@@ -46,7 +46,8 @@ class OpContract:
         size_hint: the output length depends on input values, so the op takes ``size`` and
             ``fill_value`` keywords (and the interpreter's ``size_hints``). True: the padding
             is out-of-range indices (NonZero); ``"zeros"``: zero rows (Compress); ``"bound"``:
-            the hint bounds a loop and its outputs are not tracked as padded (Loop).
+            the hint bounds a loop and its outputs are not tracked as padded (Loop); a tuple:
+            one of ``"indices"``, ``"zeros"`` or ``""`` (not padded) per output (Unique).
         output_count: the op's number of outputs depends on the node (Split before 18 without
             ``split``: one equal part per output), so it takes an ``output_count`` keyword,
             which the interpreter and the backend fill with the node's number of outputs.
@@ -71,7 +72,7 @@ class OpContract:
 
     static: tuple[str, ...] = ()
     concrete: tuple[str, ...] = ()
-    size_hint: bool | str = False
+    size_hint: bool | str | tuple[str, ...] = False
     folds: bool = True
     output_count: bool = False
     rng: bool = False
@@ -388,6 +389,8 @@ def _convert_inputs(op: OpVersion, inputs, *, public: bool) -> tuple:
             converted.append(None)
         elif isinstance(value, (list, tuple)) and name in op.sequence_formals:
             converted.append(list(value))  # a sequence value: a list of arrays, its length static
+        elif isinstance(value, Mapping) or isinstance(value, list) and value and all(isinstance(v, Mapping) for v in value):
+            converted.append(value)  # a map (a dict) or a list of them: ai.onnx.ml's ops take them as they are
         elif name in contract.static:
             # `jaxonnx.ops` reads Python values as they are, as numpy indexing does (a bound
             # may be a plain int there); graph values are always tensors.
@@ -558,7 +561,7 @@ class Registry:
         domain: str = DEFAULT_DOMAIN,
         static: Sequence[str] = (),
         concrete: Sequence[str] = (),
-        size_hint: bool | str = False,
+        size_hint: bool | str | tuple[str, ...] = False,
         folds: bool = True,
         output_count: bool = False,
         rng: bool = False,
@@ -657,7 +660,7 @@ def register(
     domain: str = DEFAULT_DOMAIN,
     static: Sequence[str] = (),
     concrete: Sequence[str] = (),
-    size_hint: bool | str = False,
+    size_hint: bool | str | tuple[str, ...] = False,
     folds: bool = True,
     output_count: bool = False,
     rng: bool = False,

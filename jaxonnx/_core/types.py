@@ -59,8 +59,9 @@ class ValueType:
     """The declared type of one graph value.
 
     ``kind`` is ``"tensor"`` (with ``dtype`` and ``shape``, None meaning "any"),
-    ``"sequence"`` or ``"optional"`` (with ``element``, the type of their items), or
-    ``"any"`` for a declaration without a type.
+    ``"sequence"`` or ``"optional"`` (with ``element``, the type of their items), ``"map"``
+    (``dtype`` the key type, ``element`` the value type; a Python dict), or ``"any"`` for a
+    declaration without a type.
     """
 
     name: str
@@ -106,8 +107,13 @@ class ValueType:
         if which in ("sequence_type", "optional_type"):
             element = cls._of_type(name, getattr(type_proto, which).elem_type, what)
             return cls(name, "sequence" if which == "sequence_type" else "optional", element=element)
+        if which == "map_type":
+            # A map (ai.onnx.ml's ZipMap, DictVectorizer, CastMap) is a Python dict, run eagerly.
+            key = numpy_dtype(type_proto.map_type.key_type)
+            element = cls._of_type(name, type_proto.map_type.value_type, what)
+            return cls(name, "map", key, element=element)
         raise UnsupportedOpError(
-            f"The {what} is of type {which.removesuffix('_type')}; jaxonnx runs tensors, sequences and optionals."
+            f"The {what} is of type {which.removesuffix('_type')}; jaxonnx runs tensors, sequences, optionals and maps."
         )
 
     # ------------------------------------------------------------------ description
@@ -115,7 +121,7 @@ class ValueType:
     def type_text(self) -> str:
         if self.kind == "any":
             return "any"
-        if self.kind in ("sequence", "optional"):
+        if self.kind in ("sequence", "optional", "map"):
             return self.onnx_type()
         type_name = onnx_type_name(self.dtype) if self.dtype is not None else "?"
         dims = "?" if self.shape is None else "[" + ", ".join("?" if d is None else str(d) for d in self.shape) + "]"
@@ -123,6 +129,8 @@ class ValueType:
 
     def onnx_type(self) -> str:
         """The type as onnxruntime writes it, without dims: ``seq(tensor(float))``."""
+        if self.kind == "map":
+            return f"map({onnx_type_name(self.dtype)}, {self.element.onnx_type()})"
         if self.kind in ("sequence", "optional"):
             return f"{'seq' if self.kind == 'sequence' else 'optional'}({self.element.onnx_type()})"
         if self.kind == "any":
@@ -175,6 +183,12 @@ class ValueType:
             return [self.element.checked_input(v, kind=kind, name=f"{name}[{i}]") for i, v in enumerate(value)]
         if self.kind == "optional":
             return None if value is None else self.element.checked_input(value, kind=kind, name=name)
+        if self.kind == "map":
+            if not isinstance(value, Mapping):
+                raise OnnxTypeError(
+                    f"The {kind} {name!r} is declared {self.onnx_type()}, a map: pass a dict, got {type(value).__name__}."
+                )
+            return dict(value)
         if value is None or isinstance(value, Mapping):
             raise OnnxTypeError(
                 f"The {kind} {name!r} is declared {self.type_text()}, a tensor, but got "
@@ -214,6 +228,10 @@ class ValueType:
             return [element.output(v) for v in value]
         if self.kind == "optional":
             return None if value is None else self.element.output(value)
+        if self.kind == "map":
+            if not isinstance(value, Mapping):
+                raise OnnxTypeError(f"The graph output {self.name!r} is declared {self.onnx_type()} but the graph computed {type(value).__name__}.")
+            return dict(value)
         if value is None:
             if self.kind == "any":
                 return None
