@@ -2,7 +2,8 @@
 
 A size hint (``size_hints=`` of :func:`jaxonnx.load`) gives a data-dependent output a fixed
 length: its real entries first, then padding. NonZero pads with out-of-range indices (each
-dim's size), Compress with zeros. The graph runner tracks, at trace time, which values
+dim's size), Compress with zeros; Unique pads `Y` and `counts` with zeros, `indices` with
+out-of-range indices, and `inverse_indices` (whose length is not data-dependent) not at all. The graph runner tracks, at trace time, which values
 carry padding, from the size-hinted output to every consumer, and asks each consumer's
 contract (``padding=`` of :func:`jaxonnx.register`) what it does with it:
 
@@ -10,8 +11,10 @@ contract (``padding=`` of :func:`jaxonnx.register`) what it does with it:
   Reshape, Squeeze, Unsqueeze, Slice, Split, Concat, Flatten), so its outputs carry the
   padding on;
 - ``"reads"``: a gather (Gather, GatherND, GatherElements): padded indices read zeros,
-  eagerly and under ``jax.jit`` alike, and its output carries zero padding;
-- ``"drops"``: a scatter (ScatterND, ScatterElements): padded indices write nothing;
+  eagerly and under ``jax.jit`` alike, and its output carries zero padding (padded data
+  passes its own padding on); zero padding as indices is refused (0 is a real position);
+- ``"drops"``: a scatter (ScatterND, ScatterElements, Scatter): padded indices write
+  nothing (zero padding as indices is refused);
 - ``"sums"``: ReduceSum, ReduceL1, ReduceL2, ReduceSumSquare: zero padding adds nothing, so the result is exact (index padding is
   refused).
 
@@ -37,6 +40,22 @@ class Padding:
     zeros: bool  # padded entries are zeros (Compress, gathers), else out-of-range indices
 
 
+def of_size_hint(node) -> list[Padding | None] | None:
+    """The padding each output of a size-hinted node starts (None for an output whose length
+    the hint does not set), or None when the node has no size hint or its hint bounds a loop.
+
+    The contract's ``size_hint`` says what the padding is: True, out-of-range indices
+    (NonZero); ``"zeros"``, zeros (Compress); or a tuple with one entry per output (Unique):
+    ``"indices"``, ``"zeros"`` or ``""`` (that output's length does not depend on the hint).
+    """
+    kind = node.op.contract.size_hint
+    if node.size is None or kind == "bound":
+        return None
+    if isinstance(kind, tuple):
+        return [Padding(name, node.path, zeros=k == "zeros") if k else None for name, k in zip(node.outputs, kind)]
+    return [Padding(node.outputs[0], node.path, zeros=kind == "zeros")] * len(node.outputs)
+
+
 def of_inputs(node, padding: dict[str, Padding]) -> dict[str, Padding]:
     """The padded inputs of ``node`` by formal name, checked against its op's contract."""
     padded = {name: padding[name] for name in node.inputs if name and name in padding}
@@ -51,6 +70,9 @@ def of_inputs(node, padding: dict[str, Padding]) -> dict[str, Padding]:
         _refuse(node, origin, "sums its input, but this padding is out-of-range indices, not zeros")
     if role == "drops" and "indices" not in by_formal:
         _refuse(node, origin, "writes padded values at real positions")
+    if role in ("reads", "drops") and "indices" in by_formal and by_formal["indices"].zeros:
+        # Zero padding in indices names element 0, a real position: it would be read or written.
+        _refuse(node, by_formal["indices"], "takes it as indices, but this padding is zeros (a real position), not out-of-range indices")
     if not role:
         _refuse(node, origin, "computes on its values")
     return by_formal
@@ -65,7 +87,9 @@ def of_outputs(node, by_formal: dict[str, Padding]) -> Padding | None:
     if role == "keeps":
         return first
     if role == "reads":
-        return Padding(first.output, first.node, zeros=True)
+        # Padded indices read zeros; padded data passes its own padding on to what is read.
+        read = [p for formal, p in by_formal.items() if formal != "indices"]
+        return Padding(first.output, first.node, zeros=all(p.zeros for p in read))
     return None  # "drops" and "sums" consume the padding
 
 
