@@ -29,6 +29,19 @@ def _scatter_by_loop(data, indices, updates, axis=0):
         out[tuple(target)] = updates[position]
     return [out]
 
+
+def _unique_by_numpy(x, axis=None, sorted=1):
+    """An oracle for Unique: onnx.reference's order of first occurrence (`sorted=0`) takes
+    along axis 0 of the unflattened input, which is wrong without `axis` or off axis 0."""
+    y, indices, inverse, counts = np.unique(x, return_index=True, return_inverse=True, return_counts=True, axis=axis)
+    inverse = inverse.reshape(-1)
+    if not sorted:
+        order = np.argsort(indices, kind="stable")
+        position = np.argsort(order)
+        indices, inverse, counts = indices[order], position[inverse], counts[order]
+        y = np.take(x.reshape(-1), indices) if axis is None else np.take(x, indices, axis=axis)
+    return [y, indices.astype(_I64), inverse.astype(_I64), counts.astype(_I64)]
+
 EXAMPLES = {
     "Gather": [
         Example([_X, np.array([[2, -1], [0, 0]], _I64)], {"axis": 0}),
@@ -62,6 +75,13 @@ EXAMPLES = {
     "NonZero": [
         Example([np.where(_X3 > 0.3, _X3, np.float32(0))]),
         Example([np.array([[True, False, True], [False, False, True]])]),
+    ],
+    "Unique": [
+        Example([np.array([[2.5, -1.0, 2.5], [0.0, -1.0, 7.0]], np.float32)]),
+        Example([np.array([[1, 3, 1, 3], [0, 2, 0, 5]], np.int32)], {"axis": 1}),
+        Example([np.array([[1, 3, 1, 3], [0, 2, 0, 5]], _I64)], {"axis": -1, "sorted": 0}, reference=_unique_by_numpy),
+        Example([np.array([[[4, 1], [4, 1]], [[0, 9], [4, 1]]], np.int8)], {"sorted": 0}, reference=_unique_by_numpy),
+        Example([np.array([[5, 5], [1, 2], [5, 5]], np.uint16)], {"axis": 0, "sorted": 0}, reference=_unique_by_numpy),
     ],
     "Pad": [
         Example([_X], {"paddings": [1, 0, 2, 3], "value": 1.5}, versions=(1,)),

@@ -6,10 +6,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxonnx._errors import OnnxTypeError, OnnxValidationError, StaticValueError
+from jaxonnx._errors import OnnxValidationError, StaticValueError
 from jaxonnx._core.registry import register
 from jaxonnx.ops._helpers.bounds import refuse_at_run_time_if
 from jaxonnx.ops._helpers.common import is_traced, namespace, normalize_axis
+from jaxonnx.ops._helpers.fill import padding_scalar
 
 
 
@@ -94,7 +95,7 @@ def _compress(data, condition, axis, *, size, fill_value, negative_axis):
         )
     if size is not None and (isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 0):
         raise OnnxValidationError(f"needs a non-negative int `size`, got {size!r}.")
-    fill_value = _fill(fill_value, np.dtype(data.dtype))
+    fill_value = padding_scalar(fill_value, np.dtype(data.dtype))
     xp = namespace(data)
 
     if not is_traced(condition):
@@ -136,58 +137,6 @@ def _compress(data, condition, axis, *, size, fill_value, negative_axis):
         "size hint: `size_hints=` of `jaxonnx.load`, or `--size-hint OUTPUT=N` of the jaxonnx command)."
     ), count)
     return jnp.take(data, selected, axis=axis, mode="fill", fill_value=fill_value)
-
-
-def _fill(fill_value, dtype: np.dtype):
-    """``fill_value`` as a scalar of ``dtype``, refused unless ``dtype`` holds it exactly.
-
-    None gives the default: 0 (False for bool), or "" for string data.
-    """
-    if dtype.kind in "OUS":
-        if fill_value is None:
-            return ""
-        exact = isinstance(fill_value, str) and (
-            dtype.kind == "O" or str(np.asarray(fill_value).astype(dtype)[()]) == fill_value
-        )
-        if not exact:
-            raise OnnxTypeError(
-                f"pads string data (dtype {dtype}) with `fill_value`, which must be a string "
-                f"that the dtype holds, got {fill_value!r}."
-            )
-        return fill_value
-    if fill_value is None:
-        return np.zeros((), dtype)[()]
-    try:
-        value = np.asarray(fill_value)[()] if not isinstance(fill_value, int) else fill_value
-        number = complex(value) if value is not None else None
-    except (TypeError, ValueError, OverflowError):
-        number = None
-    if number is None or np.ndim(fill_value) != 0 or isinstance(value, (str, bytes)):
-        raise OnnxTypeError(f"needs a scalar number `fill_value` for dtype {dtype}, got {fill_value!r}.")
-    refusal = OnnxValidationError(
-        f"got `fill_value`={fill_value!r}, which dtype {dtype} of `input` cannot hold exactly; "
-        f"the padding would not be {fill_value!r}, so it is refused."
-    )
-    if dtype.kind in "biu":
-        # Integer and bool padding must be exact: compare as Python numbers, no wrap-around.
-        if number.imag != 0 or not np.isfinite(number.real) or number.real != int(number.real):
-            raise refusal
-        integer = int(value.real) if isinstance(value, complex) else int(value)
-        low, high = (0, 1) if dtype.kind == "b" else (np.iinfo(dtype).min, np.iinfo(dtype).max)
-        if not low <= integer <= high:
-            raise refusal
-        return np.asarray(integer).astype(dtype)[()]
-    # Float and complex dtypes round to the nearest value, as JAX does with Python floats
-    # (0.1 for float32); an imaginary part a real dtype would drop, or an overflow to
-    # infinity, is refused.
-    if number.imag != 0 and dtype.kind != "c":
-        raise refusal
-    with np.errstate(all="ignore"):
-        cast = np.asarray(number if dtype.kind == "c" else number.real).astype(dtype)
-        if np.isfinite(number) and not np.isfinite(cast.astype(np.complex128)):
-            raise refusal
-    return cast[()]
-
 
 
 __all__ = ["compress"]
