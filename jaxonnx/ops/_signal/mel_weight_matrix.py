@@ -41,9 +41,9 @@ def mel_weight_matrix(num_mel_bins, dft_length, sample_rate, lower_edge_hertz, u
 
     Example:
         >>> jaxonnx.ops.mel_weight_matrix(np.array(2), np.array(8), np.array(8000), np.float32(0), np.float32(4000))
-        array([[0., 0.],
-               [1., 0.],
+        array([[1., 0.],
                [0., 1.],
+               [0., 0.],
                [0., 0.],
                [0., 0.]], dtype=float32)
     """

@@ -25,7 +25,9 @@ def _cosine_window(op_type: str, size, periodic: int, output_datatype: int, coef
     period = length if periodic else length - 1
     with np.errstate(invalid="ignore", divide="ignore"):
         angle = 2 * np.pi * np.arange(length, dtype=np.float64) / period
-    values = sum((-1) ** k * a * np.cos(k * angle) for k, a in enumerate(coefficients))
+    # The cosine terms summed first: at n = 0 they cancel the constant exactly (0, not 1e-17).
+    first, *others = coefficients
+    values = first + sum((-1) ** k * a * np.cos(k * angle) for k, a in enumerate(others, start=1))
     return cast_real(np.asarray(values, np.float64).reshape(length), dtype)
 
 
@@ -91,8 +93,8 @@ def blackman_window(size, *, periodic: int = 1, output_datatype: int = 1):
         A numpy array of shape ``[size]``.
 
     Example:
-        >>> jaxonnx.ops.blackman_window(np.array(4))[1:]  # the first value is 0 up to rounding
-        array([0.34, 1.  , 0.34], dtype=float32)
+        >>> jaxonnx.ops.blackman_window(np.array(4))
+        array([0.  , 0.34, 1.  , 0.34], dtype=float32)
     """
     return _cosine_window("BlackmanWindow", size, periodic, output_datatype, (0.42, 0.5, 0.08))
 
