@@ -1,0 +1,147 @@
+"""Examples of onnxruntime's com.microsoft QOperator ops: QLinearAdd, QLinearMul,
+QLinearSigmoid, QLinearLeakyRelu, QLinearConcat, QLinearGlobalAveragePool,
+QLinearAveragePool, QLinearSoftmax and QGemm.
+
+onnx.reference has none of them, so each example carries a numpy oracle of the operator's
+text: dequantize in float64, the float op, requantize (round half to even, saturate).
+The scales are powers of two, where onnxruntime's float32 arithmetic is exact too, and the
+output zero points even: onnxruntime's QLinearAdd, QLinearMul and QLinearAveragePool add
+the zero point before rounding, which differs from the text's order only on exact ties
+with an odd zero point. So the text and the kernels agree to the integer here; tests/test_quantization_microsoft.py checks
+the ops against onnxruntime itself with arbitrary scales, and in QOperator models.
+"""
+
+import numpy as np
+from onnx import helper
+from onnx.reference import ReferenceEvaluator
+
+from tests.op_examples._example import Example
+
+DOMAIN = "com.microsoft"
+
+_rng = np.random.default_rng(31)
+_RANGES = {np.uint8: (0, 255), np.int8: (-128, 127)}
+
+
+def _codes(dtype, shape):
+    low, high = _RANGES[dtype]
+    return _rng.integers(low, high + 1, shape).astype(dtype)
+
+
+def _real(x, scale, zero=None):
+    return np.float64(scale) * (x.astype(np.float64) - (0 if zero is None else np.float64(zero)))
+
+
+def _quantized(v, scale, zero, dtype):
+    low, high = _RANGES[dtype]
+    return np.clip(np.rint(v / np.float64(scale)) + (0 if zero is None else int(zero)), low, high).astype(dtype)
+
+
+def _add(a, sa, za, b, sb, zb, sc, zc=None):
+    return [_quantized(_real(a, sa, za) + _real(b, sb, zb), sc, zc, a.dtype.type)]
+
+
+def _mul(a, sa, za, b, sb, zb, sc, zc=None):
+    return [_quantized(_real(a, sa, za) * _real(b, sb, zb), sc, zc, a.dtype.type)]
+
+
+def _sigmoid(x, sx, zx, sy, zy=None):
+    return [_quantized(1 / (1 + np.exp(-_real(x, sx, zx))), sy, zy, x.dtype.type)]
+
+
+def _leaky_relu(x, sx, zx, sy, zy=None, *, alpha=0.01):
+    v = _real(x, sx, zx)
+    return [_quantized(np.where(v >= 0, v, np.float64(np.float32(alpha)) * v), sy, zy, x.dtype.type)]
+
+
+def _concat(sy, zy, *inputs, axis):
+    parts = [_quantized(_real(x, s, z), sy, zy, zy.dtype.type) for x, s, z in zip(inputs[::3], inputs[1::3], inputs[2::3])]
+    return [np.concatenate(parts, axis=axis)]
+
+
+def _global_average(x, sx, zx, sy, zy, *, channels_last=0):
+    axes = tuple(range(1, x.ndim - 1)) if channels_last else tuple(range(2, x.ndim))
+    return [_quantized(_real(x, sx, zx).mean(axis=axes, keepdims=True), sy, zy, x.dtype.type)]
+
+
+def _average_pool(x, sx, zx, sy, zy, **attributes):
+    """onnx.reference's AveragePool of the dequantized values, quantized."""
+    node = helper.make_node("AveragePool", ["x"], ["y"], **attributes)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", 11, None)], [helper.make_tensor_value_info("y", 11, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
+    (pooled,) = ReferenceEvaluator(model).run(None, {"x": _real(x, sx, zx)})
+    return [_quantized(pooled, sy, zy, x.dtype.type)]
+
+
+def _softmax(x, sx, zx, sy, zy, *, opset, axis=-1):
+    v = _real(x, sx)
+    if opset < 13:
+        rows = v.reshape(int(np.prod(v.shape[: axis % v.ndim])), -1)
+        e = np.exp(rows - rows.max(axis=1, keepdims=True))
+        p = (e / e.sum(axis=1, keepdims=True)).reshape(v.shape)
+    else:
+        e = np.exp(v - v.max(axis=axis, keepdims=True))
+        p = e / e.sum(axis=axis, keepdims=True)
+    return [_quantized(p, sy, zy, x.dtype.type)]
+
+
+def _qgemm(a, sa, za, b, sb, zb, c=None, sy=None, zy=None, *, alpha=1.0, transA=0, transB=0):
+    a, b = (a.T if transA else a), (b.T if transB else b)
+    acc = (a.astype(np.int64) - np.int64(za)) @ (b.astype(np.int64) - zb.astype(np.int64))
+    acc = acc + (0 if c is None else c)
+    real = acc * np.float64(np.float32(alpha)) * np.float64(sa) * sb.astype(np.float64)
+    if zy is None:
+        return [(real / (1 if sy is None else np.float64(sy))).astype(np.float32)]
+    return [_quantized(real, sy, zy, zy.dtype.type)]
+
+
+_F = np.float32
+_U8, _I8 = np.uint8, np.int8
+_X_U8, _X_I8 = _codes(_U8, (2, 3, 4, 4)), _codes(_I8, (2, 3, 4, 4))
+_ROW_I8 = _codes(_I8, (1, 3, 1, 1))
+
+
+EXAMPLES = {
+    "QLinearAdd": [
+        Example([_X_U8, _F(0.125), _U8(128), _codes(_U8, (2, 3, 4, 4)), _F(0.25), _U8(100), _F(0.25), _U8(120)], reference=_add),
+        Example([_X_I8, _F(0.0625), _I8(-3), _ROW_I8, _F(0.125), _I8(0), _F(0.125), _I8(6)], reference=_add),
+        Example([_X_U8, _F(0.5), None, _codes(_U8, (4,)), _F(0.5), None, _F(0.5)], reference=_add),  # no zero points
+    ],
+    "QLinearMul": [
+        Example([_X_U8, _F(0.0625), _U8(128), _codes(_U8, (2, 3, 4, 4)), _F(0.0625), _U8(100), _F(0.125), _U8(120)], reference=_mul),
+        Example([_X_I8, _F(0.125), _I8(-3), _ROW_I8, _F(0.0625), _I8(1), _F(0.0625), _I8(-6)], reference=_mul),
+    ],
+    "QLinearSigmoid": [
+        Example([_X_U8, _F(0.03125), _U8(128), _F(1 / 256), _U8(0)], reference=_sigmoid),
+        Example([_X_I8, _F(0.0625), _I8(0), _F(1 / 256), _I8(-128)], reference=_sigmoid),
+    ],
+    "QLinearLeakyRelu": [
+        Example([_X_U8, _F(0.125), _U8(128), _F(0.0625), _U8(64)], {"alpha": 0.25}, reference=_leaky_relu),
+        Example([_X_I8, _F(0.125), _I8(10), _F(0.125), _I8(-100)], reference=_leaky_relu),
+    ],
+    "QLinearConcat": [
+        Example([_F(0.125), _I8(0), _X_I8, _F(0.125), _I8(0), _codes(_I8, (2, 3, 4, 2)), _F(0.0625), _I8(-7)], {"axis": -1},
+                reference=_concat),
+    ],
+    "QLinearGlobalAveragePool": [
+        Example([_X_U8, _F(0.125), _U8(128), _F(0.0625), _U8(100)], reference=_global_average),
+        Example([_X_I8, _F(0.25), _I8(-2), _F(0.125), _I8(4)], {"channels_last": 1}, reference=_global_average),
+    ],
+    "QLinearAveragePool": [
+        Example([_X_I8, _F(0.25), _I8(-2), _F(0.125), _I8(4)], {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]},
+                reference=_average_pool),
+        Example([_X_I8, _F(0.25), _I8(-2), _F(0.125), _I8(4)],
+                {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1], "count_include_pad": 1}, reference=_average_pool),
+    ],
+    "QLinearSoftmax": [
+        Example([_X_I8, _F(0.03125), _I8(0), _F(1 / 256), _I8(-128)], {"opset": 13, "axis": 1}, reference=_softmax),
+        Example([_X_U8, _F(0.0625), None, _F(1 / 256), _U8(0)], {"opset": 12, "axis": 2}, reference=_softmax),
+    ],
+    "QGemm": [
+        Example([_codes(_U8, (3, 5)), _F(0.0625), _U8(128), _codes(_U8, (5, 4)), _F(0.03125), _U8(120),
+                 _rng.integers(-500, 500, (4,)).astype(np.int32), _F(0.5), _U8(100)], reference=_qgemm),
+        Example([_codes(_I8, (5, 3)), _F(0.0625), _I8(1), _codes(_I8, (4, 5)), np.array([0.125, 0.25, 0.0625, 0.5], _F),
+                 np.zeros(4, _I8), None, _F(1.0), _I8(0)], {"transA": 1, "transB": 1, "alpha": 0.5}, reference=_qgemm),
+        Example([_codes(_U8, (3, 5)), _F(0.0625), _U8(128), _codes(_I8, (5, 4)), _F(0.03125), _I8(0)], reference=_qgemm),
+    ],
+}
