@@ -115,3 +115,66 @@ def test_gather_and_scatter_treat_padded_indices_as_nothing():
         picked, written = model(X, MASK)
         np.testing.assert_array_equal(picked, [0, 3, 6, 9, 0, 0])
         np.testing.assert_array_equal(written, np.where(MASK, 2 * X, X).reshape(-1))
+
+
+# Unique: a size hint sets the length of Y, indices and counts; inverse_indices keeps the
+# input's length. Y and counts pad with zeros, indices with an out-of-range index (x.size).
+LABELS = np.array([3, 1, 3, 7, 1, 3], np.int64)
+
+
+def _unique_model(extra_nodes, outputs, sorted=0):
+    nodes = [helper.make_node("Unique", ["labels"], ["y", "first", "inverse", "counts"], sorted=sorted), *extra_nodes]
+    graph = helper.make_graph(nodes, "g", [vi("labels", T.INT64, [6])], outputs,
+                              initializer=[numpy_helper.from_array(np.arange(10, 70, 10, dtype=np.float32), "table")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+
+
+def test_unique_with_a_hint_is_the_same_eagerly_and_jitted():
+    proto = _unique_model([], [vi(n, T.INT64, None) for n in ("y", "first", "inverse", "counts")])
+    exact = jaxonnx.load(proto)(LABELS)
+    for got, want in zip(exact, ([3, 1, 7], [0, 1, 3], [0, 1, 0, 2, 1, 0], [3, 2, 1])):
+        np.testing.assert_array_equal(got, want)
+    for model in _both(jaxonnx.load(proto, size_hints={"y": 5})):
+        y, first, inverse, counts = model(LABELS)
+        np.testing.assert_array_equal(y, [3, 1, 7, 0, 0])
+        np.testing.assert_array_equal(first, [0, 1, 3, 6, 6])  # 6 = the input's size: out of range
+        np.testing.assert_array_equal(inverse, exact[2])  # never padded
+        np.testing.assert_array_equal(counts, [3, 2, 1, 0, 0])
+
+
+def test_unique_without_a_hint_under_jit_says_how_to_give_one():
+    model = jaxonnx.load(_unique_model([], [vi("y", T.INT64, None)]))
+    with pytest.raises(jaxonnx.StaticValueError, match=r"Unique-11.*number of unique values is unknown at trace time"
+                       r".*size_hints=\{'y': <length>\}"):
+        jax.jit(model)(LABELS)
+
+
+def test_unique_padding_never_reaches_a_sum_silently():
+    nodes = [
+        helper.make_node("ReduceSum", ["y"], ["y_sum"], keepdims=0),  # zero padding: exact
+        helper.make_node("ReduceSum", ["counts"], ["count_sum"], keepdims=0),
+        helper.make_node("Gather", ["table", "first"], ["picked"]),  # out-of-range padding reads zeros
+        helper.make_node("ReduceSum", ["picked"], ["picked_sum"], keepdims=0),
+        helper.make_node("Gather", ["table", "inverse"], ["per_label"]),  # inverse_indices is not padded
+        helper.make_node("Add", ["inverse", "inverse"], ["twice"]),
+    ]
+    proto = _unique_model(nodes, [vi("y_sum", T.INT64, []), vi("count_sum", T.INT64, []), vi("picked_sum", T.FLOAT, []),
+                                  vi("per_label", T.FLOAT, None), vi("twice", T.INT64, None)])
+    for model in [jaxonnx.load(proto), *_both(jaxonnx.load(proto, size_hints={"counts": 5}))]:
+        y_sum, count_sum, picked_sum, per_label, twice = model(LABELS)
+        assert int(y_sum) == 11 and int(count_sum) == 6 and float(picked_sum) == 10 + 20 + 40
+        np.testing.assert_array_equal(per_label, [10, 20, 10, 30, 20, 10])
+        np.testing.assert_array_equal(twice, [0, 2, 0, 4, 2, 0])
+
+
+@pytest.mark.parametrize("node, message", [
+    (helper.make_node("ReduceSum", ["first"], ["out"], keepdims=0), "this padding is out-of-range indices, not zeros"),
+    (helper.make_node("ReduceMean", ["counts"], ["out"], keepdims=0), "computes on its values"),
+    (helper.make_node("Gather", ["table", "y"], ["out"]), r"takes it as indices, but this padding is zeros \(a real position\)"),
+])
+def test_unique_padding_that_would_change_a_result_is_refused(node, message):
+    proto = _unique_model([node], [vi("out", T.FLOAT if node.op_type == "Gather" else T.INT64, None)])
+    hinted = jaxonnx.load(proto, size_hints={"y": 5})
+    for model in _both(hinted):
+        with pytest.raises(jaxonnx.OnnxValidationError, match=rf"The size-hinted output '\w+' \(of node 'Unique_0'\).*{message}"):
+            model(LABELS)
