@@ -43,11 +43,12 @@ def parse_model(data: bytes, source: str) -> onnx.ModelProto:
 
 
 def opset_versions(proto: onnx.ModelProto) -> dict[str, int]:
-    """The model's opset version by canonical domain; a domain imported twice is refused."""
+    """The model's opset version by canonical domain; a domain imported twice at two
+    versions is refused (twice at one version, as skl2onnx writes it, is that version)."""
     versions: dict[str, tuple[str, int]] = {}
     for entry in proto.opset_import:
         domain = canonical_domain(entry.domain)
-        if domain in versions:
+        if domain in versions and versions[domain][1] != entry.version:
             first_name, first_version = versions[domain]
             label = "the ONNX domain ('' or 'ai.onnx')" if domain == "" else f"the domain {domain!r}"
             raise ModelLoadError(

@@ -40,6 +40,14 @@ def post_transform(scores, name: str):
     raise OnnxValidationError(f"got `post_transform`={name!r}; it is one of {', '.join(POST_TRANSFORMS)}.")
 
 
+def binary_scores(score, name: str):
+    """The two scores of a binary model's one score ``s`` (the second class's), as onnxruntime
+    writes them: ``[1 - p, p]`` with ``p`` the LOGISTIC or PROBIT of ``s``, or ``s`` itself for
+    NONE, SOFTMAX and SOFTMAX_ZERO (a softmax of one score would be 1)."""
+    probability = post_transform(score, name) if name in ("LOGISTIC", "PROBIT") else score
+    return jnp.stack([1 - probability, probability], axis=-1)
+
+
 def class_labels(classlabels_ints, classlabels_strings, *, count: int | None = None,
                  ints: str = "classlabels_ints", strings: str = "classlabels_strings") -> np.ndarray:
     """The class labels as an int64 array or an object array of ``str``; exactly one of the

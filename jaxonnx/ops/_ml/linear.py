@@ -7,7 +7,7 @@ import numpy as np
 
 from jaxonnx._core.registry import register
 from jaxonnx._errors import OnnxValidationError
-from jaxonnx.ops._helpers.ml import class_labels, labels_at
+from jaxonnx.ops._helpers.ml import binary_scores, class_labels, labels_at
 from jaxonnx.ops._helpers.ml import post_transform as transformed
 
 ML = "ai.onnx.ml"
@@ -40,8 +40,8 @@ def linear_classifier(X, *, coefficients, classlabels_ints=None, classlabels_str
     post transform, and the label of the best class.
 
     With one row of coefficients and two class labels (a binary model), the label is the
-    second one where the raw score is positive, and the scores are ``[1 - s, s]`` of the
-    transformed score ``s``, as onnxruntime computes them.
+    second one where the raw score ``s`` is positive, and the scores are ``[1 - p, p]``
+    with ``p`` the LOGISTIC or PROBIT of ``s``, else ``s`` itself, as onnxruntime writes them.
 
     Args:
         X: float or integer rows (N, F), or one row (F,); computed in float32.
@@ -69,8 +69,7 @@ def linear_classifier(X, *, coefficients, classlabels_ints=None, classlabels_str
     if count == 1 and len(labels) == 2:
         # A binary model: one score, for the second class.
         label = labels_at(labels, (scores[:, 0] > 0).astype(jnp.int32))
-        positive = transformed(scores, post_transform)
-        return label, jnp.concatenate([1 - positive, positive], axis=1)
+        return label, binary_scores(scores[:, 0], post_transform)
     if count != len(labels):
         raise OnnxValidationError(f"has {count} classes in its coefficients but {len(labels)} class labels.")
     probabilities = transformed(scores, post_transform)

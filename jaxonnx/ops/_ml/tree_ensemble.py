@@ -17,7 +17,7 @@ import numpy as np
 
 from jaxonnx._core.registry import register
 from jaxonnx._errors import OnnxValidationError
-from jaxonnx.ops._helpers.ml import POST_TRANSFORMS, class_labels, labels_at
+from jaxonnx.ops._helpers.ml import POST_TRANSFORMS, binary_scores, class_labels, labels_at
 from jaxonnx.ops._helpers.ml import post_transform as transformed
 
 ML = "ai.onnx.ml"
@@ -433,7 +433,8 @@ def tree_ensemble_classifier(X, *, base_values=None, base_values_as_tensor=None,
     Nodes branch as in :func:`tree_ensemble_regressor`. A binary model whose weights are
     all for one class (what scikit-learn converts to) gives one score ``s`` per row, as
     onnxruntime reads it: with weights all >= 0, ``s`` is the second class's probability
-    (label: the second where ``s > 0.5``; scores ``[1 - s, s]``); with weights of both
+    (label: the second where ``s > 0.5``; scores ``[1 - p, p]``, ``p`` the LOGISTIC or
+    PROBIT of ``s``, else ``s``); with weights of both
     signs, ``s`` is a margin (label: the second where ``s > 0``; scores ``[-s, s]``, or
     their logistic with LOGISTIC).
 
@@ -491,20 +492,15 @@ def _binary(labels, score, weights, base, post_transform: str, dtype):
     elif len(base):
         raise OnnxValidationError(f"got {len(base)} `base_values` for a binary model; it takes 1 or 2.")
     if np.all(np.asarray(weights, np.float64) >= 0):
-        positive = score > 0.5
-        if post_transform == "PROBIT":
-            score = transformed(score, "PROBIT")
-        pair = (1 - score, score)
+        return labels_at(labels, (score > 0.5).astype(jnp.int32)), binary_scores(score, post_transform).astype(jnp.float32)
+    # A margin: the pair is [-s, s], its logistic with LOGISTIC; onnxruntime leaves it as it
+    # is for the softmaxes (and so does this), and PROBIT takes the probit of s first.
+    if post_transform in ("LOGISTIC", "PROBIT"):
+        pair = transformed(jnp.stack([-score, score], axis=1), "LOGISTIC") if post_transform == "LOGISTIC" \
+            else jnp.stack([-transformed(score, "PROBIT"), transformed(score, "PROBIT")], axis=1)
     else:
-        positive = score > 0
-        if post_transform == "LOGISTIC":
-            pair = (jax.nn.sigmoid(-score), jax.nn.sigmoid(score))
-        elif post_transform == "PROBIT":
-            score = transformed(score, "PROBIT")
-            pair = (-score, score)
-        else:
-            pair = (-score, score)
-    return labels_at(labels, positive.astype(jnp.int32)), jnp.stack(pair, axis=1).astype(jnp.float32)
+        pair = jnp.stack([-score, score], axis=1)
+    return labels_at(labels, (score > 0).astype(jnp.int32)), pair.astype(jnp.float32)
 
 
 _POST_TRANSFORM_CODES = dict(enumerate(POST_TRANSFORMS))
