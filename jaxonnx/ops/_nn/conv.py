@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import jax
-
 from jaxonnx._core.registry import register
+from jaxonnx.ops._helpers.conv_cpu import convolve
 from jaxonnx.ops._helpers.window import add_channel_bias, check_weights, output_geometry, window_attributes
 
 
@@ -38,8 +37,9 @@ def conv(X, W, B=None, *, auto_pad="NOTSET", dilations=None, group=1, kernel_sha
     _, strides, dilations, padding, auto_pad = window_attributes(X.shape, kernel_shape, strides, dilations, pads, auto_pad)
     check_weights(X, W, B, group, kernel_shape)
     _, padding, _ = output_geometry(X.shape[2:], W.shape[2:], strides, dilations, padding, auto_pad)
-    # lax's default layout is ONNX's: (N, C, spatial...) and (O, I, spatial...).
-    y = jax.lax.conv_general_dilated(X, W, strides, padding, rhs_dilation=dilations, feature_group_count=group)
+    # lax's default layout is ONNX's: (N, C, spatial...) and (O, I, spatial...). On CPU the
+    # convolution runs as shifted multiply-adds or one dot (ops/_helpers/conv_cpu.py).
+    y = convolve(X, W, strides, padding, dilations, group)
     return add_channel_bias(y, B)
 
 

@@ -1,0 +1,117 @@
+"""Grouped and depthwise convolutions as XLA:CPU runs them fast: shifted multiply-adds.
+Registers no op.
+
+XLA:CPU lowers ``lax.conv_general_dilated`` to a library convolution (YNNPACK by default in
+jax 0.10) behind layout transposes; for depthwise convolutions (one input channel per
+group) that is 10-60x slower than onnxruntime (JAX issues #23713 and #12868), and grouped
+convolutions with a few channels per group are 2-4x slower than the sum below. On CPU such
+a convolution is written as a sum over kernel taps (and a group's input channels) of a
+strided slice of the padded input times a weight broadcast over the group's output
+channels: one elementwise loop that XLA fuses. Convolutions with many input channels per
+group (``group=1`` among them) keep XLA's convolution: a patch matrix and one dot, or one
+dot per tap, were no faster on CPU and compiled 2-5x slower. GPUs and TPUs keep XLA's
+convolution (cuDNN): the choice is made per platform at lowering time with
+``jax.lax.platform_dependent``.
+
+The sum is plain ``jax.numpy``: autodiff and vmap go through it, and the result is the
+convolution's up to float32 reassociation. float16 and bfloat16 compute in float32 and round
+once, as XLA:CPU's convolution does.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+
+# One term per (kernel tap, input channel of a group). A depthwise 9x9 kernel (81 terms)
+# ran 20x faster than XLA's convolution and 16 channels per group x 3x3 (144) still a bit
+# faster; past this the fused loop compiles slowly and XLA's convolution is used.
+_MAX_TERMS = 160
+
+
+def convolve(x, w, strides, padding, dilations, group):
+    """``lax.conv_general_dilated(x, w, strides, padding, rhs_dilation=dilations,
+    feature_group_count=group)`` in ONNX's layouts (``(N, C, D...)``, ``(M, C / group, k...)``),
+    with static geometry and explicit ``(low, high)`` padding per spatial axis.
+
+    On CPU it runs as :func:`cpu_convolve`; elsewhere as XLA's convolution."""
+    strides, dilations = tuple(strides), tuple(dilations)
+    padding = tuple(tuple(p) for p in padding)
+    if not multiply_adds(w.shape, group):
+        return xla_convolve(x, w, strides=strides, padding=padding, dilations=dilations, group=group)
+    return jax.lax.platform_dependent(
+        x,
+        w,
+        cpu=partial(cpu_convolve, strides=strides, padding=padding, dilations=dilations, group=group),
+        default=partial(xla_convolve, strides=strides, padding=padding, dilations=dilations, group=group),
+    )
+
+
+def multiply_adds(w_shape, group) -> bool:
+    """Whether the CPU runs a convolution with weights of shape ``w_shape`` as shifted
+    multiply-adds: grouped, with at most ``_MAX_TERMS`` (tap, group input channel) terms."""
+    return group > 1 and w_shape[1] * math.prod(w_shape[2:]) <= _MAX_TERMS
+
+
+def xla_convolve(x, w, *, strides, padding, dilations, group):
+    """XLA's convolution (what every platform but the CPU runs)."""
+    return jax.lax.conv_general_dilated(x, w, strides, padding, rhs_dilation=dilations, feature_group_count=group)
+
+
+def cpu_convolve(x, w, *, strides, padding, dilations, group):
+    """The convolution as XLA:CPU runs it fastest: shifted multiply-adds for depthwise and
+    narrow grouped convolutions, XLA's convolution for the others (see the module docstring)."""
+    n, spatial = x.shape[0], x.shape[2:]
+    out_channels, group_channels, kernel = w.shape[0], w.shape[1], w.shape[2:]
+    if not multiply_adds(w.shape, group):
+        return xla_convolve(x, w, strides=strides, padding=padding, dilations=dilations, group=group)
+    sizes = [(d + lo + hi - (k - 1) * r - 1) // s + 1 for d, (lo, hi), k, s, r in zip(spatial, padding, kernel, strides, dilations)]
+    dtype = x.dtype
+    if jnp.finfo(dtype).bits < 32:
+        x, w = x.astype(jnp.float32), w.astype(jnp.float32)
+    # Taps whose every window position falls in the zero padding add nothing: leave them
+    # out (a 5x5 depthwise kernel on a 1x1 map keeps 1 tap of 25) and pad only what the
+    # kept taps read; a negative amount crops input the window never reaches.
+    first, last = [], []
+    for d, (lo, _), k, s, r, size in zip(spatial, padding, kernel, strides, dilations, sizes):
+        reach = [t for t in range(k) if t * r - lo < d and t * r - lo + (size - 1) * s >= 0]
+        if not reach:
+            return jnp.zeros((n, out_channels, *sizes), dtype)  # every window reads only padding
+        first.append(reach[0])
+        last.append(reach[-1])
+    w = w[(slice(None), slice(None)) + tuple(slice(a, b + 1) for a, b in zip(first, last))]
+    kernel = w.shape[2:]
+    pads = [(0, 0, 0), (0, 0, 0)]
+    for d, (lo, _), a, k, s, r, size in zip(spatial, padding, first, kernel, strides, dilations, sizes):
+        low = lo - a * r
+        pads.append((low, (size - 1) * s + (k - 1) * r + 1 - d - low, 0))
+    x = jax.lax.pad(x, jnp.zeros((), x.dtype), pads)
+    shifted = [_shift(x, tap, strides, dilations, sizes) for tap in itertools.product(*map(range, kernel))]
+    return _multiply_adds(shifted, w, group, sizes).astype(dtype)
+
+
+def _shift(x, tap, strides, dilations, sizes):
+    """The input each output position reads at kernel tap ``tap`` (``x`` already padded)."""
+    start = [0, 0] + [t * r for t, r in zip(tap, dilations)]
+    limit = list(x.shape[:2]) + [t * r + (size - 1) * s + 1 for t, r, size, s in zip(tap, dilations, sizes, strides)]
+    return jax.lax.slice(x, start, limit, (1, 1, *strides))
+
+
+def _multiply_adds(shifted, w, group, sizes):
+    """Sum over taps and a group's input channels of a shifted input times its weight,
+    broadcast over the group's output channels: one elementwise loop XLA fuses."""
+    n, out_channels, group_channels = shifted[0].shape[0], w.shape[0], w.shape[1]
+    per_group = out_channels // group
+    ones = (1,) * len(sizes)
+    w = w.reshape(group, per_group, group_channels, -1)
+    total = None
+    for t, xs in enumerate(shifted):
+        xs = xs.reshape(n, group, 1, group_channels, *sizes)
+        for c in range(group_channels):
+            term = xs[:, :, :, c] * w[:, :, c, t].reshape(1, group, per_group, *ones)
+            total = term if total is None else total + term
+    return total.reshape(n, out_channels, *sizes)

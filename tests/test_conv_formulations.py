@@ -1,0 +1,114 @@
+"""The CPU formulation of grouped and depthwise convolutions (ops/_helpers/conv_cpu.py)
+against XLA's convolution, called directly: values, exact gradients, vmap, and which
+formulation each platform lowers to."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax.test_util import check_grads
+
+import jaxonnx
+from jaxonnx.ops._helpers.conv_cpu import convolve, cpu_convolve, multiply_adds, xla_convolve
+
+# (x shape, w shape, strides, (low, high) padding per axis, dilations, group, dtype)
+CASES = {
+    "depthwise 3x3 same": ((2, 4, 6, 7), (4, 1, 3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 4, np.float32),
+    "depthwise strided uneven pads": ((1, 3, 9, 8), (3, 1, 3, 2), (2, 3), ((0, 2), (1, 0)), (1, 1), 3, np.float32),
+    "depthwise dilated, multiplier 2": ((1, 3, 8, 8), (6, 1, 3, 3), (1, 1), ((2, 2), (1, 3)), (2, 2), 3, np.float64),
+    "grouped 4 per group": ((1, 8, 5, 6), (6, 4, 3, 3), (1, 2), ((1, 1), (0, 1)), (1, 1), 2, np.float32),
+    "5x5 on 1x1 (taps in padding left out)": ((2, 4, 1, 1), (4, 1, 5, 5), (1, 1), ((2, 2), (2, 2)), (1, 1), 4, np.float32),
+    "stride past the input (only padding read)": ((1, 2, 1, 1), (2, 1, 1, 1), (2, 2), ((1, 1), (1, 1)), (1, 1), 2, np.float32),
+    "window never reaches the input's end": ((1, 2, 7, 7), (2, 1, 2, 2), (3, 3), ((0, 0), (0, 0)), (1, 1), 2, np.float64),
+    "1-D": ((2, 4, 11), (8, 2, 3), (2,), ((1, 2),), (2,), 2, np.float32),
+    "3-D": ((1, 2, 4, 3, 5), (4, 1, 2, 2, 3), (1, 1, 2), ((1, 0), (0, 1), (1, 1)), (1, 1, 1), 2, np.float64),
+    "float16": ((1, 4, 6, 6), (4, 1, 3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 4, np.float16),
+    "bfloat16": ((1, 4, 5, 5), (8, 2, 2, 2), (1, 1), ((0, 1), (1, 0)), (1, 1), 2, jnp.bfloat16),
+}
+
+
+def _arrays(case, seed=0):
+    x_shape, w_shape, *_, dtype = CASES[case]
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal(x_shape).astype(dtype), rng.standard_normal(w_shape).astype(dtype)
+
+
+def _geometry(case):
+    _, _, strides, padding, dilations, group, _ = CASES[case]
+    return {"strides": strides, "padding": padding, "dilations": dilations, "group": group}
+
+
+def _tolerance(dtype):
+    # One rounding of the float32 sum for the narrow types; reassociation for the others.
+    return {np.float16: 1e-3, jnp.bfloat16: 1e-2, np.float32: 1e-5, np.float64: 1e-12}[dtype]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_cpu_formulation_equals_xla_convolution(case):
+    x, w = _arrays(case)
+    geometry = _geometry(case)
+    assert multiply_adds(w.shape, geometry["group"])  # the case exercises the rewrite
+    expected = xla_convolve(x, w, **geometry)
+    got = jax.jit(lambda x, w: cpu_convolve(x, w, **geometry))(x, w)
+    assert got.shape == expected.shape and got.dtype == expected.dtype
+    tol = _tolerance(CASES[case][-1])
+    scale = float(np.max(np.abs(np.asarray(expected, np.float64)))) or 1.0
+    np.testing.assert_allclose(np.asarray(got, np.float64), np.asarray(expected, np.float64), rtol=tol, atol=tol * scale)
+
+
+@pytest.mark.parametrize("case", ["depthwise strided uneven pads", "grouped 4 per group", "5x5 on 1x1 (taps in padding left out)", "3-D"])
+def test_gradients_are_exact_and_equal_xla_convolution(case):
+    x, w = (a.astype(np.float64) for a in _arrays(case, seed=1))
+    geometry = _geometry(case)
+    cpu = jax.jit(lambda x, w: cpu_convolve(x, w, **geometry))
+    check_grads(cpu, (x, w), order=1, modes=("rev", "fwd"), atol=1e-6, rtol=1e-6)
+    y, cpu_vjp = jax.vjp(cpu, x, w)
+    _, xla_vjp = jax.vjp(lambda x, w: xla_convolve(x, w, **geometry), x, w)
+    cotangent = np.random.default_rng(2).standard_normal(y.shape)
+    for got, expected in zip(cpu_vjp(cotangent), xla_vjp(cotangent)):
+        np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
+
+
+def test_vmap_equals_a_loop():
+    x, w = _arrays("grouped 4 per group")
+    geometry = _geometry("grouped 4 per group")
+    xs = np.stack([x, 2 * x, -x])
+    ws = np.stack([w, w[::-1], 0.5 * w])
+    batched = jax.jit(jax.vmap(lambda x, w: convolve(x, w, **geometry)))(xs, ws)
+    for i in range(3):
+        np.testing.assert_allclose(batched[i], xla_convolve(xs[i], ws[i], **geometry), rtol=1e-5, atol=1e-5)
+
+
+def test_each_platform_lowers_its_formulation():
+    x, w = _arrays("depthwise 3x3 same")
+    traced = jax.jit(lambda x, w: convolve(x, w, **_geometry("depthwise 3x3 same"))).trace(x, w)
+    assert "convolution" not in traced.lower(lowering_platforms=("cpu",)).as_text()
+    for platform in ("cuda", "tpu"):
+        assert "convolution" in traced.lower(lowering_platforms=(platform,)).as_text()
+    # A convolution with many input channels per group keeps XLA's everywhere.
+    wide = np.zeros((4, 32, 3, 3), np.float32)
+    assert not multiply_adds(wide.shape, 1) and not multiply_adds((32, 32, 3, 3), 2)
+    traced = jax.jit(lambda x, w: convolve(x, w, (1, 1), ((1, 1), (1, 1)), (1, 1), 1)).trace(np.zeros((1, 32, 5, 5), np.float32), wide)
+    assert "convolution" in traced.lower(lowering_platforms=("cpu",)).as_text()
+
+
+def test_conv_op_matches_onnxruntime_on_a_depthwise_block(run_onnxruntime):
+    """The Conv op end to end (bias, SAME_UPPER, stride 2) on the rewritten path."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 6, 9, 9)).astype(np.float32)
+    w = rng.standard_normal((12, 1, 5, 5)).astype(np.float32)
+    b = rng.standard_normal(12).astype(np.float32)
+    node = helper.make_node("Conv", ["x", "w", "b"], ["y"], group=6, strides=[2, 2], auto_pad="SAME_UPPER")
+    graph = helper.make_graph(
+        [node], "depthwise", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)])
+    (expected,) = run_onnxruntime(model, {"x": x})
+    (got,) = jax.jit(jaxonnx.load(model))(x)
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
