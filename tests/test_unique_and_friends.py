@@ -152,3 +152,15 @@ def test_eye_like_matches_onnxruntime_and_is_known_at_trace_time(run_onnxruntime
     assert isinstance(jax.jit(lambda x: jnp.asarray(ops.eye_like(x)).sum())(jnp.asarray(x)), jax.Array)
     with pytest.raises(jaxonnx.OnnxValidationError, match=r"^EyeLike-22 needs a rank-2 `input`, got shape \(3,\)\.$"):
         ops.eye_like(np.zeros(3))
+
+
+@pytest.mark.parametrize("x, axis, found", [
+    (np.zeros((3, 0), np.float32), 0, 1),  # three empty slices, all equal
+    (np.zeros((0, 2), np.float32), 0, 0),
+    (np.zeros((0, 2), np.float32), None, 0),
+    (np.array(5.0, np.float32), None, 1),
+])
+def test_unique_of_empty_slices_empty_inputs_and_scalars_is_the_same_eagerly_and_jitted(x, axis, found):
+    eager = ops.unique(x, axis=axis)
+    assert eager[3].tolist() == ([x.shape[0]] if found and x.ndim else [1] * found)
+    _assert_same(jax.jit(lambda x: ops.unique(x, axis=axis, size=found))(jnp.asarray(x)), eager)

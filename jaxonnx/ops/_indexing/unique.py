@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -85,7 +87,7 @@ def unique(X, *, axis: int | None = None, sorted: int = 1, size: int | None = No
 def _rows(data, axis: int):
     """The slices of ``data`` along ``axis``, each flattened into one row."""
     moved = data if axis == 0 else (np if isinstance(data, np.ndarray) else jnp).moveaxis(data, axis, 0)
-    return moved.reshape(data.shape[axis], -1)
+    return moved.reshape(moved.shape[0], math.prod(moved.shape[1:]))  # not -1: there may be no rows
 
 
 def _unique_concrete(data, axis: int, keep_sorted: bool, size, fill):
