@@ -18,8 +18,8 @@ def stft(signal, frame_step, window=None, frame_length=None, *, onesided: int = 
     ``window``; there are ``(signal_length - frame_length) // frame_step + 1`` frames. With
     ``onesided=1`` only the first ``frame_length // 2 + 1`` bins are returned; for a complex
     signal they do not determine the others, and they are the first bins of its full DFT,
-    as onnxruntime and onnx.reference return them. Gradients in ``signal`` and ``window``
-    are exact.
+    as onnxruntime and onnx.reference return them. Half-precision inputs are windowed and
+    transformed in float32. Gradients in ``signal`` and ``window`` are exact.
 
     Args:
         signal: a float array ``[batch, signal_length, 1]`` (real) or
@@ -71,6 +71,9 @@ def stft(signal, frame_step, window=None, frame_length=None, *, onesided: int = 
     frames = (signal_length - length) // step + 1
     starts = np.arange(frames) * step
     framed = signal[:, starts[:, None] + np.arange(length)[None, :]]  # [batch, frames, length, parts]
+    if np.dtype(signal.dtype).itemsize < 4:  # half precision is windowed and transformed in float32
+        framed = framed.astype(np.float32)
+        window = None if window is None else window.astype(np.float32)
     if window is not None:
         framed = framed * window.reshape(1, 1, length, 1)
     values, real = as_complex(framed, name="signal")
