@@ -209,5 +209,6 @@ def test_jit_and_vmap_of_a_node_agree_with_the_loop():
     b = jnp.asarray(_codes(np.uint8, (3, 4, 5)))
     scales = jnp.asarray([0.03, 0.05, 0.02], jnp.float32)
     batched = jax.jit(jax.vmap(lambda a, b, s: op(a, s, jnp.uint8(3), b, jnp.float32(0.04), jnp.uint8(9), jnp.float32(0.06), jnp.uint8(128))))
-    looped = [op(a[i], scales[i], jnp.uint8(3), b[i], jnp.float32(0.04), jnp.uint8(9), jnp.float32(0.06), jnp.uint8(128)) for i in range(3)]
+    one = jax.jit(lambda a, b, s: op(a, s, jnp.uint8(3), b, jnp.float32(0.04), jnp.uint8(9), jnp.float32(0.06), jnp.uint8(128)))
+    looped = [one(a[i], b[i], scales[i]) for i in range(3)]
     np.testing.assert_array_equal(batched(a, b, scales), np.stack(looped))

@@ -48,10 +48,12 @@ def qlinear_add(A, A_scale, A_zero_point, B, B_scale, B_zero_point, C_scale, C_z
     """Implements com.microsoft QLinearAdd: the sum of two quantized tensors, quantized.
 
     ``C = saturate(round((A_scale * (A - A_zero_point) + B_scale * (B - B_zero_point)) /
-    C_scale) + C_zero_point)``, broadcast as numpy does, computed as onnxruntime's x86-64
+    C_scale + C_zero_point))``, broadcast as numpy does, computed as onnxruntime's x86-64
     kernel does it: with the ratios ``A_scale / C_scale`` and ``B_scale / C_scale`` in
     float32, ``A * ratio_A + (B * ratio_B + offset)`` as two fused multiply-adds (one of
-    them rounded apart where an operand is a single element), rounding half to even.
+    them rounded apart where an operand is a single element; the offset holds the zero
+    points), rounding half to even. The zero point is added before rounding, as there:
+    on an exact tie with an odd ``C_zero_point`` the result is one step from rounding first.
 
     Args:
         A, B: uint8 or int8 tensors of one type, broadcastable.
@@ -91,10 +93,10 @@ def qlinear_mul(A, A_scale, A_zero_point, B, B_scale, B_zero_point, C_scale, C_z
     """Implements com.microsoft QLinearMul: the product of two quantized tensors, quantized.
 
     ``C = saturate(round(A_scale * (A - A_zero_point) * B_scale * (B - B_zero_point) /
-    C_scale) + C_zero_point)``, broadcast as numpy does, computed as onnxruntime's kernel
+    C_scale + C_zero_point))``, broadcast as numpy does, computed as onnxruntime's kernel
     does it: the integer product ``(A - A_zero_point) * (B - B_zero_point)`` exactly, times
-    ``A_scale * B_scale / C_scale`` in float32, plus ``C_zero_point``, each step rounded to
-    float32, then rounded half to even and saturated.
+    ``A_scale * B_scale / C_scale`` in float32, plus ``C_zero_point`` (before rounding, as
+    there), each step rounded to float32, then rounded half to even and saturated.
 
     Args:
         A, B: uint8 or int8 tensors of one type, broadcastable.
