@@ -31,14 +31,16 @@ def _concrete(x, what: str) -> np.ndarray:
 
 
 def lookup(x, keys: np.ndarray, values: np.ndarray, default, what: str = "X"):
-    """``values[i]`` where ``x == keys[i]`` (the first such ``i``; NaN matches NaN), else ``default``."""
+    """``values[i]`` where ``x == keys[i]`` (the last such ``i``, as LabelEncoder-4's text says
+    of repeated keys; NaN matches NaN), else ``default``."""
     if keys.dtype != object and values.dtype != object and not is_string_array(x):
         keys = jnp.asarray(keys, x.dtype).reshape((1,) * x.ndim + (-1,))
         match = x[..., None] == keys
         if jnp.issubdtype(x.dtype, jnp.floating):
             match = match | (jnp.isnan(x)[..., None] & jnp.isnan(keys))
         found = jnp.any(match, axis=-1)
-        picked = jnp.take(jnp.asarray(values), jnp.argmax(match, axis=-1))
+        last = keys.shape[-1] - 1 - jnp.argmax(match[..., ::-1], axis=-1)
+        picked = jnp.take(jnp.asarray(values), last)
         return jnp.where(found, picked, jnp.asarray(default, picked.dtype))
     x = _concrete(x, what)
     if x.dtype != object and keys.dtype == object or x.dtype == object and keys.dtype != object:
@@ -47,9 +49,9 @@ def lookup(x, keys: np.ndarray, values: np.ndarray, default, what: str = "X"):
     nan_value = None
     for k, v in zip(keys.tolist(), values.tolist()):
         if isinstance(k, float) and np.isnan(k):
-            nan_value = v if nan_value is None else nan_value
+            nan_value = v
         else:
-            table.setdefault(k, v)
+            table[k] = v
     flat = x.reshape(-1).tolist()
     out = [nan_value if nan_value is not None and isinstance(v, float) and np.isnan(v) else table.get(v, default)
            for v in flat]
@@ -84,8 +86,9 @@ def label_encoder(X, *, default_float=-0.0, default_int64=-1, default_string="_U
     The keys are one of ``keys_tensor`` (version 4), ``keys_strings``, ``keys_int64s`` or
     ``keys_floats``, the values likewise; the output takes the values' type. The default is
     ``default_tensor`` (version 4), else ``default_string``, ``default_int64`` or
-    ``default_float`` by that type. NaN keys match NaN entries. Numeric keys and values run
-    under ``jax.jit``; strings on either side run eagerly.
+    ``default_float`` by that type. NaN keys match NaN entries, and of repeated keys the
+    last counts (version 4's text; onnxruntime's version 2 matches no NaN). Numeric keys and
+    values run under ``jax.jit``; strings on either side run eagerly.
 
     Args:
         X: a string, integer or float array.

@@ -12,7 +12,7 @@ from jaxonnx._errors import OnnxValidationError
 ML = "ai.onnx.ml"
 
 
-@register("ArrayFeatureExtractor", 1, domain=ML, concrete=("Y",))
+@register("ArrayFeatureExtractor", 1, domain=ML, folds=False)
 def array_feature_extractor(X, Y):
     """Implements ONNX ArrayFeatureExtractor (ai.onnx.ml): the columns ``Y`` (along the last
     axis) of ``X``.
@@ -45,10 +45,7 @@ def array_feature_extractor(X, Y):
             raise OnnxValidationError(f"got the indices `Y`={known.tolist()} for a last axis of length {X.shape[-1]}.")
     if is_string_array(X):
         return X[..., np.asarray(indices)].reshape(shape)
-    xp = np if isinstance(X, np.ndarray) and isinstance(indices, np.ndarray) else jnp
-    if xp is np:
-        return X[..., indices].reshape(shape)
-    return jnp.take(X, jnp.asarray(indices), axis=-1, mode="fill").reshape(shape)
+    return jnp.take(X, indices, axis=-1, mode="fill").reshape(shape)
 
 
 @register("FeatureVectorizer", 1, domain=ML, folds=False)
@@ -56,7 +53,7 @@ def feature_vectorizer(*X, inputdimensions=None):
     """Implements ONNX FeatureVectorizer (ai.onnx.ml): the inputs' columns side by side, each
     input cut or zero-padded to its entry of ``inputdimensions``.
 
-    Each input is rows (N, C), or a column (N,); the result is float32.
+    Each input is rows (N, C), or one row (C,), as the text says; the result is float32.
 
     Args:
         *X: one or more float or integer arrays (all of one dtype) of the same number of rows.
@@ -66,7 +63,7 @@ def feature_vectorizer(*X, inputdimensions=None):
         A float32 array (N, sum(inputdimensions)).
 
     Example:
-        >>> jaxonnx.ops.feature_vectorizer(jnp.array([[1.0, 2.0], [3.0, 4.0]]), jnp.array([5.0, 6.0]),
+        >>> jaxonnx.ops.feature_vectorizer(jnp.array([[1.0, 2.0], [3.0, 4.0]]), jnp.array([[5.0], [6.0]]),
         ...                                inputdimensions=[3, 1])
         Array([[1., 2., 0., 5.],
                [3., 4., 0., 6.]], dtype=float32)
@@ -78,7 +75,9 @@ def feature_vectorizer(*X, inputdimensions=None):
     for index, (x, width) in enumerate(zip(X, dims)):
         if x.ndim not in (1, 2):
             raise OnnxValidationError(f"needs inputs of rank 1 or 2, got input {index} of shape {tuple(x.shape)}.")
-        x = jnp.asarray(x, jnp.float32).reshape(x.shape[0], -1)
+        # The text treats a 1-D input as one row [1, C], as onnxruntime does (onnx.reference
+        # reads it as a column).
+        x = jnp.asarray(x, jnp.float32).reshape(x.shape[0] if x.ndim == 2 else 1, -1)
         if x.shape[1] >= width:
             parts.append(x[:, :width])
         else:
