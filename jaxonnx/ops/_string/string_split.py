@@ -37,7 +37,9 @@ def string_split(X, *, delimiter=None, maxsplit=None):
     X = as_str_array(X)
     separator = delimiter or None
     limit = -1 if maxsplit is None or maxsplit < 0 else maxsplit
-    parts = [x.split(separator, limit) for x in X.reshape(-1)]
+    # Without a delimiter, whitespace at both ends goes first: Python's split would keep it
+    # at the end of the unsplit rest when `maxsplit` stops it.
+    parts = [(x if separator else x.strip()).split(separator, limit) for x in X.reshape(-1)]
     counts = np.array([len(p) for p in parts], dtype=np.int64).reshape(X.shape)
     width = max((len(p) for p in parts), default=0)
     padded = np.full((len(parts), width), "", dtype=object)

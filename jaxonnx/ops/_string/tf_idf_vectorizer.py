@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -34,9 +38,9 @@ def tf_idf_vectorizer(
     the pool's n-grams with ``min_gram_length <= n <= max_gram_length`` are counted (the
     others' coordinates stay 0). ``Y[ngram_indexes[i]]`` gets the pool's ``i``-th n-gram:
     its count ("TF"), ``weights[i]`` where it occurs ("IDF"), or ``weights[i]`` times its
-    count ("TFIDF"). The weights follow the pool, as the text says; onnxruntime and
-    onnx.reference read ``weights`` by output coordinate instead, which agrees whenever
-    ``ngram_indexes`` is ``0, 1, 2, ...``.
+    count ("TFIDF"). The weights follow the pool, as the text says and onnxruntime does
+    (onnx.reference reads them by output coordinate, which agrees whenever
+    ``ngram_indexes`` is ``0, 1, 2, ...``).
 
     Integer tokens are an array program (a binary search per level of the pool's n-gram
     trie), so they run under ``jax.jit`` and ``jax.vmap``; string tokens run eagerly.
@@ -64,11 +68,10 @@ def tf_idf_vectorizer(
     """
     ngrams = _pool_ngrams(X, mode, min_gram_length, max_gram_length, max_skip_count, ngram_counts,
                           ngram_indexes, pool_int64s, pool_strings)
-    weights = np.ones(len(ngrams), np.float32) if weights is None else np.asarray(weights, np.float32)
-    if weights.shape != (len(ngrams),):
-        raise OnnxValidationError(
-            f"needs one of `weights` per n-gram of the pool ({len(ngrams)}), got {weights.size}."
-        )
+    pool_size = len(ngram_indexes)
+    weights = [1.0] * pool_size if weights is None else [float(w) for w in weights]
+    if len(weights) != pool_size:
+        raise OnnxValidationError(f"needs one of `weights` per n-gram of the pool ({pool_size}), got {len(weights)}.")
     if X.ndim > 2:
         raise OnnxValidationError(f"takes `X` of shape [C] or [B, C], got shape {tuple(X.shape)}.")
     rows = X.reshape(-1, X.shape[-1] if X.ndim else 1)
@@ -76,28 +79,58 @@ def tf_idf_vectorizer(
         rows, ngrams = _as_token_ids(as_str_array(rows), ngrams)
     else:
         ngrams = [(n, tokens, i) for n, tokens, i in ngrams if _representable(tokens, rows.dtype)]
-    xp = namespace(rows)
-    counts = _count(xp, rows, ngrams, min_gram_length, max_skip_count)  # [B, len(ngrams)]
-    kept = np.array([i for _, _, i in ngrams], dtype=np.int64)
-    if mode == "TF":
+    levels, leaves = _trie(ngrams)
+    plan = _Plan(
+        levels, leaves, tuple(n for n, _, _ in ngrams), min_gram_length, max_skip_count, mode,
+        tuple(weights[i] for _, _, i in ngrams), tuple(int(ngram_indexes[i]) for _, _, i in ngrams),
+        max(ngram_indexes) + 1,
+    )
+    Y = _vectorize(np, rows, plan) if namespace(rows) is np else _vectorize_jax(rows, plan)
+    return Y if X.ndim == 2 else Y.reshape(plan.size)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Plan:
+    """Everything but the tokens, hashable (a static argument of the compiled program)."""
+
+    levels: tuple  # per trie level, (parents, tokens): its sorted (parent node, token) pairs
+    leaves: tuple[int, ...]  # each counted n-gram's node at its own level
+    lengths: tuple[int, ...]  # each counted n-gram's length
+    min_gram_length: int
+    max_skip_count: int
+    mode: str
+    weights: tuple[float, ...]  # each counted n-gram's weight
+    columns: tuple[int, ...]  # each counted n-gram's output coordinate
+    size: int  # the output's last dimension
+
+
+def _vectorize(xp, rows, plan: _Plan):
+    """``[B, size]`` float32 from ``[B, C]`` integer tokens."""
+    counts = _count(xp, rows, plan)  # [B, counted n-grams]
+    weights = np.array(plan.weights, np.float32)[None, :]
+    if plan.mode == "TF":
         values = counts.astype(np.float32)
-    elif mode == "IDF":
-        values = xp.where(counts > 0, weights[kept], np.float32(0))
+    elif plan.mode == "IDF":
+        values = xp.where(counts > 0, weights, np.float32(0))
     else:
-        values = counts.astype(np.float32) * weights[kept]
-    size = max(ngram_indexes) + 1
-    columns = np.asarray(ngram_indexes, dtype=np.int64)[kept]
-    Y = xp.zeros((rows.shape[0], size), np.float32)
+        values = counts.astype(np.float32) * weights
+    columns = np.array(plan.columns, np.int64)
+    Y = xp.zeros((rows.shape[0], plan.size), np.float32)
     if xp is np:
         np.add.at(Y, (slice(None), columns), values)
-    else:
-        Y = Y.at[:, columns].add(values)
-    return Y if X.ndim == 2 else Y.reshape(size)
+        return Y
+    return Y.at[:, columns].add(values)
+
+
+# One compiled program per plan and input shape: eager calls on JAX arrays would otherwise
+# dispatch (and compile) the trie walk's many small operations one by one.
+_vectorize_jax = jax.jit(functools.partial(_vectorize, jnp), static_argnums=1)
 
 
 def _pool_ngrams(X, mode, min_gram_length, max_gram_length, max_skip_count, ngram_counts, ngram_indexes,
                  pool_int64s, pool_strings):
-    """The pool's n-grams as ``(n, tokens, pool index)``, the attributes checked."""
+    """The pool's n-grams of the counted lengths as ``(n, tokens, pool index)``, the
+    attributes checked (``ngram_indexes`` has one entry per n-gram of the pool)."""
     if mode not in _MODES:
         raise OnnxValidationError(f"got `mode`={mode!r}; it must be one of {', '.join(_MODES)}.")
     if (pool_int64s is None) == (pool_strings is None):
@@ -149,65 +182,81 @@ def _as_token_ids(rows: np.ndarray, ngrams):
     return ids, [(n, tuple(words[t] for t in tokens), i) for n, tokens, i in ngrams]
 
 
-def _count(xp, rows, ngrams, min_gram_length: int, max_skip_count: int):
-    """How often each n-gram occurs in each row, ``[B, len(ngrams)]`` (int32).
+def _count(xp, rows, plan: _Plan):
+    """How often each counted n-gram occurs in each row, ``[B, n-grams]`` (int32).
 
     The pool's prefixes form a trie, one sorted table of ``(parent node, token)`` per level;
     each start position walks it one token at a time (a binary search per level), and the
-    node reached at level ``n`` names the n-gram found there.
+    node reached at level ``n`` names the n-gram found there. Each skip walks it once: a
+    Python loop in numpy, one ``lax.scan`` step in JAX (one compiled walk for all skips).
     """
     batch, length = rows.shape
-    if not ngrams or length == 0:
-        return xp.zeros((batch, len(ngrams)), np.int32)
-    levels, leaves = _trie(ngrams, rows.dtype)
-    longest = len(levels)
-    counts = [xp.zeros((batch, len(parents)), np.int32) for parents, _ in levels]
-    starts = np.arange(length)
-    for skip in range(max_skip_count + 1):
-        shortest = max(min_gram_length, 1 if skip == 0 else 2)  # 1-grams count once
-        if shortest > longest:
-            break
-        node = xp.zeros((batch, length), np.int32)
-        alive = np.ones((batch, length), bool)
-        for level, (parents, tokens) in enumerate(levels):
-            positions = starts + level * (skip + 1)
-            inside = positions < length
-            token = rows[:, np.minimum(positions, length - 1)]
-            node, found = _lookup(xp, parents, tokens, node, token)
-            alive = alive & inside[None, :] & found
-            if level + 1 >= shortest:
-                counts[level] = counts[level] + _histogram(xp, node, alive, len(parents))
-    return xp.stack([counts[n - 1][:, leaf] for (n, _, _), leaf in zip(ngrams, leaves)], axis=1)
+    if not plan.leaves or length == 0:
+        return xp.zeros((batch, len(plan.leaves)), np.int32)
+    levels = [(np.array(parents, np.int32), np.array(tokens, rows.dtype)) for parents, tokens in plan.levels]
+    skips = range(plan.max_skip_count + 1)
+    if xp is np:
+        per_level = [sum(found) for found in zip(*(_walk(np, rows, levels, skip, plan) for skip in skips))]
+    else:
+        def step(totals, skip):
+            return [total + found for total, found in zip(totals, _walk(jnp, rows, levels, skip, plan))], None
+
+        zeros = [jnp.zeros((batch, len(parents)), np.int32) for parents, _ in levels]
+        per_level, _ = jax.lax.scan(step, zeros, np.arange(len(skips), dtype=np.int32))
+    return xp.stack([per_level[n - 1][:, leaf] for n, leaf in zip(plan.lengths, plan.leaves)], axis=1)
 
 
-def _trie(ngrams, dtype):
-    """Per level, the sorted ``(parent, token)`` pairs of the pool's prefixes; and the node
-    of each n-gram at its own level."""
-    longest = max(n for n, _, _ in ngrams)
+def _walk(xp, rows, levels, skip, plan: _Plan):
+    """Per trie level, ``[B, nodes]``: the n-grams with ``skip`` skips found in each row."""
+    batch, length = rows.shape
+    # 1-grams count once, with no skip.
+    shortest = xp.maximum(plan.min_gram_length, xp.where(skip == 0, 1, 2))
+    starts = np.arange(length, dtype=np.int32)
+    node = xp.zeros((batch, length), np.int32)
+    alive = np.ones((batch, length), bool)
+    found_per_level = []
+    for level, (parents, tokens) in enumerate(levels):
+        positions = starts + level * (skip + 1)
+        token = rows[:, xp.minimum(positions, length - 1)]
+        node, found = _lookup(xp, parents, tokens, node, token)
+        alive = alive & (positions < length)[None, :] & found
+        found_per_level.append(_histogram(xp, node, alive & (level + 1 >= shortest), len(parents)))
+    return found_per_level
+
+
+def _trie(ngrams):
+    """Per level, the sorted ``(parent, token)`` pairs of the pool's prefixes (as tuples of
+    ints); and the node of each n-gram at its own level."""
+    longest = max((n for n, _, _ in ngrams), default=0)
     levels, node_of = [], {(): 0}
     for level in range(1, longest + 1):
-        prefixes = sorted({tokens[:level] for n, tokens, _ in ngrams if n >= level},
+        prefixes = sorted({tuple(int(t) for t in tokens[:level]) for n, tokens, _ in ngrams if n >= level},
                           key=lambda p: (node_of[p[:-1]], p[-1]))
         node_of.update({prefix: index for index, prefix in enumerate(prefixes)})
-        parents = np.array([node_of[p[:-1]] for p in prefixes], np.int32)
-        tokens = np.array([p[-1] for p in prefixes], dtype)
-        levels.append((parents, tokens))
-    return levels, [node_of[tokens] for _, tokens, _ in ngrams]
+        levels.append((tuple(node_of[p[:-1]] for p in prefixes), tuple(p[-1] for p in prefixes)))
+    return tuple(levels), tuple(node_of[tuple(int(t) for t in tokens)] for _, tokens, _ in ngrams)
 
 
 def _lookup(xp, parents, tokens, parent, token):
     """The index of each ``(parent, token)`` in the sorted table, and whether it is there."""
     size = len(parents)
     parents, tokens = xp.asarray(parents), xp.asarray(tokens)
-    low = xp.zeros(parent.shape, np.int32)
-    high = xp.full(parent.shape, size, np.int32)
-    for _ in range(size.bit_length()):
+
+    def halve(_, bounds):
+        low, high = bounds
         middle = (low + high) // 2
         at = xp.minimum(middle, size - 1)
         before = (parents[at] < parent) | ((parents[at] == parent) & (tokens[at] < token))
         searching = low < high
-        low = xp.where(searching & before, middle + 1, low)
-        high = xp.where(searching & ~before, middle, high)
+        return xp.where(searching & before, middle + 1, low), xp.where(searching & ~before, middle, high)
+
+    bounds = (xp.zeros(parent.shape, np.int32), xp.full(parent.shape, size, np.int32))
+    if xp is np:
+        for step in range(size.bit_length()):
+            bounds = halve(step, bounds)
+    else:  # one loop body to compile, whatever the pool's size
+        bounds = jax.lax.fori_loop(0, size.bit_length(), halve, bounds)
+    low = bounds[0]
     at = xp.minimum(low, size - 1)
     return at, (low < size) & (parents[at] == parent) & (tokens[at] == token)
 
