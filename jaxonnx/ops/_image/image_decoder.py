@@ -33,6 +33,7 @@ def image_decoder(encoded_stream, *, pixel_format="RGB"):
         uint8 ``[height, width, 3]`` (``[height, width, 1]`` for "Grayscale").
 
     Example:
+        >>> import io
         >>> from PIL import Image
         >>> stream = io.BytesIO()
         >>> Image.new("RGB", (3, 2), (255, 128, 0)).save(stream, format="PNG")
