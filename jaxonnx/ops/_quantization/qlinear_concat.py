@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 import onnx.defs
-import onnx.helper
 
 from jaxonnx._core.dtypes import onnx_type_name
 from jaxonnx._core.registry import register

@@ -25,7 +25,7 @@ from jaxonnx.ops._helpers.window import output_geometry, window_attributes
 
 _PER_TENSOR = ("tensor", None)
 _Attribute = onnx.defs.OpSchema.Attribute
-_INT, _INTS, _STRING = (onnx.defs.OpSchema.AttrType.INT, onnx.defs.OpSchema.AttrType.INTS, onnx.defs.OpSchema.AttrType.STRING)
+_INTS = onnx.defs.OpSchema.AttrType.INTS
 
 
 def _channels_first(X, channels_last: int):

@@ -90,9 +90,8 @@ def qlinear_sigmoid(X, X_scale, X_zero_point, Y_scale, Y_zero_point=None):
     return _through(logistic, X, X_scale, X_zero_point, Y_scale, Y_zero_point)
 
 
-_LEAKY_SCHEMA = _schema(
-    "QLinearLeakyRelu", "LeakyRelu", attributes=[onnx.defs.OpSchema.Attribute("alpha", onnx.helper.make_attribute("alpha", 0.01), "The slope for negative inputs.")]
-)
+_ALPHA = onnx.defs.OpSchema.Attribute("alpha", onnx.helper.make_attribute("alpha", 0.01), "The slope for negative inputs.")
+_LEAKY_SCHEMA = _schema("QLinearLeakyRelu", "LeakyRelu", attributes=[_ALPHA])
 
 
 @register("QLinearLeakyRelu", 1, domain="com.microsoft", schema=_LEAKY_SCHEMA)
@@ -116,11 +115,11 @@ def qlinear_leaky_relu(X, X_scale, X_zero_point, Y_scale, Y_zero_point=None, *, 
         >>> jaxonnx.ops.qlinear_leaky_relu(x, jnp.float32(0.1), jnp.uint8(128), jnp.float32(0.1), jnp.uint8(128), alpha=0.5)
         Array([ 64, 114, 128, 255], dtype=uint8)
     """
-    xp_alpha = np.float32(alpha)
+    slope = np.float32(alpha)  # float32, as onnxruntime multiplies
 
     def leaky(v):
         xp = namespace(v)
-        return xp.where(v >= 0, v, xp_alpha * v)
+        return xp.where(v >= 0, v, slope * v)
 
     return _through(leaky, X, X_scale, X_zero_point, Y_scale, Y_zero_point)
 
