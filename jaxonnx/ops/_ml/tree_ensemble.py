@@ -10,6 +10,7 @@ depth: an array program that runs under ``jax.jit``, with no loop over rows or t
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -265,19 +266,27 @@ def forest_of_tree_ensemble_5(*, tree_roots, featureids, splits, modes, truenode
 
 def _leaves(forest: Forest, X):
     """The leaf each row reaches in each tree, ``[rows, trees]`` (positions in the tree)."""
-    rows = X.shape[0]
     trees, width = forest.mode.shape
     if forest.feature.size and (forest.feature.max(initial=0) >= X.shape[1] or forest.feature.min(initial=0) < 0):
         raise OnnxValidationError(
             f"reads feature {int(forest.feature.max())} of rows of {X.shape[1]} features (`nodes_featureids`)."
         )
     flat = lambda a: jnp.asarray(a.reshape(trees * width, *a.shape[2:]))  # noqa: E731
-    feature, threshold, mode = flat(forest.feature), flat(forest.threshold).astype(X.dtype), flat(forest.mode)
-    missing_true, true_child, false_child = flat(forest.missing_true), flat(forest.true_child), flat(forest.false_child)
+    used = tuple(sorted(set(np.unique(forest.mode).tolist()) - {_LEAF}))
     offsets = jnp.asarray(np.arange(trees, dtype=np.int64)[None, :] * width)
-    used = sorted(set(np.unique(forest.mode).tolist()) - {_LEAF})
-    members = flat(forest.members).astype(X.dtype) if 6 in used else None
+    positions = _descend(
+        X, jnp.asarray(forest.roots), offsets, flat(forest.feature), flat(forest.threshold).astype(X.dtype),
+        flat(forest.mode), flat(forest.missing_true), flat(forest.true_child), flat(forest.false_child),
+        flat(forest.members).astype(X.dtype), depth=forest.depth, used=used,
+    )
+    return positions, offsets
 
+
+# Compiled once per forest shape: an eager call (a model with string labels runs op by op)
+# runs one XLA computation instead of tracing the loop again on every call.
+@functools.partial(jax.jit, static_argnames=("depth", "used"))
+def _descend(X, roots, offsets, feature, threshold, mode, missing_true, true_child, false_child, members, *,
+             depth: int, used: tuple[int, ...]):
     def step(_, position):
         node = offsets + position                        # [rows, trees], flat node indices
         x = jnp.take_along_axis(X, feature[node], axis=1)
@@ -294,8 +303,8 @@ def _leaves(forest: Forest, X):
         following = jnp.where(goes_true, true_child[node], false_child[node])
         return jnp.where(code == _LEAF, position, following)
 
-    start = jnp.broadcast_to(jnp.asarray(forest.roots), (rows, trees))
-    return jax.lax.fori_loop(0, forest.depth, step, start), offsets
+    start = jnp.broadcast_to(roots[None, :], (X.shape[0], roots.shape[0]))
+    return jax.lax.fori_loop(0, depth, step, start)
 
 
 def _leaf_values(forest: Forest, X, dtype):
