@@ -235,3 +235,25 @@ def test_dict_vectorizer_and_cast_map_take_dicts():
             proto = map_model("CastMap", _I, _F, out_type, dict(cast_to=cast_to, map_form=form, max_map=5))
             feed = {"X": {3: 1.5, 0: 2.0}}
             np.testing.assert_array_equal(jaxonnx.load(proto).run(None, feed)[0], _onnxruntime(proto, feed)[0])
+
+
+# onnxruntime 1.32 numbers TreeEnsemble-5's post transforms as its own enum (1 LOGISTIC,
+# 2 SOFTMAX) where the text says 1 SOFTMAX, 2 LOGISTIC: its run gets the swapped number.
+@pytest.mark.parametrize(("aggregate", "post_transform", "onnxruntime_number"), [(0, 2, 1), (2, 0, 0), (3, 1, 2), (1, 3, 3)])
+def test_tree_ensemble_5_membership_missing_values_aggregates(aggregate, post_transform, onnxruntime_number):
+    # Tree 0: feature 0 in {1, 3} (NaN goes true), then feature 1 <= 0.5; tree 1 one leaf.
+    attributes = lambda post: dict(  # noqa: E731
+        n_targets=2, tree_roots=[0, 2], nodes_featureids=[0, 1, 0],
+        nodes_modes=numpy_helper.from_array(np.array([6, 0, 0], np.uint8)),
+        nodes_splits=numpy_helper.from_array(np.array([0.0, 0.5, 0.0], np.float32)),
+        membership_values=numpy_helper.from_array(np.array([1.0, 3.0, np.nan], np.float32)),
+        nodes_missing_value_tracks_true=[1, 0, 0], nodes_truenodeids=[1, 0, 3], nodes_trueleafs=[0, 1, 1],
+        nodes_falsenodeids=[2, 1, 3], nodes_falseleafs=[1, 1, 1], leaf_targetids=[0, 1, 0, 1],
+        leaf_weights=numpy_helper.from_array(np.array([1.0, -2.0, 3.0, 0.5], np.float32)),
+        aggregate_function=aggregate, post_transform=post,
+    )
+    X = np.array([[1.0, 0.0], [3.0, 1.0], [2.0, 0.0], [np.nan, 0.25]], np.float32)
+    ours = jaxonnx.load(_node_model("TreeEnsemble", [("X", _F)], [("Y", _F)], attributes(post_transform), opset=5))
+    expected = _onnxruntime(_node_model("TreeEnsemble", [("X", _F)], [("Y", _F)], attributes(onnxruntime_number), opset=5),
+                            {"X": X})[0]
+    np.testing.assert_allclose(np.asarray(ours(X)[0]), expected, rtol=1e-5, atol=1e-6)
