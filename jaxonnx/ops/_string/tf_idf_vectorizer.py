@@ -187,40 +187,46 @@ def _count(xp, rows, plan: _Plan):
 
     The pool's prefixes form a trie, one sorted table of ``(parent node, token)`` per level;
     each start position walks it one token at a time (a binary search per level), and the
-    node reached at level ``n`` names the n-gram found there. Each skip walks it once: a
-    Python loop in numpy, one ``lax.scan`` step in JAX (one compiled walk for all skips).
+    node reached at level ``n`` names the n-gram found there. The first step does not
+    depend on the skip, so it is taken once; 1-grams count there. Each skip then walks the
+    deeper levels: a Python loop in numpy, one ``lax.scan`` step in JAX (one compiled walk).
     """
     batch, length = rows.shape
     if not plan.leaves or length == 0:
         return xp.zeros((batch, len(plan.leaves)), np.int32)
     levels = [(np.array(parents, np.int32), np.array(tokens, rows.dtype)) for parents, tokens in plan.levels]
+    first_parents, first_tokens = levels[0]
+    first, alive = _lookup(xp, first_parents, first_tokens, xp.zeros((batch, length), np.int32), rows)
+    unigrams = _histogram(xp, first, alive & (plan.min_gram_length == 1), len(first_parents))
     skips = range(plan.max_skip_count + 1)
-    if xp is np:
-        per_level = [sum(found) for found in zip(*(_walk(np, rows, levels, skip, plan) for skip in skips))]
+    if len(levels) == 1:
+        deeper = []
+    elif xp is np:
+        deeper = [sum(found) for found in zip(*(_walk(np, rows, levels, first, alive, skip, plan) for skip in skips))]
     else:
         def step(totals, skip):
-            return [total + found for total, found in zip(totals, _walk(jnp, rows, levels, skip, plan))], None
+            found = _walk(jnp, rows, levels, first, alive, skip, plan)
+            return [total + f for total, f in zip(totals, found)], None
 
-        zeros = [jnp.zeros((batch, len(parents)), np.int32) for parents, _ in levels]
-        per_level, _ = jax.lax.scan(step, zeros, np.arange(len(skips), dtype=np.int32))
-    return xp.stack([per_level[n - 1][:, leaf] for n, leaf in zip(plan.lengths, plan.leaves)], axis=1)
+        zeros = [jnp.zeros((batch, len(parents)), np.int32) for parents, _ in levels[1:]]
+        deeper, _ = jax.lax.scan(step, zeros, np.arange(len(skips), dtype=np.int32))
+    offsets = np.cumsum([0] + [len(parents) for parents, _ in levels])
+    leaves = np.array([offsets[n - 1] + leaf for n, leaf in zip(plan.lengths, plan.leaves)], np.int64)
+    return xp.concatenate([unigrams, *deeper], axis=1)[:, leaves]  # one gather, whatever the pool's size
 
 
-def _walk(xp, rows, levels, skip, plan: _Plan):
-    """Per trie level, ``[B, nodes]``: the n-grams with ``skip`` skips found in each row."""
-    batch, length = rows.shape
-    # 1-grams count once, with no skip.
-    shortest = xp.maximum(plan.min_gram_length, xp.where(skip == 0, 1, 2))
+def _walk(xp, rows, levels, node, alive, skip, plan: _Plan):
+    """Per trie level from the second, ``[B, nodes]``: the n-grams with ``skip`` skips found
+    in each row, from the first step's ``node`` and ``alive``."""
+    length = rows.shape[1]
     starts = np.arange(length, dtype=np.int32)
-    node = xp.zeros((batch, length), np.int32)
-    alive = np.ones((batch, length), bool)
     found_per_level = []
-    for level, (parents, tokens) in enumerate(levels):
+    for level, (parents, tokens) in enumerate(levels[1:], start=1):
         positions = starts + level * (skip + 1)
         token = rows[:, xp.minimum(positions, length - 1)]
         node, found = _lookup(xp, parents, tokens, node, token)
         alive = alive & (positions < length)[None, :] & found
-        found_per_level.append(_histogram(xp, node, alive & (level + 1 >= shortest), len(parents)))
+        found_per_level.append(_histogram(xp, node, alive & (level + 1 >= plan.min_gram_length), len(parents)))
     return found_per_level
 
 
