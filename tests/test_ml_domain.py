@@ -257,3 +257,27 @@ def test_tree_ensemble_5_membership_missing_values_aggregates(aggregate, post_tr
     expected = _onnxruntime(_node_model("TreeEnsemble", [("X", _F)], [("Y", _F)], attributes(onnxruntime_number), opset=5),
                             {"X": X})[0]
     np.testing.assert_allclose(np.asarray(ours(X)[0]), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_zipmap_with_integer_labels_runs_under_jit_as_dicts_of_arrays():
+    proto = _node_model("ZipMap", [("X", _F)], [], dict(classlabels_int64s=[7, 3]), opset=1)
+    proto.graph.output.append(helper.make_value_info("Z", helper.make_sequence_type_proto(
+        helper.make_map_type_proto(_I, helper.make_tensor_type_proto(_F, None)))))
+    proto.graph.node[0].output.append("Z")
+    model = jaxonnx.load(proto)
+    X = np.array([[0.25, 0.75], [1.0, 0.0]], np.float32)
+    (eager,) = model(X)
+    assert eager == [{7: 0.25, 3: 0.75}, {7: 1.0, 3: 0.0}] and all(type(v) is float for row in eager for v in row.values())
+    (jitted,) = jax.jit(model)(X)
+    assert [{k: float(v) for k, v in row.items()} for row in jitted] == eager
+
+
+def test_one_hot_encoder_without_zeros_refuses_an_unknown_category():
+    proto = _node_model("OneHotEncoder", [("X", _S)], [("Y", _F)], dict(cats_strings=["a", "b"], zeros=0), opset=1)
+    with pytest.raises(jaxonnx.JaxOnnxError, match="none of its categories"):
+        jaxonnx.load(proto).run(None, {"X": np.array(["a", "z"], dtype=object)})
+    # Numbers compile, where values cannot raise: the row of an unknown entry is NaN.
+    proto = _node_model("OneHotEncoder", [("X", _I)], [("Y", _F)], dict(cats_int64s=[1, 2], zeros=0), opset=1)
+    for model in (jaxonnx.load(proto), jax.jit(jaxonnx.load(proto))):
+        (encoded,) = model(np.array([1, 5], np.int64))
+        np.testing.assert_array_equal(np.asarray(encoded), [[1.0, 0.0], [np.nan, np.nan]])

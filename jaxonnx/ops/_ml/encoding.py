@@ -166,9 +166,11 @@ def one_hot_encoder(X, *, cats_int64s=None, cats_strings=None, zeros=1):
     """Implements ONNX OneHotEncoder (ai.onnx.ml): each entry of ``X`` as a float32 one-hot row
     over the categories.
 
-    With ``zeros=0`` an entry that is no category is an error; under ``jax.jit``, where
-    values cannot raise, its row is NaN instead. Numeric categories match numeric entries
-    exactly (1.5 is not category 1). String categories run eagerly.
+    With ``zeros=0`` an entry that is no category is an error for strings; numbers compile
+    (under ``jax.jit``, and a model's eager call compiles its graph too), where values
+    cannot raise, so its row is NaN instead. Numeric categories match numeric entries
+    exactly (1.5 is not category 1; onnxruntime truncates it to 1). String categories run
+    eagerly.
 
     Args:
         X: a string, integer or float array.
@@ -201,11 +203,12 @@ def one_hot_encoder(X, *, cats_int64s=None, cats_strings=None, zeros=1):
     if zeros:
         return encoded
     unknown = encoded.sum(axis=-1) == 0
-    if isinstance(encoded, np.ndarray) or not is_traced(encoded):
-        if np.asarray(unknown).any():
-            first = np.asarray(X if not is_string_array(X) else X).reshape(-1)[np.flatnonzero(np.asarray(unknown))[0]]
+    if isinstance(encoded, np.ndarray):  # strings, always concrete
+        if unknown.any():
+            first = X.reshape(-1)[np.flatnonzero(unknown)[0]]
             raise OnnxValidationError(f"got the entry {first!r}, which is none of its categories, with `zeros`=0.")
         return encoded
+    # Numbers compile (a model's eager call too), where values cannot raise: a NaN row.
     return jnp.where(unknown[..., None], jnp.full_like(encoded, jnp.nan), encoded)
 
 

@@ -55,15 +55,15 @@ def _vocabulary(int64_vocabulary, string_vocabulary) -> list:
 
 
 def _value_dtype(values):
-    """The tensor type of a map's values: their numpy type, else int64 for ints, str for
-    strings, float32 for Python floats (map(string, float), what converters write)."""
-    kinds = {np.asarray(v).dtype for v in values}
-    if any(k.kind in "OUS" for k in kinds):
+    """The tensor type of a map's values: the type of numpy or JAX values, else str for
+    strings, float32 for Python floats (map(string, float), what converters write) and
+    int64 for Python ints."""
+    if any(isinstance(v, (str, bytes)) for v in values):
         return object
-    if any(isinstance(v, (float, np.floating)) or getattr(v, "dtype", np.dtype(int)).kind == "f" for v in values):
-        typed = [np.asarray(v).dtype for v in values if isinstance(v, (np.floating, np.ndarray, jax.Array))]
-        return typed[0] if typed else np.float32
-    return np.int64
+    typed = [v.dtype for v in values if isinstance(v, (np.generic, np.ndarray, jax.Array))]
+    if typed:
+        return np.result_type(*typed)
+    return np.float32 if any(isinstance(v, float) for v in values) else np.int64
 
 
 @register("DictVectorizer", 1, domain=ML, folds=False)
@@ -111,7 +111,8 @@ def cast_map(X, *, cast_to="TO_FLOAT", map_form="DENSE", max_map=1):
 
     DENSE gives the values in ascending key order; SPARSE gives ``max_map`` columns, the
     value of key ``k`` in column ``k`` and 0 (``"0"`` for strings) where there is no key.
-    Strings cast to float as Python's ``float`` reads them.
+    Strings cast to float as Python's ``float`` reads them; floats cast to strings with six
+    decimals, as onnxruntime writes them.
 
     Args:
         X: a dict from int to str or float.
@@ -154,7 +155,8 @@ def cast_map(X, *, cast_to="TO_FLOAT", map_form="DENSE", max_map=1):
 
 
 def _float_text(value) -> str:
-    return repr(float(value))
+    # The text does not say how; onnxruntime writes C++'s std::to_string, six decimals.
+    return f"{float(value):f}"
 
 
 __all__ = ["cast_map", "dict_vectorizer", "zip_map"]
