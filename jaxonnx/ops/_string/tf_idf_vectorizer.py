@@ -74,7 +74,7 @@ def tf_idf_vectorizer(
         raise OnnxValidationError(f"needs one of `weights` per n-gram of the pool ({pool_size}), got {len(weights)}.")
     if X.ndim > 2:
         raise OnnxValidationError(f"takes `X` of shape [C] or [B, C], got shape {tuple(X.shape)}.")
-    rows = X.reshape(-1, X.shape[-1] if X.ndim else 1)
+    rows = X.reshape(X.shape if X.ndim == 2 else (1, X.size))
     if is_string_array(X):
         rows, ngrams = _as_token_ids(as_str_array(rows), ngrams)
     else:
@@ -83,7 +83,7 @@ def tf_idf_vectorizer(
     plan = _Plan(
         levels, leaves, tuple(n for n, _, _ in ngrams), min_gram_length, max_skip_count, mode,
         tuple(weights[i] for _, _, i in ngrams), tuple(int(ngram_indexes[i]) for _, _, i in ngrams),
-        max(ngram_indexes) + 1,
+        max(ngram_indexes, default=-1) + 1,
     )
     Y = _vectorize(np, rows, plan) if namespace(rows) is np else _vectorize_jax(rows, plan)
     return Y if X.ndim == 2 else Y.reshape(plan.size)
