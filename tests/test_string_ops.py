@@ -19,9 +19,6 @@ from onnx.reference import ReferenceEvaluator
 import jaxonnx
 from jaxonnx import OnnxTypeError, OnnxValidationError, StaticValueError, UnsupportedOpError
 
-PIL_Image = pytest.importorskip("PIL.Image")
-
-
 def _model(op_type, input_types, output_types, opset=21, **attributes):
     inputs = [f"x{i}" for i in range(len(input_types))]
     outputs = [f"y{i}" for i in range(len(output_types))]
@@ -243,11 +240,13 @@ def _encoded(image, format, **options):
 
 
 def _photo():
+    from PIL import Image  # the `test` extra installs Pillow; only these tests need it
+
     # Smooth colours with an edge, 4:2:0 JPEG chroma subsampling in play.
     y, x = np.mgrid[0:19, 0:26]
     pixels = np.stack([x * 9, y * 13, (x * y) % 256], axis=2).astype(np.uint8)
     pixels[5:9, 3:20] = [250, 10, 40]
-    return PIL_Image.fromarray(pixels, "RGB")
+    return Image.fromarray(pixels, "RGB")
 
 
 @pytest.mark.parametrize("format, options", [("PNG", {}), ("JPEG", {"quality": 80}), ("PNG", {"mode": "RGBA"})],
