@@ -207,10 +207,10 @@ def forest_of_tree_ensemble_5(*, tree_roots, featureids, splits, modes, truenode
     for root in np.asarray(tree_roots, np.int64).tolist():
         if not 0 <= root < count:
             raise OnnxValidationError(f"got the tree root {root} for {count} nodes (`tree_roots`).")
+        # A tree that is one leaf: a root whose two children are that same leaf.
         single_leaf = trueleafs[root] and falseleafs[root] and truenodeids[root] == falsenodeids[root]
-        entries: list[tuple] = []  # ("node", index) or ("leaf", index)
         stack = [("leaf", truenodeids[root]) if single_leaf else ("node", root)]
-        slots: dict[tuple, int] = {}
+        slots: dict[tuple, int] = {}  # ("node" or "leaf", index) -> position in the tree
         order: list[tuple] = []
         while stack:
             entry = stack.pop()
@@ -229,8 +229,7 @@ def forest_of_tree_ensemble_5(*, tree_roots, featureids, splits, modes, truenode
                             f"has a branch to {'leaf' if leaf else 'node'} {child}, out of range for {bound}."
                         )
                     stack.append(("leaf" if leaf else "node", child))
-        entries = order
-        trees.append((entries, slots))
+        trees.append((order, slots))
     width = max(len(entries) for entries, _ in trees)
     widest_set = max((len(v) for v in member_lists.values()), default=0)
     shape = (len(trees), width)
