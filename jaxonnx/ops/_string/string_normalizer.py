@@ -14,6 +14,7 @@ _ACTIONS = ("LOWER", "UPPER", "NONE")
 #: Locales whose case mapping differs from Unicode's default one character at a time:
 #: Turkish and Azerbaijani pair dotted and dotless i (i <-> İ, ı <-> I).
 _DOTTED_I_LANGUAGES = ("tr", "az")
+_DOTTED_I = frozenset("iIİı")
 
 
 @register("StringNormalizer", 10)
@@ -66,6 +67,11 @@ def string_normalizer(X, *, case_change_action="NONE", is_case_sensitive=0, loca
 
 
 def _change_case(word: str, *, upper: bool, dotted_i: bool) -> str:
+    changed = word.upper() if upper else word.lower()
+    # Python's full mapping is the simple one wherever every character maps to one (no
+    # character maps to none), except for the final sigma, which looks at its neighbours.
+    if len(changed) == len(word) and (upper or "Σ" not in word) and not (dotted_i and _DOTTED_I & set(word)):
+        return changed
     return "".join(_simple_case(character, upper, dotted_i) for character in word)
 
 
@@ -73,7 +79,7 @@ def _change_case(word: str, *, upper: bool, dotted_i: bool) -> str:
 def _simple_case(character: str, upper: bool, dotted_i: bool) -> str:
     """One character's simple case mapping (UnicodeData.txt), which Python's full mapping
     (``str.upper``) contains wherever that gives one character."""
-    if dotted_i and character in "iIİı":
+    if dotted_i and character in _DOTTED_I:
         return {"i": "İ", "ı": "I"}.get(character, character) if upper else {"I": "ı", "İ": "i"}.get(character, character)
     full = character.upper() if upper else character.lower()
     if len(full) == 1:
