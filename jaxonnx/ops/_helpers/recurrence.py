@@ -129,8 +129,7 @@ def scan_direction(projection, lengths, state, cell, *, reverse: bool):
     steps, batch = projection.shape[0], projection.shape[1]
     time = jnp.arange(steps, dtype=jnp.int32)
     if lengths is None:
-        order = jnp.flip(time) if reverse else time
-        projection = projection[order]
+        projection = jnp.flip(projection, 0) if reverse else projection
         valid = None
     else:
         lengths = jnp.asarray(lengths).astype(jnp.int32)
