@@ -16,8 +16,9 @@ import numpy as np
 
 from jaxonnx._errors import OnnxValidationError
 
-#: Steps per scan iteration. Unrolling 4, 8 or 16 steps measured no faster on XLA:CPU (LSTM,
-#: hidden 128, 512 steps: 2.8-3.1 ms each, benchmarks/recurrent.py), so the loop stays plain.
+#: Steps per scan iteration. Unrolling 2 to 16 steps measured no faster on XLA:CPU (LSTM,
+#: hidden 128, 512 steps, benchmarks/recurrent.py: each step's kernels stay as many), so the
+#: loop stays plain.
 UNROLL = 1
 
 #: name -> (function of (x, alpha, beta), default alpha, default beta), as the ONNX text lists them.
