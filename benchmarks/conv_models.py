@@ -7,7 +7,7 @@
 Models: the committed dynamic-batch fixtures of ``tests/fixtures/models`` and, when torch and
 torchvision are installed, torchvision's MobileNetV3-large, ResNet-18 and EfficientNet-B0 at
 224x224 and a PaddleOCR-like text detector (a MobileNetV3-large backbone and a small FPN
-head at 320x320), exported once with random weights into a cache folder (nothing is
+head at 320x320), exported once with random weights into a temporary folder (nothing is
 downloaded). At batch 1 and 8 every model runs three ways in one process, alternating in
 blocks: jaxonnx as it is (on CPU, convolutions through ``ops/_helpers/conv_cpu.py``),
 jaxonnx with XLA's own convolution (what it did before), and a default onnxruntime CPU
@@ -24,13 +24,14 @@ import argparse
 import os
 import platform
 import sys
+import tempfile
 import time
 
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.join(HERE, "..", "tests", "fixtures", "models")
-CACHE = os.path.join(HERE, ".conv_models_cache")
+CACHE = os.path.join(tempfile.gettempdir(), "jaxonnx_conv_models")
 FIXTURE_MODELS = ("mobilenet_v3_small", "resnet", "cnn", "vit", "gpt2", "mlp")
 TORCH_MODELS = ("mobilenet_v3_large", "resnet18", "efficientnet_b0", "ocr_detector")
 BATCHES = (1, 8)
