@@ -71,7 +71,7 @@ def cpu_convolve(x, w, *, strides, padding, dilations, group):
         return xla_convolve(x, w, strides=strides, padding=padding, dilations=dilations, group=group)
     sizes = [(d + lo + hi - (k - 1) * r - 1) // s + 1 for d, (lo, hi), k, s, r in zip(spatial, padding, kernel, strides, dilations)]
     dtype = x.dtype
-    if jnp.finfo(dtype).bits < 32:
+    if jnp.issubdtype(dtype, jnp.floating) and jnp.finfo(dtype).bits < 32:
         x, w = x.astype(jnp.float32), w.astype(jnp.float32)
     # Taps whose every window position falls in the zero padding add nothing: leave them
     # out (a 5x5 depthwise kernel on a 1x1 map keeps 1 tap of 25) and pad only what the
