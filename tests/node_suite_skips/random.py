@@ -1,4 +1,8 @@
-"""Random ops (Bernoulli and the ops whose function bodies draw): cases that cannot pass."""
+"""Random ops (RandomNormal, RandomUniform, their Like forms, Multinomial, Bernoulli): cases that cannot pass.
+
+onnx 1.23 has node cases only for Bernoulli (and its expanded function body, which draws with
+RandomUniformLike); every one compares with a draw of numpy's generator.
+"""
 
 _RANDOM_DRAWS = (
     "the expected output is one draw of numpy's random generator; the operator only specifies the "
