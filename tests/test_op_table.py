@@ -79,6 +79,8 @@ def _fed(x, feed: str):
     """An example input as numpy or JAX; a sequence stays a list (of numpy or JAX arrays)."""
     if x is None or feed == "numpy":
         return x
+    if isinstance(x, dict) or (isinstance(x, np.ndarray) and x.dtype.kind in "OUS"):
+        return x  # a map or a string tensor: JAX holds neither, those ops run eagerly on them
     return [jnp.asarray(v) for v in x] if isinstance(x, list) else jnp.asarray(x)
 
 
