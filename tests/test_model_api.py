@@ -133,6 +133,31 @@ def test_mixed_precision_params_are_cast_at_the_boundary():
     assert ml_dtypes.bfloat16 == jnp.bfloat16
 
 
+def test_a_one_element_weight_read_by_a_layer_is_a_param_and_a_scalar_constant_is_not():
+    # Linear(8, 1) exports a bias of one element (Gemm's C, or an Add after MatMul): a weight
+    # torch trains. A GELU's 0.5 or a Pow exponent read by Mul/Pow is the exporter's constant.
+    inits = [numpy_helper.from_array(np.ones((1, 8), np.float32), "head.weight"),
+             numpy_helper.from_array(np.array([0.3], np.float32), "head.bias"),
+             numpy_helper.from_array(np.ones((8, 1), np.float32), "proj.weight"),
+             numpy_helper.from_array(np.array([0.1], np.float32), "proj.bias"),
+             numpy_helper.from_array(np.array([0.5], np.float32), "half"),
+             numpy_helper.from_array(np.array(3.0, np.float32), "three")]
+    nodes = [helper.make_node("Gemm", ["x", "head.weight", "head.bias"], ["g"], transB=1),
+             helper.make_node("MatMul", ["x", "proj.weight"], ["m"]),
+             helper.make_node("Identity", ["proj.bias"], ["bias_copy"]),
+             helper.make_node("Add", ["m", "bias_copy"], ["a"]),
+             helper.make_node("Mul", ["a", "half"], ["h"]),
+             helper.make_node("Pow", ["h", "three"], ["c"]),
+             helper.make_node("Add", ["g", "c"], ["y"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", T.FLOAT, ["batch", 8])],
+                              [helper.make_tensor_value_info("y", T.FLOAT, ["batch", 1])], inits)
+    model = jaxonnx.load(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
+    assert set(model.params) == {"head.weight", "head.bias", "proj.weight", "proj.bias"}
+    assert set(model.all_params) == set(model.params) | {"half", "three"}
+    grads = jax.grad(lambda p: model.apply(p, np.ones((2, 8), np.float32))[0].sum())(model.params)
+    assert float(grads["head.bias"][0]) == 2.0
+
+
 def test_constant_node_weights_are_params_and_shape_deciding_ones_are_not():
     rng = np.random.default_rng(1)
     w = rng.standard_normal((4, 3)).astype(np.float32)

@@ -205,6 +205,84 @@ class Indexing(nn.Module):
         return sliced, gated, masked_sum
 
 
+class Recurrent(nn.Module):
+    """``nn.LSTM`` / ``nn.GRU`` / ``nn.RNN`` with 2 layers, bidirectional and ``batch_first``, then
+    a Linear head: the head's output sequence and the final hidden states, batch first."""
+
+    def __init__(self, kind: str):
+        super().__init__()
+        layer = {"lstm": nn.LSTM, "gru": nn.GRU, "rnn": nn.RNN}[kind]
+        self.rnn = layer(input_size=8, hidden_size=6, num_layers=2, bidirectional=True, batch_first=True)
+        self.head = nn.Linear(12, 3)
+
+    def forward(self, x):
+        sequence, hidden = self.rnn(x)
+        if isinstance(hidden, tuple):  # the LSTM's (h, c)
+            hidden = hidden[0]
+        return self.head(sequence), hidden.transpose(0, 1)
+
+
+class VoiceActivity(nn.Module):
+    """The structure of a voice-activity detector: the sample rate (an input) picks a front end
+    with ``If`` (a nested ``If`` on the chunk length inside one branch), an LSTM runs over the
+    frames, and a sigmoid head gives one probability per chunk. Both front ends give 8 frames
+    of 8 features, so a traced sample rate runs both branches under ``lax.cond``."""
+
+    def __init__(self):
+        super().__init__()
+        self.front16k = nn.Conv1d(1, 8, kernel_size=8, stride=8)
+        self.front8k = nn.Conv1d(1, 8, kernel_size=4, stride=4)
+        self.lstm = nn.LSTM(8, 8, batch_first=True)
+        self.head = nn.Linear(8, 1)
+
+    def forward(self, x, sr):
+        if bool(sr == 16000):
+            if x.size(1) >= 64:
+                frames = self.front16k(x[:, :64].unsqueeze(1))
+            else:
+                frames = self.front8k(x[:, :32].unsqueeze(1))
+        else:
+            frames = self.front8k(x[:, ::2].unsqueeze(1))
+        sequence, _ = self.lstm(torch.relu(frames).transpose(1, 2))
+        return torch.sigmoid(self.head(sequence[:, -1]))
+
+
+class LoopedCell(nn.Module):
+    """A Python loop over the sequence, scripted (the TorchScript exporter writes ``Loop``): a
+    hand-written RNN cell whose steps are appended to a list (sequence ops inside the loop)."""
+
+    def __init__(self):
+        super().__init__()
+        self.cell = nn.Linear(8 + 6, 6)
+
+    def forward(self, x):
+        h = torch.zeros(x.size(0), 6)
+        steps: list[torch.Tensor] = []
+        for t in range(x.size(1)):
+            h = torch.tanh(self.cell(torch.cat([x[:, t], h], 1)))
+            steps.append(h)
+        return torch.stack(steps, 1), h
+
+
+class Branching(nn.Module):
+    """``torch.cond`` on a data-dependent predicate (the dynamo exporter writes ``If`` whose
+    branches call the model's local functions); the condition is traced under jax.jit."""
+
+    def __init__(self):
+        super().__init__()
+        self.positive = nn.Linear(8, 4)
+        self.negative = nn.Linear(8, 4)
+
+    def forward(self, x):
+        def when_positive(x):
+            return torch.relu(self.positive(x))
+
+        def when_negative(x):
+            return torch.sigmoid(self.negative(x))
+
+        return torch.cond(x.sum() > 0, when_positive, when_negative, (x,))
+
+
 def randomize_norms(module: nn.Module) -> nn.Module:
     """Random affine parameters for every normalization layer, whose default (scale 1, shift 0)
     would hide a swapped or ignored argument."""
@@ -259,6 +337,10 @@ def _token_types(rng, dims):
     return types_
 
 
+def _sample_rate(rng, dims):
+    return np.array(16000, np.int64)
+
+
 def _gather_index(rng, dims):
     return rng.integers(0, 8, (dims["batch"], 3, 6), dtype=np.int64)
 
@@ -269,6 +351,11 @@ class ModelSpec:
     build: Callable[[], nn.Module]
     inputs: dict[str, tuple[Callable, tuple[str | int, ...]]]  # name -> (maker, dims by name or size)
     outputs: tuple[str, ...]
+    #: Scripted modules export only through TorchScript, torch.cond only through dynamo.
+    exporters: tuple[str, ...] = ("dynamo", "torchscript")
+    #: Export ``torch.jit.script(module)``, so that Python control flow becomes If / Loop (torch's
+    #: references run the module itself).
+    script: bool = False
 
 
 SPECS = [
@@ -299,6 +386,21 @@ SPECS = [
         {"x": (_float(("batch", 8, 6)), ("batch", 8, 6)), "index": (_gather_index, ("batch", 3, 6))},
         ("sliced", "gated", "masked_sum"),
     ),
+    *(
+        ModelSpec(kind, build, {"x": (_float(("batch", "sequence", 8)), ("batch", "sequence", 8))}, ("output", "hidden"))
+        for kind, build in (("lstm", lambda: Recurrent("lstm")), ("gru", lambda: Recurrent("gru")),
+                            ("rnn", lambda: Recurrent("rnn")))
+    ),
+    ModelSpec(
+        "voice_activity", VoiceActivity,
+        {"x": (_float(("batch", 64)), ("batch", 64)), "sr": (_sample_rate, ())}, ("probability",),
+        exporters=("torchscript",), script=True,
+    ),
+    ModelSpec(
+        "looped_cell", LoopedCell, {"x": (_float(("batch", "sequence", 8)), ("batch", "sequence", 8))},
+        ("steps", "last"), exporters=("torchscript",), script=True,
+    ),
+    ModelSpec("branching", Branching, {"x": (_float(("batch", 8)), ("batch", 8))}, ("y",), exporters=("dynamo",)),
 ]
 
 
@@ -322,10 +424,12 @@ def export_torchscript(module, args, spec: ModelSpec, dynamic: bool) -> onnx.Mod
         # The outputs' leading axes follow the batch; a reduced output (masked_sum) has none.
         for name in spec.outputs:
             dynamic_axes[name] = {0: "batch"} if name != "masked_sum" else {}
-        if spec.name in ("gpt2", "bert"):
+        if any("sequence" in dims for _, dims in spec.inputs.values()):
             dynamic_axes[spec.outputs[0]] = {0: "batch", 1: "sequence"}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        if spec.script:
+            module = torch.jit.script(module)
         torch.onnx.export(
             module, args, buffer, dynamo=False, input_names=list(spec.inputs), output_names=list(spec.outputs),
             dynamic_axes=dynamic_axes,
@@ -498,7 +602,7 @@ def directional_check(session, inputs, output_names, cotangents, name, value, gr
 def export_fixture(spec: ModelSpec, exporter: str, dynamic: bool, out_dir: str) -> dict:
     name = f"{spec.name}_{exporter}_{'dynamic' if dynamic else 'static'}"
     entry = {
-        "name": name, "model": spec.name, "module": spec.build.__name__ if callable(spec.build) else str(spec.build),
+        "name": name, "model": spec.name, "module": spec.build.__name__ if spec.build.__name__ != "<lambda>" else spec.name, "scripted": spec.script,
         "exporter": {"dynamo": "torch.onnx.export(dynamo=True)", "torchscript": "torch.onnx.export(dynamo=False)"}[exporter],
         "exporter_key": exporter, "dynamic": dynamic, "torch": torch.__version__, "seed": SEED,
     }
@@ -532,6 +636,11 @@ def export_fixture(spec: ModelSpec, exporter: str, dynamic: bool, out_dir: str) 
     entry["graph_inputs"] = {i.name: dims_of(i) for i in proto.graph.input if i.name in graph_inputs}
     entry["graph_outputs"] = {o.name: dims_of(o) for o in proto.graph.output}
     entry["dynamic_axes"] = dynamic_axes_of(spec) if dynamic else {}
+    fixed = [f"{n}[{axis}]" for n, axes in entry["dynamic_axes"].items() for axis in axes
+             if not isinstance(entry["graph_inputs"][n][axis], str)]
+    if fixed:  # the exporter specialized a dim asked to be dynamic: recorded, not a dynamic fixture
+        entry["export_error"] = f"the exporter fixed the dynamic dims {', '.join(fixed)} to the example's sizes"
+        return entry
     entry["op_histogram"] = op_histogram(proto)
     entry["node_count"] = sum(entry["op_histogram"].values())
 
@@ -690,7 +799,7 @@ def main(argv=None) -> None:
     for spec in SPECS:
         if args.only and spec.name not in args.only:
             continue
-        for exporter in ("dynamo", "torchscript"):
+        for exporter in spec.exporters:
             for dynamic in (False, True):
                 entry = export_fixture(spec, exporter, dynamic, out_dir)
                 manifest["fixtures"][entry["name"]] = entry

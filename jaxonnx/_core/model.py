@@ -249,13 +249,15 @@ class Model:
 
         The rule, the same for every exporter: a float tensor of the graph is a param when
         it is an initializer or the value of a ``Constant`` node (paddle2onnx stores weights
-        that way; named by the node's output), it has more than one element, and it does
-        not decide a shape. So these are left out:
+        that way; named by the node's output), it has more than one element or is read as a
+        layer's weight, and it does not decide a shape. So these are left out:
 
         - integer and bool tensors (indices, Slice bounds, conditions);
-        - one-element tensors: the exporter's constants (a GELU's ``0.5`` and ``0.044715``,
-          a Pow exponent ``3.0``, an attention scale, an epsilon), but also a bias of a single
-          output unit;
+        - one-element tensors, the exporter's constants (a GELU's ``0.5`` and ``0.044715``,
+          a Pow exponent ``3.0``, an attention scale, an epsilon), unless a layer reads it as
+          its weight (a Gemm/Conv/MatMul weight or bias, a normalization's scale or bias, a
+          recurrence's weights, a bias added to a MatMul's output): the bias of a single
+          output unit is a param;
         - tensors whose value decides a shape (a Resize's ``scales``), which must stay
           known at trace time; passing one traced to :meth:`apply` is an error.
 
@@ -282,9 +284,10 @@ class Model:
                 if np.issubdtype(array.dtype, np.inexact):
                     self._weights[node.outputs[0]] = array
         self._shape_deciding = _shape_deciding(self.graph)
+        weight_slots = _read_as_weights(self.graph)
         self._trainable = [
             name for name, value in self._weights.items()
-            if value.size > 1 and name not in self._shape_deciding
+            if (value.size > 1 or (value.ndim and name in weight_slots)) and name not in self._shape_deciding
         ]
 
     def __call__(self, *inputs, rng=None, **named_inputs) -> tuple:
@@ -637,6 +640,45 @@ def _unsupported(graph: onnx.GraphProto, env: Environment) -> list[str]:
     preparing the graph that reads no tensor data."""
     Graph.prepare(graph, env, read_initializers=False)
     return env.problems
+
+
+# The inputs that hold a layer's learned weights (by position): a one-element tensor read
+# there (the bias of a single output unit, a one-channel normalization's scale) is a param,
+# while one-element tensors elsewhere are the exporter's constants (0.5, a Pow exponent).
+_WEIGHT_INPUTS = {
+    "Gemm": (1, 2), "MatMul": (1,), "Conv": (1, 2), "ConvTranspose": (1, 2), "PRelu": (1,),
+    "BatchNormalization": (1, 2), "InstanceNormalization": (1, 2), "LayerNormalization": (1, 2),
+    "GroupNormalization": (1, 2), "RMSNormalization": (1,), "LSTM": (1, 2, 3), "GRU": (1, 2, 3), "RNN": (1, 2, 3),
+}
+# Ops whose output a bias is added to (``x @ W + b`` as MatMul then Add).
+_LINEAR_OPS = {"MatMul", "Gemm", "Conv", "ConvTranspose"}
+
+
+def _read_as_weights(graph) -> set[str]:
+    """The names read in a layer's weight inputs (through Identity nodes), and the operand
+    added to a linear op's output: where a one-element tensor is a learned weight."""
+    produced_by = {out: node for node in graph.nodes for out in node.outputs}
+    sources = {}  # an Identity's output -> the name it copies
+    for node in graph.nodes:
+        if getattr(node.op, "op_type", None) == "Identity" and node.inputs:
+            sources[node.outputs[0]] = node.inputs[0]
+
+    def origin(name):
+        while name in sources:
+            name = sources[name]
+        return name
+
+    names = set()
+    for node in graph.nodes:
+        op_type = getattr(node.op, "op_type", None)
+        for index in _WEIGHT_INPUTS.get(op_type, ()):
+            if index < len(node.inputs) and node.inputs[index]:
+                names.add(origin(node.inputs[index]))
+        if op_type == "Add" and len(node.inputs) == 2:
+            for mine, other in (node.inputs, node.inputs[::-1]):
+                if getattr(getattr(produced_by.get(other), "op", None), "op_type", None) in _LINEAR_OPS:
+                    names.add(origin(mine))
+    return names
 
 
 def unsupported_nodes(model: onnx.ModelProto, *, registry: Registry | None = None) -> list[str]:
