@@ -180,7 +180,7 @@ def test_check_an_unsupported_model(tmp_path, capsys):
         [
             helper.make_node("Flatten", ["x"], ["f"], name="flat"),
             helper.make_node("Shrink", ["f"], ["s"], name="shrink"),
-            helper.make_node("ImageDecoder", ["s"], ["y"], name="decode"),
+            helper.make_node("Frobnicate", ["s"], ["y"], name="decode"),
         ],
         [vi("x", TensorProto.FLOAT, [2, 3])],
         [vi("y", TensorProto.FLOAT, [2, 3])],
@@ -192,8 +192,8 @@ def test_check_an_unsupported_model(tmp_path, capsys):
     shrink_registered = "Shrink" in jaxonnx.supported_ops()
     assert re.search(r"shrink\s+Shrink\s+Shrink-9" + ("\\s+supported$" if shrink_registered else
                      " \\(body\\)\\s+supported \\(onnx's function body\\)"), out, flags=re.MULTILINE)
-    assert re.search(r"decode\s+ImageDecoder\s+-\s+NOT supported: jaxonnx does not implement this op", out)
-    assert out.splitlines()[2] == "NOT supported: 1 of 3 nodes; ImageDecoder (1 node)"
+    assert re.search(r"decode\s+Frobnicate\s+-\s+NOT supported: jaxonnx does not implement this op", out)
+    assert out.splitlines()[2] == "NOT supported: 1 of 3 nodes; Frobnicate (1 node)"
     supported = ", ".join(jaxonnx.supported_ops())
     tail = out[out.index("jaxonnx supports: "):]
     assert " ".join(tail.split()) == f"jaxonnx supports: {supported}" and out.count("Compress") == 1
@@ -282,10 +282,10 @@ def test_check_names_unnamed_nodes_like_the_interpreter_and_counts_unsupported_o
     path = _save(
         tmp_path,
         [
-            helper.make_node("ImageDecoder", ["x"], ["a"]),
+            helper.make_node("Frobnicate", ["x"], ["a"]),
             helper.make_node("Flatten", ["a"], ["f"]),
-            helper.make_node("ImageDecoder", ["f"], ["b"]),
-            helper.make_node("StringSplit", ["b"], ["y"], name="dense"),
+            helper.make_node("Frobnicate", ["f"], ["b"]),
+            helper.make_node("Defrobnicate", ["b"], ["y"], name="dense"),
         ],
         [vi("x", TensorProto.FLOAT, [2, 2])],
         [vi("y", TensorProto.FLOAT, [2, 2])],
@@ -293,11 +293,11 @@ def test_check_names_unnamed_nodes_like_the_interpreter_and_counts_unsupported_o
     assert main(["check", path]) == 1
     out = capsys.readouterr().out
     assert re.search(r"^  Flatten_1\s+Flatten\s+Flatten-21\s+supported$", out, flags=re.MULTILINE)
-    assert re.search(r"^  ImageDecoder_0\s+ImageDecoder\s+-\s+NOT supported", out, flags=re.MULTILINE)
-    assert re.search(r"^  dense\s+StringSplit\s+-\s+NOT supported", out, flags=re.MULTILINE)
-    assert "NOT supported: 3 of 4 nodes; ImageDecoder (2 nodes), StringSplit (1 node)\n" in out
+    assert re.search(r"^  Frobnicate_0\s+Frobnicate\s+-\s+NOT supported", out, flags=re.MULTILINE)
+    assert re.search(r"^  dense\s+Defrobnicate\s+-\s+NOT supported", out, flags=re.MULTILINE)
+    assert "NOT supported: 3 of 4 nodes; Frobnicate (2 nodes), Defrobnicate (1 node)\n" in out
     # The interpreter names the same nodes the same way.
-    with pytest.raises(jaxonnx.UnsupportedOpError, match=r"node 'ImageDecoder_0' \(ImageDecoder\).*node 'ImageDecoder_2' \(ImageDecoder\)"):
+    with pytest.raises(jaxonnx.UnsupportedOpError, match=r"node 'Frobnicate_0' \(Frobnicate\).*node 'Frobnicate_2' \(Frobnicate\)"):
         jaxonnx.load(path)
 
 
@@ -500,7 +500,7 @@ def _branch(name, nodes, output):
 def test_check_counts_the_nodes_of_subgraphs_with_their_paths(tmp_path, capsys):
     # A voice detector's shape: one If at the top, its branches hold more If and LSTM nodes.
     inner_then = _branch("inner_then", [
-        helper.make_node("ImageDecoder", ["x"], ["h"]),
+        helper.make_node("Frobnicateur", ["x"], ["h"]),
         helper.make_node("Relu", ["h"], ["r1"]),
     ], "r1")
     inner_else = _branch("inner_else", [helper.make_node("Neg", ["x"], ["n"])], "n")
@@ -522,8 +522,8 @@ def test_check_counts_the_nodes_of_subgraphs_with_their_paths(tmp_path, capsys):
     out = capsys.readouterr().out
     lines = out.splitlines()
     assert lines[0].endswith("m.onnx: opset ai.onnx 21; 2 nodes and 6 more in subgraphs, 7 op types")
-    assert lines[1] == "ops: If 2, Abs 1, Flatten 1, Identity 1, ImageDecoder 1, Neg 1, Relu 1"
-    assert lines[2] == "NOT supported: 1 of 8 nodes; ImageDecoder (1 node, 1 in subgraphs)"
+    assert lines[1] == "ops: If 2, Abs 1, Flatten 1, Frobnicateur 1, Identity 1, Neg 1, Relu 1"
+    assert lines[2] == "NOT supported: 1 of 8 nodes; Frobnicateur (1 node, 1 in subgraphs)"
     rows = [line.split()[:3] for line in lines[5:13]]
     assert rows == [
         ["If_0", "If", "If-21"],
@@ -531,13 +531,13 @@ def test_check_counts_the_nodes_of_subgraphs_with_their_paths(tmp_path, capsys):
         ["/If_0/then_branch/abs", "Abs", "Abs-13"],
         ["/If_0/then_branch/If_1", "If", "If-21"],
         ["/If_0/then_branch/If_1/else_branch/Neg_0", "Neg", "Neg-13"],
-        ["/If_0/then_branch/If_1...n_branch/ImageDecoder_0", "ImageDecoder", "-"],  # the middle elided
+        ["/If_0/then_branch/If_1...n_branch/Frobnicateur_0", "Frobnicateur", "-"],  # the middle elided
         ["/If_0/then_branch/If_1/then_branch/Relu_1", "Relu", "Relu-14"],
         ["flat", "Flatten", "Flatten-21"],
     ]
     assert lines[13].startswith("jaxonnx supports: ")
     # It did not load the model: the interpreter refuses it.
-    with pytest.raises(jaxonnx.UnsupportedOpError, match=r"node '/If_0/then_branch/If_1/then_branch/ImageDecoder_0'"):
+    with pytest.raises(jaxonnx.UnsupportedOpError, match=r"node '/If_0/then_branch/If_1/then_branch/Frobnicateur_0'"):
         jaxonnx.load(path)
 
 

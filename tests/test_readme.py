@@ -14,7 +14,7 @@ def test_readme_support_table_matches_the_registry():
 
 def test_readme_test_command_is_what_ci_runs():
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
-    command = "pip install -q -e '.[test]' && python -m pytest -q"
+    command = "pip install -q -e '.[test]' && python -m pytest -q -n 2"
     assert command in ci
     assert command in README
 
