@@ -288,8 +288,9 @@ def _report(models, convs, dispatch) -> str:
         "",
         f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores; jax {jax.__version__}, "
         f"onnxruntime {ort.__version__}{torch_line}; JAX's default 32-bit mode. Made by `python benchmarks/conv_models.py`. "
-        "Measured on a busy machine (other processes shared the cores): compare the columns of one row, "
-        "which ran interleaved in one process, more than absolute times.",
+        f"Load average {os.getloadavg()[0]:.1f} at the end (onnxruntime uses both cores and loses the most "
+        "when other work shares them: run it on a quiet machine). The columns of one row ran interleaved "
+        "in one process.",
         "",
         "Ratio = onnxruntime time / jaxonnx time (higher is better, 1 = as fast). *Before* is jaxonnx "
         "with XLA's own convolution on CPU (`lax.conv_general_dilated`), *after* the CPU formulations "
@@ -330,7 +331,7 @@ def _chart(models, out: str) -> None:
     ax.set_yscale("log")
     ax.set_xticks(xs, labels, rotation=60, ha="right", fontsize=7)
     ax.set_ylabel("onnxruntime time / jaxonnx time")
-    ax.set_title("jaxonnx vs onnxruntime on CPU (higher is better; busy machine)")
+    ax.set_title("jaxonnx vs onnxruntime on CPU (higher is better)")
     ax.legend()
     fig.tight_layout()
     fig.savefig(out, dpi=110)
