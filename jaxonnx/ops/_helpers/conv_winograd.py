@@ -1,0 +1,186 @@
+"""Winograd F(2x2, 3x3) for standard 3x3 convolutions on XLA:CPU. Registers no op.
+
+XLA:CPU runs a standard (``group=1``) 3x3 convolution at about 70 GFLOP/s on the 2-core AVX2
+machine, where onnxruntime reaches about 180 and XLA's own dot about 150 (3136x576 @ 576x64).
+Winograd's F(2x2, 3x3) (Lavin and Gray, 2015) computes each 2x2 output tile from a 4x4 input
+tile with 16 products instead of 36: the input tiles are transformed (``B^T d B``), each of
+the 16 tile positions becomes one dot over channels (16 dots of ``(tiles, C) @ (C, M)``),
+and the products are transformed back (``A^T m A``). The dots do 2.25x fewer multiply-adds,
+but the transforms read and write 4x the input and output, so it pays where the dots
+dominate: many channels on small maps.
+
+What was measured (interleaved in one process on the busy 2-core machine, best of 15 blocks;
+see ``benchmarks/conv_standard_results.md``): against ``lax.conv_general_dilated``,
+256 channels on 14x14 and 512 on 7x7 at batch 8 run about 1.4x faster, 256 on 14x14 at batch 1
+about 1.3x; 128 channels on 28x28 is a tie at batch 1 and slower at batch 8, and 64 channels
+on 56x56 is 1.4x (batch 1) to 2.5x (batch 8) slower, its transforms costing more than the
+dot saves. The dots run fastest channels-last (``(tiles, C) @ (C, M)``: 66 GFLOP/s on one
+core against 30-45 for ``(M, C) @ (C, tiles)``), so the input is transposed to ``(N, H, W, C)``
+first and the result back at the end; an NCHW version was slower at every size. F(4x4, 3x3)
+(36 products per 4x4 tile) lost too: its weights are 4x the direct ones, the
+transforms 2-3x slower, and its error 4-25x the direct convolution's (about 5e-6 relative
+against 1e-6), where F(2x2, 3x3) stays at the direct convolution's error.
+
+Everything is plain ``jax.numpy``: autodiff, vmap and jit go through it. Weights given as a
+numpy array (ONNX initializers) are transformed once in float64 at trace time. float16 and
+bfloat16 compute in float32 and round once, as XLA:CPU's convolution does.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+import jax
+import jax.numpy as jnp
+
+# F(2x2, 3x3): B^T transforms 4x4 input tiles, G the 3x3 kernel, A^T the 4x4 products back
+# to 2x2 outputs. Every coefficient is 0, +-1 or +-1/2, so the transforms round no worse
+# than the sums of the direct convolution.
+_BT = np.array([[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]])
+_G = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]])
+_AT = np.array([[1, 1, 1, 0], [0, 1, -1, -1]])
+_TILE, _OUT = 4, 2
+
+# The smallest input and output channel counts at which Winograd beat XLA's convolution
+# (256 channels on 14x14 at batch 1 and 8; 128 on 28x28 was a tie or a loss).
+_MIN_CHANNELS = 256
+
+
+def winograd_wins(x_shape, w_shape, strides, dilations, group) -> bool:
+    """Whether :func:`winograd_convolve` ran faster than XLA:CPU's convolution for this shape.
+
+    It applies to 2-D, stride-1, dilation-1, 3x3 convolutions with ``group=1``; among those
+    it won with at least 256 input and 256 output channels (the module docstring has the
+    measurements).
+
+    Args:
+        x_shape: the input's shape ``(N, C, H, W)``.
+        w_shape: the weights' shape ``(M, C, kh, kw)``.
+        strides: the stride per spatial axis.
+        dilations: the dilation per spatial axis.
+        group: the number of channel groups.
+
+    Returns:
+        True where Winograd is the faster formulation on CPU.
+
+    Example:
+        >>> winograd_wins((1, 256, 14, 14), (256, 256, 3, 3), (1, 1), (1, 1), 1)
+        True
+        >>> winograd_wins((1, 64, 56, 56), (64, 64, 3, 3), (1, 1), (1, 1), 1)
+        False
+    """
+    return (
+        len(x_shape) == 4
+        and group == 1
+        and tuple(w_shape[2:]) == (3, 3)
+        and tuple(strides) == (1, 1)
+        and tuple(dilations) == (1, 1)
+        and min(w_shape[0], w_shape[1]) >= _MIN_CHANNELS
+    )
+
+
+def winograd_convolve(x, w, padding):
+    """A stride-1, dilation-1, 3x3, ``group=1`` 2-D convolution by Winograd's F(2x2, 3x3).
+
+    Equals ``lax.conv_general_dilated(x, w, (1, 1), padding)`` up to float32 reassociation.
+
+    Args:
+        x: input of shape ``(N, C, H, W)``.
+        w: weights of shape ``(M, C, 3, 3)``; a numpy array is transformed at trace time.
+        padding: ``((top, bottom), (left, right))``; negative amounts crop.
+
+    Returns:
+        An array of shape ``(N, M, H + top + bottom - 2, W + left + right - 2)`` and the
+        dtype of ``x``.
+
+    Example:
+        >>> x = jnp.arange(16.0).reshape(1, 1, 4, 4)
+        >>> winograd_convolve(x, jnp.ones((1, 1, 3, 3)), ((0, 0), (0, 0)))[0, 0]
+        Array([[45., 54.],
+               [81., 90.]], dtype=float32)
+    """
+    n, c, h, wd = x.shape
+    out_channels = w.shape[0]
+    if w.shape[1:] != (c, 3, 3):
+        raise ValueError(f"winograd_convolve needs weights of shape (M, {c}, 3, 3) for an input of shape {x.shape}; got {w.shape}.")
+    (top, bottom), (left, right) = padding
+    out_h, out_w = h + top + bottom - 2, wd + left + right - 2
+    if out_h < 1 or out_w < 1:
+        raise ValueError(f"winograd_convolve: a 3x3 window does not fit an input of shape {x.shape} padded by {padding}.")
+    dtype = x.dtype
+    if jnp.issubdtype(dtype, jnp.floating) and jnp.finfo(dtype).bits < 32:
+        x = x.astype(jnp.float32)
+    u = _transform_weights(w)
+    tiles_h, tiles_w = -(-out_h // _OUT), -(-out_w // _OUT)
+    # Pad (or crop) to whole tiles: 2 * tiles + 2 rows and columns. The extra bottom and
+    # right zeros only feed outputs that are cropped off at the end.
+    pad_h, pad_w = _OUT * tiles_h + 2, _OUT * tiles_w + 2
+    x = jax.lax.pad(x, jnp.zeros((), x.dtype), [(0, 0, 0), (0, 0, 0), (top, pad_h - h - top, 0), (left, pad_w - wd - left, 0)])
+    # Channels-last: the 16 dots then read (tiles, C) rows and write (tiles, M) rows, the
+    # layout XLA:CPU's dot runs fastest (see the module docstring).
+    x = x.transpose(0, 2, 3, 1)
+    v = _transform_input(x, tiles_h, tiles_w)  # (16, N, th, tw, C)
+    products = jnp.einsum("knhwc,kcm->knhwm", v, u)
+    y = _transform_output(products)  # (N, th, 2, tw, 2, M)
+    y = y.reshape(n, _OUT * tiles_h, _OUT * tiles_w, out_channels)[:, :out_h, :out_w]
+    return y.transpose(0, 3, 1, 2).astype(dtype)
+
+
+def _combine(coefficients, terms):
+    """``sum(c * t)`` over the nonzero coefficients, adding or subtracting where ``c`` is +-1."""
+    total = None
+    for c, t in zip(coefficients, terms):
+        if c == 0:
+            continue
+        term = t if c == 1 else -t if c == -1 else t * c
+        total = term if total is None else total + term
+    return total
+
+
+def _transform_weights(w):
+    """``G g G^T`` for every (output, input) channel pair, as ``(16, C, M)`` float32."""
+    if isinstance(w, np.ndarray):
+        u = np.einsum("ik,mckl,jl->ijcm", _G, w.astype(np.float64), _G)
+        return u.reshape(_TILE * _TILE, w.shape[1], w.shape[0]).astype(np.float32)
+    w = w.astype(jnp.float32)
+    taps = [[w[:, :, k, l].T for l in range(3)] for k in range(3)]  # (C, M) each
+    half = np.float32(0.5)
+    g = [[None if e == 0 else 1 if e == 1 else half if e == 0.5 else -half for e in row] for row in _G]
+    rows = [[_scaled_sum(g[i], [taps[k][l] for k in range(3)]) for l in range(3)] for i in range(_TILE)]
+    return jnp.stack([_scaled_sum(g[j], rows[i]) for i in range(_TILE) for j in range(_TILE)])
+
+
+def _scaled_sum(coefficients, terms):
+    """``sum(c * t)`` over the coefficients that are not None (float32 scalars or 1)."""
+    total = None
+    for c, t in zip(coefficients, terms):
+        if c is None:
+            continue
+        term = t if c == 1 else t * c
+        total = term if total is None else total + term
+    return total
+
+
+def _transform_input(x, tiles_h, tiles_w):
+    """``B^T d B`` of every 4x4 input tile (stride 2) of the padded channels-last ``x``."""
+    n, _, _, c = x.shape
+    last_h, last_w = _OUT * (tiles_h - 1) + 1, _OUT * (tiles_w - 1) + 1
+
+    def tap(i, j):  # element (i, j) of every tile: (N, th, tw, C)
+        return jax.lax.slice(x, (0, i, j, 0), (n, i + last_h, j + last_w, c), (1, _OUT, _OUT, 1))
+
+    d = [[tap(i, j) for j in range(_TILE)] for i in range(_TILE)]
+    rows = [[_combine(_BT[i], [d[k][j] for k in range(_TILE)]) for j in range(_TILE)] for i in range(_TILE)]
+    return jnp.stack([_combine(_BT[j], rows[i]) for i in range(_TILE) for j in range(_TILE)])
+
+
+def _transform_output(products):
+    """``A^T m A`` of every tile's 16 products ``(16, N, th, tw, M)``, interleaved into
+    ``(N, th, 2, tw, 2, M)``."""
+    m = [[products[i * _TILE + j] for j in range(_TILE)] for i in range(_TILE)]
+    rows = [[_combine(_AT[p], [m[k][j] for k in range(_TILE)]) for j in range(_TILE)] for p in range(_OUT)]
+    y = [[_combine(_AT[q], rows[p]) for q in range(_OUT)] for p in range(_OUT)]
+    return jnp.stack([jnp.stack(row, 3) for row in y], 2)
+
+
+__all__ = ["winograd_convolve", "winograd_wins"]
