@@ -13,6 +13,19 @@ dot per tap, were no faster on CPU and compiled 2-5x slower. GPUs and TPUs keep 
 convolution (cuDNN): the choice is made per platform at lowering time with
 ``jax.lax.platform_dependent``.
 
+Depthwise convolutions (one input channel per group) are summed channels-last: XLA's own
+convolutions and dots run channels-last (``(N, D..., C)``) behind transposes, so in a
+model the transposes around the sum cancel against theirs, the fused loop runs along the
+channels (contiguous, a multiple of 8 in most networks) instead of along a short image row
+(7, 14 or 28 wide, which vectorizes 4-wide or not at all), and the padded input is read
+without striding. In MobileNetV3, EfficientNet and an OCR detector this ran the models
+1.2-1.5x faster than the same sum in ``(N, C, D...)``. Grouped convolutions with several
+input channels per group keep ``(N, C, D...)``: channels-last, a group's channels interleave
+and the loop no longer vectorizes.
+
+The terms are added into a few independent partial sums (then summed pairwise) rather than
+one chain, so that the loop is not bound by the latency of one long add chain.
+
 The sum is plain ``jax.numpy``: autodiff and vmap go through it, and the result is the
 convolution's up to float32 reassociation. float16 and bfloat16 compute in float32 and round
 once, as XLA:CPU's convolution does.
@@ -31,6 +44,11 @@ import jax.numpy as jnp
 # ran 20x faster than XLA's convolution and 16 channels per group x 3x3 (144) still a bit
 # faster; past this the fused loop compiles slowly and XLA's convolution is used.
 _MAX_TERMS = 160
+
+# Independent partial sums the terms are spread over (round robin), added pairwise at the
+# end: one chain of 25 dependent adds per output vector left the loop waiting on the add
+# latency; 4 ran MobileNetV3 and EfficientNet ~5% faster than 1 (2 and 8: no better).
+_PARTIAL_SUMS = 4
 
 
 def convolve(x, w, strides, padding, dilations, group):
@@ -85,20 +103,54 @@ def cpu_convolve(x, w, *, strides, padding, dilations, group):
         last.append(reach[-1])
     w = w[(slice(None), slice(None)) + tuple(slice(a, b + 1) for a, b in zip(first, last))]
     kernel = w.shape[2:]
-    pads = [(0, 0, 0), (0, 0, 0)]
+    pads = [(0, 0, 0)]
     for d, (lo, _), a, k, s, r, size in zip(spatial, padding, first, kernel, strides, dilations, sizes):
         low = lo - a * r
         pads.append((low, (size - 1) * s + (k - 1) * r + 1 - d - low, 0))
-    x = jax.lax.pad(x, jnp.zeros((), x.dtype), pads)
-    shifted = [_shift(x, tap, strides, dilations, sizes) for tap in itertools.product(*map(range, kernel))]
+    taps = list(itertools.product(*map(range, kernel)))
+    if group_channels == 1:
+        # Depthwise: channels-last (see the module docstring), the channel axis last.
+        x = jax.lax.pad(jnp.moveaxis(x, 1, -1), jnp.zeros((), x.dtype), pads + [(0, 0, 0)])
+        shifted = [_shift(x, tap, strides, dilations, sizes, channels_last=True) for tap in taps]
+        return jnp.moveaxis(_depthwise_sum(shifted, w, sizes), -1, 1).astype(dtype)
+    x = jax.lax.pad(x, jnp.zeros((), x.dtype), [(0, 0, 0)] + pads)
+    shifted = [_shift(x, tap, strides, dilations, sizes, channels_last=False) for tap in taps]
     return _multiply_adds(shifted, w, group, sizes).astype(dtype)
 
 
-def _shift(x, tap, strides, dilations, sizes):
-    """The input each output position reads at kernel tap ``tap`` (``x`` already padded)."""
-    start = [0, 0] + [t * r for t, r in zip(tap, dilations)]
-    limit = list(x.shape[:2]) + [t * r + (size - 1) * s + 1 for t, r, size, s in zip(tap, dilations, sizes, strides)]
-    return jax.lax.slice(x, start, limit, (1, 1, *strides))
+def _shift(x, tap, strides, dilations, sizes, *, channels_last):
+    """The input each output position reads at kernel tap ``tap`` (``x`` already padded,
+    its channel axis last if ``channels_last``, else second)."""
+    start = [t * r for t, r in zip(tap, dilations)]
+    limit = [t * r + (size - 1) * s + 1 for t, r, size, s in zip(tap, dilations, sizes, strides)]
+    if channels_last:
+        return jax.lax.slice(x, [0, *start, 0], [x.shape[0], *limit, x.shape[-1]], (1, *strides, 1))
+    return jax.lax.slice(x, [0, 0, *start], [*x.shape[:2], *limit], (1, 1, *strides))
+
+
+def _sum(terms):
+    """``sum(terms)`` as ``_PARTIAL_SUMS`` interleaved partial sums, then added pairwise."""
+    partial = [None] * min(_PARTIAL_SUMS, len(terms))
+    for i, term in enumerate(terms):
+        j = i % len(partial)
+        partial[j] = term if partial[j] is None else partial[j] + term
+    while len(partial) > 1:
+        partial = [a + b for a, b in zip(partial[::2], partial[1::2])] + partial[len(partial) - len(partial) % 2 :]
+    return partial[0]
+
+
+def _depthwise_sum(shifted, w, sizes):
+    """Sum over taps of a channels-last shifted input ``(N, O..., C)`` times the tap's
+    weights (``w``: ``(C * multiplier, 1, k...)``); returns ``(N, O..., C * multiplier)``."""
+    n, channels, out_channels = shifted[0].shape[0], shifted[0].shape[-1], w.shape[0]
+    multiplier = out_channels // channels
+    ones = (1,) * (1 + len(sizes))
+    w = w.reshape(channels, multiplier, -1)
+    if multiplier == 1:
+        return _sum([xs * w[:, 0, t].reshape(*ones, channels) for t, xs in enumerate(shifted)])
+    # Output channel c * multiplier + j reads input channel c.
+    total = _sum([xs[..., None] * w[:, :, t].reshape(*ones, channels, multiplier) for t, xs in enumerate(shifted)])
+    return total.reshape(n, *sizes, out_channels)
 
 
 def _multiply_adds(shifted, w, group, sizes):
@@ -108,10 +160,8 @@ def _multiply_adds(shifted, w, group, sizes):
     per_group = out_channels // group
     ones = (1,) * len(sizes)
     w = w.reshape(group, per_group, group_channels, -1)
-    total = None
+    terms = []
     for t, xs in enumerate(shifted):
         xs = xs.reshape(n, group, 1, group_channels, *sizes)
-        for c in range(group_channels):
-            term = xs[:, :, :, c] * w[:, :, c, t].reshape(1, group, per_group, *ones)
-            total = term if total is None else total + term
-    return total.reshape(n, out_channels, *sizes)
+        terms += [xs[:, :, :, c] * w[:, :, c, t].reshape(1, group, per_group, *ones) for c in range(group_channels)]
+    return _sum(terms).reshape(n, out_channels, *sizes)
