@@ -108,9 +108,9 @@ def winograd_convolve(x, w, padding):
     if out_h < 1 or out_w < 1:
         raise ValueError(f"winograd_convolve: a 3x3 window does not fit an input of shape {x.shape} padded by {padding}.")
     dtype = x.dtype
-    if jnp.issubdtype(dtype, jnp.floating) and jnp.finfo(dtype).bits < 32:
-        x = x.astype(jnp.float32)
-    u = _transform_weights(w)
+    compute = jnp.float32 if jnp.finfo(dtype).bits < 32 else dtype
+    x = x.astype(compute)
+    u = _transform_weights(w, compute)
     tiles_h, tiles_w = -(-out_h // _OUT), -(-out_w // _OUT)
     # Pad (or crop) to whole tiles: 2 * tiles + 2 rows and columns. The extra bottom and
     # right zeros only feed outputs that are cropped off at the end.
@@ -132,33 +132,20 @@ def _combine(coefficients, terms):
     for c, t in zip(coefficients, terms):
         if c == 0:
             continue
-        term = t if c == 1 else -t if c == -1 else t * c
+        term = t if c == 1 else -t if c == -1 else t * float(c)  # a weak scalar keeps t's dtype
         total = term if total is None else total + term
     return total
 
 
-def _transform_weights(w):
-    """``G g G^T`` for every (output, input) channel pair, as ``(16, C, M)`` float32."""
+def _transform_weights(w, dtype):
+    """``G g G^T`` for every (output, input) channel pair, as ``(16, C, M)`` of ``dtype``."""
     if isinstance(w, np.ndarray):
         u = np.einsum("ik,mckl,jl->ijcm", _G, w.astype(np.float64), _G)
-        return u.reshape(_TILE * _TILE, w.shape[1], w.shape[0]).astype(np.float32)
-    w = w.astype(jnp.float32)
+        return u.reshape(_TILE * _TILE, w.shape[1], w.shape[0]).astype(dtype)
+    w = w.astype(dtype)
     taps = [[w[:, :, k, l].T for l in range(3)] for k in range(3)]  # (C, M) each
-    half = np.float32(0.5)
-    g = [[None if e == 0 else 1 if e == 1 else half if e == 0.5 else -half for e in row] for row in _G]
-    rows = [[_scaled_sum(g[i], [taps[k][l] for k in range(3)]) for l in range(3)] for i in range(_TILE)]
-    return jnp.stack([_scaled_sum(g[j], rows[i]) for i in range(_TILE) for j in range(_TILE)])
-
-
-def _scaled_sum(coefficients, terms):
-    """``sum(c * t)`` over the coefficients that are not None (float32 scalars or 1)."""
-    total = None
-    for c, t in zip(coefficients, terms):
-        if c is None:
-            continue
-        term = t if c == 1 else t * c
-        total = term if total is None else total + term
-    return total
+    rows = [[_combine(_G[i], [taps[k][l] for k in range(3)]) for l in range(3)] for i in range(_TILE)]
+    return jnp.stack([_combine(_G[j], rows[i]) for i in range(_TILE) for j in range(_TILE)])
 
 
 def _transform_input(x, tiles_h, tiles_w):
