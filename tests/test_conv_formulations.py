@@ -11,7 +11,7 @@ import pytest
 from jax.test_util import check_grads
 
 import jaxonnx
-from jaxonnx.ops._helpers.conv_cpu import convolve, cpu_convolve, multiply_adds, xla_convolve
+from jaxonnx.ops._helpers.conv_cpu import _sum, convolve, cpu_convolve, multiply_adds, xla_convolve
 
 # (x shape, w shape, strides, (low, high) padding per axis, dilations, group, dtype)
 CASES = {
@@ -23,6 +23,9 @@ CASES = {
     "stride past the input (only padding read)": ((1, 2, 1, 1), (2, 1, 1, 1), (2, 2), ((1, 1), (1, 1)), (1, 1), 2, np.float32),
     "window never reaches the input's end": ((1, 2, 7, 7), (2, 1, 2, 2), (3, 3), ((0, 0), (0, 0)), (1, 1), 2, np.float64),
     "1-D": ((2, 4, 11), (8, 2, 3), (2,), ((1, 2),), (2,), 2, np.float32),
+    "depthwise 1-D, multiplier 3": ((2, 3, 10), (9, 1, 4), (3,), ((2, 1),), (2,), 3, np.float32),
+    "depthwise 7x7 (49 terms over 4 partial sums)": ((1, 8, 9, 9), (8, 1, 7, 7), (1, 1), ((3, 3), (3, 3)), (1, 1), 8, np.float64),
+    "grouped 8 per group, 3x3 (72 terms)": ((1, 16, 6, 6), (16, 8, 3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 2, np.float64),
     "3-D": ((1, 2, 4, 3, 5), (4, 1, 2, 2, 3), (1, 1, 2), ((1, 0), (0, 1), (1, 1)), (1, 1, 1), 2, np.float64),
     "float16": ((1, 4, 6, 6), (4, 1, 3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 4, np.float16),
     "bfloat16": ((1, 4, 5, 5), (8, 2, 2, 2), (1, 1), ((0, 1), (1, 0)), (1, 1), 2, jnp.bfloat16),
@@ -58,7 +61,9 @@ def test_cpu_formulation_equals_xla_convolution(case):
     np.testing.assert_allclose(np.asarray(got, np.float64), np.asarray(expected, np.float64), rtol=tol, atol=tol * scale)
 
 
-@pytest.mark.parametrize("case", ["depthwise strided uneven pads", "grouped 4 per group", "5x5 on 1x1 (taps in padding left out)", "3-D"])
+@pytest.mark.parametrize(
+    "case", ["depthwise strided uneven pads", "grouped 4 per group", "5x5 on 1x1 (taps in padding left out)", "3-D", "depthwise 1-D, multiplier 3"]
+)
 def test_gradients_are_exact_and_equal_xla_convolution(case):
     x, w = (a.astype(np.float64) for a in _arrays(case, seed=1))
     geometry = _geometry(case)
@@ -69,6 +74,21 @@ def test_gradients_are_exact_and_equal_xla_convolution(case):
     cotangent = np.random.default_rng(2).standard_normal(y.shape)
     for got, expected in zip(cpu_vjp(cotangent), xla_vjp(cotangent)):
         np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("count", [1, 2, 3, 4, 5, 9, 25])
+def test_partial_sums_add_every_term_once(count):
+    # Distinct powers of two: a term left out or added twice changes the sum's bits.
+    assert _sum([2**i for i in range(count)]) == 2**count - 1
+
+
+def test_depthwise_sums_channels_last_and_grouped_channels_first():
+    """Depthwise convolutions move the channels last (to meet XLA's channels-last
+    convolutions in a model); grouped ones with several channels per group do not."""
+    depthwise = jax.jit(lambda x, w: cpu_convolve(x, w, **_geometry("depthwise 3x3 same"))).lower(*_arrays("depthwise 3x3 same")).as_text()
+    grouped = jax.jit(lambda x, w: cpu_convolve(x, w, **_geometry("grouped 4 per group"))).lower(*_arrays("grouped 4 per group")).as_text()
+    assert "transpose" in depthwise and "dims = [0, 2, 3, 1]" in depthwise and "dims = [0, 3, 1, 2]" in depthwise
+    assert "transpose" not in grouped
 
 
 def test_vmap_equals_a_loop():
