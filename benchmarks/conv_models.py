@@ -14,7 +14,8 @@ jaxonnx with XLA's own convolution (what it did before), and a default onnxrunti
 ``InferenceSession``. Medians are reported; ratio = onnxruntime / jaxonnx (higher is
 better). Compile time is ``jax.jit(model).lower(...).compile()``. Outputs are checked close.
 
-It also times depthwise and standard convolutions alone (before / after / onnxruntime) and
+It also times depthwise and standard convolutions alone and in depthwise-separable blocks
+(depthwise, Relu, 1x1 convolution; before / after / onnxruntime) and
 what a call costs through ``jax.jit(model)`` against an ahead-of-time compiled executable.
 """
 
@@ -191,22 +192,31 @@ def measure_models(names, quick: bool) -> list[dict]:
     return rows
 
 
-def _ort_conv(x, w, strides, padding, group):
+def _ort_conv(x, w, strides, padding, group, pointwise=None):
+    """An onnxruntime session of one Conv, or with ``pointwise`` weights of a depthwise-
+    separable block: Conv, Relu, 1x1 Conv."""
     import onnx
     import onnxruntime as ort
     from onnx import helper
 
-    node = helper.make_node("Conv", ["x", "w"], ["y"], strides=strides, pads=[p[0] for p in padding] + [p[1] for p in padding], group=group)
+    pads = [p[0] for p in padding] + [p[1] for p in padding]
+    nodes = [helper.make_node("Conv", ["x", "w"], ["y" if pointwise is None else "d"], strides=strides, pads=pads, group=group)]
+    weights = [onnx.numpy_helper.from_array(w, "w")]
+    if pointwise is not None:
+        nodes += [helper.make_node("Relu", ["d"], ["r"]), helper.make_node("Conv", ["r", "p"], ["y"])]
+        weights.append(onnx.numpy_helper.from_array(pointwise, "p"))
     graph = helper.make_graph(
-        [node], "conv", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, x.shape)],
-        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)], [onnx.numpy_helper.from_array(w, "w")],
+        nodes, "conv", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, x.shape)],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)], weights,
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     return lambda: session.run(None, {"x": x})
 
 
-# (what, N, C, H, M, kernel, stride, group)
+# (what, N, C, H, M, kernel, stride, group); M is the 1x1 convolution's output channels
+# in the depthwise-separable blocks (depthwise, Relu, 1x1: how depthwise convolutions sit in
+# a model, where the layout of the 1x1 convolution decides what the transposes cost).
 CONV_CASES = (
     ("depthwise 5x5", 1, 96, 28, 96, 5, 1, 96),
     ("depthwise 3x3 /2", 1, 240, 14, 240, 3, 2, 240),
@@ -215,6 +225,9 @@ CONV_CASES = (
     ("standard 3x3", 1, 64, 56, 64, 3, 1, 1),
     ("stem 3x3 /2", 1, 3, 224, 16, 3, 2, 1),
     ("pointwise 1x1", 1, 96, 28, 192, 1, 1, 1),
+    ("separable block 5x5 + 1x1", 1, 96, 28, 96, 5, 1, "block"),
+    ("separable block 3x3 /2 + 1x1", 1, 240, 14, 80, 3, 2, "block"),
+    ("separable block 3x3 + 1x1", 8, 96, 28, 96, 3, 1, "block"),
 )
 
 
@@ -226,21 +239,35 @@ def measure_convolutions(quick: bool) -> list[dict]:
     rows = []
     rng = np.random.default_rng(0)
     for what, n, c, h, m, k, s, g in CONV_CASES:
-        x = rng.standard_normal((n, c, h, h)).astype(np.float32)
-        w = rng.standard_normal((m, c // g, k, k)).astype(np.float32)
+        block = g == "block"
+        g = c if block else g
+        x = jax.device_put(rng.standard_normal((n, c, h, h)).astype(np.float32))
+        w = jax.device_put(rng.standard_normal((c if block else m, c // g, k, k)).astype(np.float32))
+        p = jax.device_put(rng.standard_normal((m, c, 1, 1)).astype(np.float32)) if block else None
         geometry = {"strides": (s, s), "padding": ((k // 2, k // 2),) * 2, "dilations": (1, 1), "group": g}
-        after = jax.jit(lambda x, w: cpu_convolve(x, w, **geometry)).lower(x, w).compile()
-        before = jax.jit(lambda x, w: xla_convolve(x, w, **geometry)).lower(x, w).compile()
-        np.testing.assert_allclose(after(x, w), before(x, w), rtol=1e-4, atol=1e-3)
+        pointwise = {"strides": (1, 1), "padding": ((0, 0),) * 2, "dilations": (1, 1), "group": 1}
+
+        def make(convolve):
+            if not block:
+                return jax.jit(lambda x, w: convolve(x, w, **geometry)).lower(x, w).compile()
+            # The 1x1 convolution is XLA's in both, as in jaxonnx (group=1 keeps it).
+            fn = lambda x, w, p: xla_convolve(jax.nn.relu(convolve(x, w, **geometry)), p, **pointwise)
+            return jax.jit(fn).lower(x, w, p).compile()
+
+        after, before = make(cpu_convolve), make(xla_convolve)
+        args = (x, w, p) if block else (x, w)
+        np.testing.assert_allclose(after(*args), before(*args), rtol=1e-4, atol=1e-3 * (c if block else 1))
+        # Inputs already on the device, as between the layers of a model.
         t = _interleaved(
             {
-                "after": lambda: jax.block_until_ready(after(x, w)),
-                "before": lambda: jax.block_until_ready(before(x, w)),
-                "ort": _ort_conv(x, w, geometry["strides"], geometry["padding"], g),
+                "after": lambda: jax.block_until_ready(after(*args)),
+                "before": lambda: jax.block_until_ready(before(*args)),
+                "ort": _ort_conv(np.asarray(x), np.asarray(w), geometry["strides"], geometry["padding"], g, None if p is None else np.asarray(p)),
             },
             10 if quick else 30, 3 if quick else 5,
         )
-        row = {"conv": f"{what}: N={n} C={c} {h}x{h} M={m}", **{f"{key}_ms": 1e3 * v for key, v in t.items()}}
+        shape = f"N={n} C={c} {h}x{h}" + (f", 1x1 to {m}" if block else f" M={m}")
+        row = {"conv": f"{what}: {shape}", **{f"{key}_ms": 1e3 * v for key, v in t.items()}}
         print(row, file=sys.stderr)
         rows.append(row)
     return rows
@@ -306,7 +333,7 @@ def _report(models, convs, dispatch) -> str:
         )
     if convs:
         lines += [
-            "", "## Single convolutions (float32, 'same' padding)", "",
+            "", "## Single convolutions and depthwise-separable blocks (float32, 'same' padding, inputs on the device)", "",
             "| convolution | after ms | before (XLA) ms | onnxruntime ms |", "|---|---|---|---|",
         ]
         lines += [f"| {r['conv']} | {r['after_ms']:.3f} | {r['before_ms']:.3f} | {r['ort_ms']:.3f} |" for r in convs]
