@@ -111,6 +111,9 @@ def cpu_convolve(x, w, *, strides, padding, dilations, group):
     if group_channels == 1:
         # Depthwise: channels-last (see the module docstring), the channel axis last.
         x = jax.lax.pad(jnp.moveaxis(x, 1, -1), jnp.zeros((), x.dtype), pads + [(0, 0, 0)])
+        # Without the barrier XLA reads a tap that lies inside the unpadded input straight
+        # from ``x`` (channels first), through the transpose: one load per lane.
+        x = jax.lax.optimization_barrier(x)
         shifted = [_shift(x, tap, strides, dilations, sizes, channels_last=True) for tap in taps]
         return jnp.moveaxis(_depthwise_sum(shifted, w, sizes), -1, 1).astype(dtype)
     x = jax.lax.pad(x, jnp.zeros((), x.dtype), [(0, 0, 0)] + pads)
