@@ -91,9 +91,10 @@ def test_depthwise_sums_channels_last_and_grouped_channels_first():
     assert "transpose" not in grouped
 
 
-def test_vmap_equals_a_loop():
-    x, w = _arrays("grouped 4 per group")
-    geometry = _geometry("grouped 4 per group")
+@pytest.mark.parametrize("case", ["grouped 4 per group", "depthwise dilated, multiplier 2"])
+def test_vmap_equals_a_loop(case):
+    x, w = _arrays(case)
+    geometry = _geometry(case)
     xs = np.stack([x, 2 * x, -x])
     ws = np.stack([w, w[::-1], 0.5 * w])
     batched = jax.jit(jax.vmap(lambda x, w: convolve(x, w, **geometry)))(xs, ws)
