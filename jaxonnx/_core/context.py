@@ -33,6 +33,10 @@ class OpContext:
         options: load-time choices that change an op's behaviour by name, e.g.
             ``{"straight_through": True}`` for quantization-aware training. Reach ops whose
             contract names them in ``options``.
+        computation: for an op that differentiates part of its graph (Gradient), the
+            function from the values its ``xs`` and ``zs`` attributes name to the value its
+            ``y`` attribute names, closed over the graph's other values. Reaches ops whose
+            contract sets ``computation``.
     """
 
     node: str = ""
@@ -42,3 +46,5 @@ class OpContext:
     options: dict[str, Any] = dataclasses.field(default_factory=dict)
     #: The formal inputs that carry a size hint's padding (see :mod:`jaxonnx._core.padding`).
     padded: frozenset[str] = frozenset()
+    #: Gradient's differentiated computation, a function of its ``xs`` and ``zs`` values.
+    computation: Any = None

@@ -15,6 +15,12 @@ Read top to bottom:
    ``lax.cond`` takes functions) and an :class:`~jaxonnx._core.context.OpContext` with what
    the op's contract takes from the node and the call, inside ``jax.named_scope``.
 
+Gradient (``ai.onnx.preview.training``) differentiates part of its own graph: the nodes
+that compute its ``y`` from its ``xs`` and ``zs``. :func:`_cut_computations` cuts them out
+at preparation as a graph of their own (its inputs ``xs`` then ``zs``, its output ``y``,
+every other value it reads taken from the enclosing graph as a constant), and
+:func:`run_node` hands it to the op as a function, as a GRAPH attribute is handed over.
+
 Values known at trace time (initializers, ``Constant`` outputs and everything computed
 only from them) stay numpy, in subgraphs too, so shape arithmetic folds everywhere.
 
@@ -84,6 +90,7 @@ class Node:
     outputs: tuple[str, ...]
     attributes: dict[str, Any]
     size: int | None = None
+    computation: Graph | None = None  # what Gradient differentiates: y as a function of xs and zs
 
     @property
     def subgraphs(self) -> list[Graph]:
@@ -104,7 +111,7 @@ class Graph:
         outer_names: the names the graph (or any graph inside it) reads from enclosing scopes.
     """
 
-    def __init__(self, name, path, nodes, initializers, inputs, outputs, outer_names):
+    def __init__(self, name, path, nodes, initializers, inputs, outputs, outer_names, key_indices=None):
         self.name = name
         self.path = path
         self.nodes: tuple[Node, ...] = nodes
@@ -112,6 +119,9 @@ class Graph:
         self.inputs: tuple[ValueType, ...] = inputs
         self.outputs: tuple[ValueType, ...] = outputs
         self.outer_names: frozenset[str] = outer_names
+        # The position each node's random key is folded from: its own index, except in a
+        # computation cut out for Gradient, whose nodes draw as they do in their graph.
+        self.key_indices: tuple[int, ...] = tuple(range(len(nodes))) if key_indices is None else key_indices
 
     @property
     def input_names(self) -> tuple[str, ...]:
@@ -149,6 +159,8 @@ class Graph:
             reads |= {name for name in node_proto.input if name}
             defined |= {name for name in node_proto.output if name}
         reads |= {o.name for o in outputs if o.name}
+        if any(node.op.contract.computation for node in nodes):
+            nodes = _cut_computations(nodes, defined | outer, path)
         outer_names = frozenset(reads - defined)
         if path and outer_names - outer:
             missing = sorted(outer_names - outer)
@@ -171,10 +183,10 @@ class Graph:
         values.update(feed)
         options = dict(options or {})
         padding: dict[str, padding_rules.Padding] = {}  # the values that carry a size hint's padding
-        for index, node in enumerate(self.nodes):
+        for index, node in zip(self.key_indices, self.nodes):
             if params and node.outputs and node.outputs[0] in params and getattr(node.op, "op_type", "") == "Constant":
                 continue  # a param replaces this Constant's value (paddle2onnx stores weights as Constants)
-            run_node(node, values, rng=_node_key(rng, index), options=options, padding=padding)
+            run_node(node, values, rng=_node_key(rng, index), options=options, padding=padding, graph_rng=rng)
         return tuple(values[name] if name else None for name in self.output_names)
 
     def walk(self):
@@ -222,9 +234,11 @@ class Subgraph:
 
 
 def run_node(node: Node, values: dict[str, Any], *, rng=None, options: Mapping[str, Any] | None = None,
-             padding: dict[str, padding_rules.Padding] | None = None) -> None:
+             padding: dict[str, padding_rules.Padding] | None = None, graph_rng=None) -> None:
     """Runs one node on ``values`` (by name) and stores its outputs there; ``padding``
-    tracks which values carry a size hint's padding (see :mod:`jaxonnx._core.padding`)."""
+    tracks which values carry a size hint's padding (see :mod:`jaxonnx._core.padding`).
+    ``graph_rng`` is the key of the node's graph, from which a computation cut out for
+    Gradient draws as its nodes do in the graph."""
     padding = {} if padding is None else padding
     args = [values[name] if name else None for name in node.inputs]
     attributes = {
@@ -234,8 +248,9 @@ def run_node(node: Node, values: dict[str, Any], *, rng=None, options: Mapping[s
         padded = padding_rules.of_inputs(node, padding)
     except Exception as error:
         raise node_error(node, args, error) from error
+    computation = None if node.computation is None else Subgraph(node.computation, values, graph_rng, options)
     ctx = OpContext(node=node.path, output_count=len(node.outputs), size=node.size, rng=rng,
-                    options=dict(options or {}), padded=frozenset(padded))
+                    options=dict(options or {}), padded=frozenset(padded), computation=computation)
     with jax.named_scope(node.name):
         try:
             if padded and not all(is_traced(values[name]) for name in node.inputs if name in padding):
@@ -367,6 +382,82 @@ def _resolve(proto: onnx.NodeProto, env: Environment, node_path: str):
     else:
         env.problems.append(f"{label}): not supported")
     return None
+
+
+def _cut_computations(nodes: list[Node], visible: set[str], path: str) -> list[Node]:
+    """``nodes`` with the computation of each Gradient-like node (an op whose contract sets
+    ``computation``) cut out of them: the nodes that compute its ``y`` attribute from the
+    values its ``xs`` and ``zs`` attributes name, as a :class:`Graph` whose inputs are
+    ``xs`` then ``zs``. The cut follows ``y`` back through node inputs (and the outer names
+    of subgraphs) and stops at ``xs`` and ``zs``; what else it reads (initializers, graph
+    inputs) stays a constant read from the graph at run time. A computation may contain
+    another Gradient (second derivatives), which is cut first."""
+    nodes = list(nodes)
+    producer = {name: i for i, node in enumerate(nodes) for name in node.outputs if name}
+    cutting: set[int] = set()
+
+    def cut(index: int) -> None:
+        node = nodes[index]
+        xs, zs, y = (_names(node.attributes.get(a)) for a in ("xs", "zs", "y"))
+        label = f"Node {node.path!r} ({node.op.name})"
+        if len(y) != 1:
+            raise ModelLoadError(f"{label} needs one name in its attribute `y`, got {y or 'none'}.")
+        stops = set(xs) | set(zs)
+        known = visible | set(producer)
+        unknown = [name for name in [*xs, *zs, *y] if name not in known]
+        if unknown:
+            raise ModelLoadError(
+                f"{label} names {unknown[0]!r} in its attributes xs, zs or y, which no node, input or "
+                f"initializer{_in(path)} defines."
+            )
+        cutting.add(index)
+        taken: set[int] = set()
+        pending = [y[0]]
+        while pending:
+            name = pending.pop()
+            if name in stops or name not in producer or producer[name] in taken:
+                continue
+            taken.add(producer[name])
+            needed = nodes[producer[name]]
+            if producer[name] in cutting:
+                through = "its own outputs" if producer[name] == index else f"the outputs of node {needed.path!r}"
+                raise ModelLoadError(
+                    f"{label} differentiates {y[0]!r}, which is computed from {through}, a Gradient whose "
+                    "computation needs this one's: a cycle."
+                )
+            if needed.op.contract.computation and needed.computation is None:
+                cut(producer[name])
+                needed = nodes[producer[name]]
+            pending.extend(n for n in needed.inputs if n)
+            for inner in [*needed.subgraphs, *([needed.computation] if needed.computation else [])]:
+                pending.extend(inner.outer_names)
+        cutting.discard(index)
+        order = sorted(taken)
+        body = [nodes[i] for i in order]
+        reads = {n for b in body for n in b.inputs if n}
+        reads |= {n for b in body for inner in [*b.subgraphs, *([b.computation] if b.computation else [])]
+                  for n in inner.outer_names}
+        reads |= set(y)
+        made = {n for b in body for n in b.outputs if n}
+        graph = Graph(
+            f"{node.name}/computation", f"{node.path}/computation", tuple(body), {},
+            tuple(ValueType(name, "any") for name in [*xs, *zs]), (ValueType(y[0], "any"),),
+            frozenset(reads - made - stops), key_indices=tuple(order),
+        )
+        nodes[index] = dataclasses.replace(node, computation=graph)
+
+    for index, node in enumerate(nodes):
+        if node.op.contract.computation and node.computation is None:
+            cut(index)
+    return nodes
+
+
+def _names(value) -> list[str]:
+    """A STRING or STRINGS attribute as a list of str (onnx gives bytes)."""
+    if value is None:
+        return []
+    values = value if isinstance(value, (list, tuple)) else [value]
+    return [v.decode() if isinstance(v, bytes) else str(v) for v in values]
 
 
 def _size_hint(proto: onnx.NodeProto, op, env: Environment, node_path: str) -> int | None:

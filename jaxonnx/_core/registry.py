@@ -64,6 +64,10 @@ class OpContract:
             them, so the padding stays padding), ``"reads"`` (a gather: padded indices read
             zeros), ``"drops"`` (a scatter: padded indices write nothing), ``"sums"`` (zero
             padding adds nothing); ``""``: a padded input is refused with an error.
+        computation: the op differentiates part of its own graph (Gradient), so it takes a
+            ``computation`` keyword: the function from the values its ``xs`` and ``zs``
+            attributes name to the value its ``y`` attribute names (returning a tuple of
+            one), which the interpreter cuts out of the graph (see :mod:`jaxonnx._core.graph`).
 
     ``output_count``, ``size_hint`` (``size``), ``rng`` and ``options`` arrive through the
     :class:`~jaxonnx._core.context.OpContext` of the call, never mixed into the node's
@@ -78,6 +82,7 @@ class OpContract:
     rng: bool = False
     options: tuple[str, ...] = ()
     padding: str = ""
+    computation: bool = False
 
     def keywords(self, ctx: OpContext | None) -> dict[str, Any]:
         """The keywords the op takes from ``ctx``, as this contract declares them."""
@@ -94,6 +99,8 @@ class OpContract:
                 keywords[name] = ctx.options[name]
         if self.padding in ("reads", "drops"):
             keywords["padded"] = ctx.padded
+        if self.computation:
+            keywords["computation"] = ctx.computation
         return keywords
 
     def public_keywords(self) -> tuple[str, ...]:
@@ -102,6 +109,7 @@ class OpContract:
             (("size", "fill_value") if self.size_hint else ())
             + (("output_count",) if self.output_count else ())
             + (("rng",) if self.rng else ())
+            + (("computation",) if self.computation else ())
             + self.options
         )
 
@@ -568,12 +576,14 @@ class Registry:
         options: Sequence[str] = (),
         padding: str = "",
         schema: onnx.defs.OpSchema | None = None,
+        computation: bool = False,
     ):
         """See :func:`register`."""
         domain = canonical_domain(domain)
         if padding not in ("", "keeps", "reads", "drops", "sums"):
             raise ValueError(f"{op_type}: `padding` is one of 'keeps', 'reads', 'drops', 'sums' or '', got {padding!r}.")
-        contract = OpContract(tuple(static), tuple(concrete), size_hint, folds, output_count, rng, tuple(options), padding)
+        contract = OpContract(tuple(static), tuple(concrete), size_hint, folds, output_count, rng, tuple(options), padding,
+                              computation)
 
         def decorate(fn):
             # Check every version first, so that a refused call registers nothing.
@@ -667,6 +677,7 @@ def register(
     options: Sequence[str] = (),
     padding: str = "",
     schema: onnx.defs.OpSchema | None = None,
+    computation: bool = False,
     registry: Registry | None = None,
 ):
     """Registers ``fn`` as ``op_type`` at each of ``since_versions``; returns ``fn``, marked
@@ -678,7 +689,8 @@ def register(
     (``None`` for an omitted optional one), every attribute of the schema as a keyword
     (the schema's default, or None, where the node gives none; a GRAPH attribute as a
     function of the subgraph's inputs), and the keywords its contract takes from the node
-    and the call (``size`` / ``fill_value``, ``output_count``, ``rng``, options). Its
+    and the call (``size`` / ``fill_value``, ``output_count``, ``rng``, options,
+    ``computation``). Its
     errors are sentences without the op's name ("got `axis`=3 for ..."); the registry puts
     the version label in front. The contract keywords are those of :class:`OpContract`. A
     version that only widens the type list is one more number here; a version whose
@@ -707,6 +719,7 @@ def register(
     return (registry or REGISTRY).register(
         op_type, *since_versions, domain=domain, static=static, concrete=concrete, size_hint=size_hint,
         folds=folds, output_count=output_count, rng=rng, options=options, padding=padding, schema=schema,
+        computation=computation,
     )
 
 

@@ -1,5 +1,7 @@
-"""Examples of the optimizers of ai.onnx.preview.training (Adagrad, Adam, Momentum)."""
+"""Examples of the ops of ai.onnx.preview.training: the optimizers (Adagrad, Adam, Momentum)
+and Gradient, whose computation comes as a function (as the graph runner hands it over)."""
 
+import jax.numpy as jnp
 import numpy as np
 
 from tests.op_examples._example import Example
@@ -20,7 +22,22 @@ def _states(*shapes, dtype=np.float32):  # second moments are not negative
 _R = np.array(0.1, np.float32)
 _STEP_0, _STEP_3 = np.array(0, np.int64), np.array(3, np.int64)
 
+def _computation(x, w, z):  # y = sum(tanh(x @ w) * z), a function of xs = (x, w) and zs = (z,)
+    return (jnp.sum(jnp.tanh(x @ w) * z),)
+
+
+def _gradient_reference(x, w, z, **_):
+    a = np.tanh(x @ w)
+    upstream = z * (1 - a * a)
+    return [upstream @ w.T, x.T @ upstream]
+
+
 EXAMPLES = {
+    "Gradient": [
+        Example([*_tensors((2, 3), (3, 4)), _tensors((2, 4))[0]],
+                {"xs": ["x", "w"], "zs": ["z"], "y": "y", "computation": _computation},
+                reference=_gradient_reference, rtol=1e-5, atol=1e-6),
+    ],
     "Adagrad": [
         Example([_R, _STEP_0, *_tensors((3,), (3,)), *_states((3,))]),
         Example([_R, _STEP_3, *_tensors((2, 2), (3,), (2, 2), (3,)), *_states((2, 2), (3,))],

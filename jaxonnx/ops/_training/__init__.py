@@ -1,1 +1,2 @@
-"""The optimizers of the ``ai.onnx.preview.training`` domain: Adagrad, Adam and Momentum."""
+"""The ops of the ``ai.onnx.preview.training`` domain: the optimizers Adagrad, Adam and
+Momentum, and Gradient."""
