@@ -231,6 +231,26 @@ def test_strings_never_enter_jax_jit():
     loaded = jaxonnx.load(model)
     with pytest.raises(OnnxTypeError, match="JAX cannot hold strings"):
         jax.jit(loaded)(jnp.array([1, 2]))
+    # Called eagerly, the same model runs op by op (no string at its boundary, but one made
+    # inside), as onnxruntime runs it.
+    assert "Cast_0" in loaded.eager_mode and loaded.eager_mode.startswith("op by op")
+    assert loaded(np.array([12, 3]))[0].tolist() == [1, 1]
+
+
+@pytest.mark.parametrize("encoder", ["LabelEncoder", "CategoryMapper"])
+def test_numbers_encoded_as_strings_inside_the_graph_run_eagerly(encoder):
+    # skl2onnx-like: int64 labels become strings inside, the graph's output is a match.
+    attributes = ({"keys_int64s": [1, 2], "values_strings": ["cat", "dog"], "default_string": "?"}
+                  if encoder == "LabelEncoder" else {"cats_int64s": [1, 2], "cats_strings": ["cat", "dog"]})
+    nodes = [helper.make_node(encoder, ["x0"], ["s"], domain="ai.onnx.ml", **attributes),
+             helper.make_node("RegexFullMatch", ["s"], ["y0"], pattern="c.*")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x0", TensorProto.INT64, [3])],
+                              [helper.make_tensor_value_info("y0", TensorProto.BOOL, [3])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20), helper.make_opsetid("ai.onnx.ml", 3)])
+    model.ir_version = 9
+    loaded = jaxonnx.load(model)
+    assert loaded.eager_mode.startswith("op by op")
+    assert loaded(np.array([1, 2, 1]))[0].tolist() == [True, False, True]
 
 
 def _encoded(image, format, **options):

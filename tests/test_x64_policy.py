@@ -91,6 +91,27 @@ def test_x64_on_as_jax_keeps_every_64_bit_value():
 # --------------------------------------------------------------------------- graph inputs and outputs
 
 
+@pytest.mark.parametrize("op_type, formal", [("Reshape", "shape"), ("Expand", "shape"), ("Tile", "repeats")])
+def test_x64_off_a_numpy_int64_input_that_decides_a_shape_is_accepted(x64_off, run_onnxruntime, op_type, formal):
+    # The model narrows a numpy int64 graph input to numpy int32 (as jax.jit would) and
+    # keeps it numpy, so it still decides the shape; formals that name only int64 take it.
+    data = np.arange(6, dtype=np.float32).reshape(2, 3)
+    value = {"Reshape": np.array([3, 2]), "Expand": np.array([2, 2, 3]), "Tile": np.array([2, 1])}[op_type]
+    graph = helper.make_graph(
+        [helper.make_node(op_type, ["data", formal], ["y"])], "g",
+        [helper.make_tensor_value_info("data", TensorProto.FLOAT, [2, 3]),
+         helper.make_tensor_value_info(formal, TensorProto.INT64, [len(value)])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+    )
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
+    proto.ir_version = 9
+    (expected,) = run_onnxruntime(proto, {"data": data, formal: value})
+    with pytest.warns(jaxonnx.X64Warning):
+        model = jaxonnx.load(proto)
+    np.testing.assert_array_equal(model(data, value)[0], expected)
+    np.testing.assert_array_equal(jax.jit(lambda d: model(d, value))(data)[0], expected)
+
+
 def test_x64_off_int64_indices_run_eagerly_and_under_jit_as_onnxruntime_does(x64_off, run_onnxruntime):
     proto = _gather_model()
     (expected,) = run_onnxruntime(proto, {"data": DATA, "indices": INDICES})

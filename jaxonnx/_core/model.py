@@ -414,8 +414,10 @@ class Model:
         strings = [t.name for t in (*self.graph.inputs, *self.graph.outputs) if t.dtype is not None and t.dtype.kind in "OUS"]
         strings += [name for name, value in self.initializers.items() if value.dtype.kind in "OUS"]
         maps = [t.name for t in (*self.graph.inputs, *self.graph.outputs) if _holds_map(t)]
+        made = _string_made_inside(self.graph)
         reason = f"the string value {strings[0]!r}, which JAX cannot hold" if strings else \
             f"the map value {maps[0]!r}, a Python dict" if maps else \
+            f"node {made.path!r} ({made.op.name}) makes strings, which JAX cannot hold" if made else \
             _needs_concrete_values(self.graph, set(self.input_names))
         self.eager_mode = "whole graph compiled per input signature" if reason is None else f"op by op: {reason}"
         self._whole_graph = jax.jit(self._run_graph) if reason is None else None
@@ -602,6 +604,30 @@ def _needs_concrete_values(graph: Graph, dependent: set[str]) -> str | None:
             return f"node {node.path!r} ({op.name}) reads the value of `{bad[0]}`, computed from the inputs"
         if op.op_type not in _SHAPE_ONLY:
             dependent |= {name for name in node.outputs if name}
+    return None
+
+
+def _string_made_inside(graph: Graph):
+    """The first node, at any depth, that may turn numbers into strings (a Cast to string,
+    an op whose outputs are string tensors, a label encoder with string values), or None.
+    Such a graph runs op by op even with no string at its boundary: a trace of it would
+    hand the string op a tracer."""
+    for node in graph.walk():
+        op = node.op
+        if not isinstance(op, OpVersion):
+            continue
+        if op.op_type == "Cast" and node.attributes.get("to") == onnx.TensorProto.STRING:
+            return node
+        if op.domain == "ai.onnx.ml" and op.op_type == "CategoryMapper":
+            return node  # int64 to string or back, by the input's type
+        if op.domain == "ai.onnx.ml" and op.op_type == "LabelEncoder":
+            values = node.attributes.get("values_tensor")
+            if "values_strings" in node.attributes or getattr(values, "data_type", None) == onnx.TensorProto.STRING:
+                return node
+        constraints = {c.type_param_str: c.allowed_type_strs for c in op.schema.type_constraints}
+        for formal in op.schema.outputs:
+            if set(constraints.get(formal.type_str, [formal.type_str])) == {"tensor(string)"}:
+                return node
     return None
 
 

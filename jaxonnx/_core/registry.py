@@ -378,9 +378,11 @@ def _numpy_scalar_as_array(value):
 
 
 def _narrowed_by_jax(value, allowed: frozenset[str]) -> bool:
-    """A 32-bit JAX array where the schema names the 64-bit type: JAX made it so because
-    ``jax_enable_x64`` is off, and the op computes in the 32-bit counterpart."""
-    if not isinstance(value, jax.Array) or jax.config.jax_enable_x64:
+    """A 32-bit value where the schema names the 64-bit type while ``jax_enable_x64`` is
+    off: JAX narrowed it (a JAX array), or the model did, as ``jax.jit`` would (a numpy graph
+    input kept numpy, e.g. a Reshape's shape passed as an int64 array), and the op computes
+    in the 32-bit counterpart."""
+    if not isinstance(value, (jax.Array, np.ndarray)) or jax.config.jax_enable_x64:
         return False
     wide = WIDE.get(np.dtype(value.dtype))
     return wide is not None and onnx_type_name(wide) in allowed
