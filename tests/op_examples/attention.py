@@ -72,6 +72,8 @@ EXAMPLES = {
         Example([_normal(2, 4, 12), _normal(2, 4, 3), _normal(2, 4, 3)], {"num_heads": 2}),
         Example([_normal(2, 4, 12), _normal(2, 4, 2), _normal(2, 4, 2)],
                 {"num_heads": 3, "interleaved": 1}),
+        # Caches of batch 1 broadcast over the batch (PyTorch's opset-23 export writes them).
+        Example([_normal(2, 3, 4, 8), _normal(1, 4, 4), _normal(1, 4, 4)]),
     ],
     "TensorScatter": [
         Example([_normal(2, 3, 6, 4), _normal(2, 3, 2, 4), np.array([1, 4], np.int64)]),

@@ -23,7 +23,8 @@ def rotary_embedding(X, cos_cache, sin_cache, position_ids=None, *, interleaved:
         X: ``(batch, heads, sequence, head_size)``, or 3-D ``(batch, sequence, heads *
             head_size)`` with ``num_heads``.
         cos_cache: ``(max_position, rotary_embedding_dim / 2)`` read at ``position_ids``, or,
-            without them, ``(batch, sequence, rotary_embedding_dim / 2)``.
+            without them, ``(batch, sequence, rotary_embedding_dim / 2)``, where a batch or
+            sequence of 1 broadcasts.
         sin_cache: like ``cos_cache``.
         position_ids: optional int64 ``(batch, sequence)``, each in ``[0, max_position)``.
         interleaved: 1 pairs feature ``2i`` with ``2i + 1``; 0 pairs ``i`` with ``i + dim / 2``.
@@ -83,12 +84,15 @@ def _at_positions(cos_cache, sin_cache, position_ids, batch, length, half):
             f"needs `cos_cache` and `sin_cache` of one shape, got {tuple(cos_cache.shape)} and {tuple(sin_cache.shape)}."
         )
     if position_ids is None:
-        if tuple(cos_cache.shape) != (batch, length, half):
+        # The text multiplies the caches into the input, so a batch or sequence dim of 1
+        # broadcasts (PyTorch's exporter writes caches of batch 1), as in onnx.reference.
+        shape = tuple(cos_cache.shape)
+        if len(shape) != 3 or shape[2] != half or any(d not in (1, want) for d, want in zip(shape, (batch, length))):
             raise OnnxValidationError(
                 f"needs `cos_cache` and `sin_cache` of shape (batch, sequence, rotary_embedding_dim / 2) = "
-                f"{(batch, length, half)} without `position_ids`, got {tuple(cos_cache.shape)}."
+                f"{(batch, length, half)} (a batch or sequence of 1 broadcasts) without `position_ids`, got {shape}."
             )
-        return cos_cache, sin_cache
+        return (jnp.broadcast_to(cos_cache, (batch, length, half)), jnp.broadcast_to(sin_cache, (batch, length, half)))
     if cos_cache.ndim != 2 or cos_cache.shape[1] != half:
         raise OnnxValidationError(
             f"needs `cos_cache` and `sin_cache` of shape (max_position, rotary_embedding_dim / 2 = {half}) with "
