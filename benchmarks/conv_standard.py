@@ -299,6 +299,31 @@ def measure_models(quick: bool) -> list[dict]:
     return rows
 
 
+NOTES = """## Notes (from the runs that made this module; see the helper's report)
+
+- GEMM, measured first with less load (medians, GFLOP/s): 3136x576 @ 576x64: XLA 156,
+  numpy 159, onnxruntime 177; 16 x (784x64 @ 64x64): XLA 104, numpy 144, onnxruntime 75;
+  8x784 @ 784x256: XLA 27, numpy 67, onnxruntime 36. XLA's dot is within 15% of
+  onnxruntime's on the patch-matrix shape, while XLA's convolution of the same size runs at
+  about 70: the convolution, not the dot, is what is slow, so fewer multiply-adds in dots
+  (Winograd) can win.
+- Winograd's 16 dots in their fastest layout, `(tiles, C) @ (C, M)`, ran at 66 GFLOP/s on
+  one core against 30-45 for `(M, C) @ (C, tiles)` (at batch 8 on 56x56: 11 ms against
+  30-55); without the NCHW/NHWC transposes around it, Winograd beat XLA's channels-last
+  convolution at every ResNet-18 size but 512 channels on 7x7 at batch 1 (64 channels on
+  56x56: 1.5 ms against 2.8, best of 11 blocks).
+- The MLP fixture at batch 8 (77 us against 17 us at batch 1) is not its dots: PjRt's CPU
+  client runs an executable inline on the calling thread only when XLA's cost analysis
+  counts fewer than 1000 flops (`cheap_computation_` in `xla/pjrt/cpu/cpu_client.cc`); at
+  batch 1 the MLP has 896, at batch 8 about 7000, and it is handed to a worker thread, a
+  thread switch that costs about 60 us on this VM (`jax.jit(lambda x: x * 2.0)` on 900
+  floats: 11 us, on 1100: 76 us). Writing the dots as multiply-and-sum
+  changed nothing (70-74 us when handed over, 11-18 us when not);
+  `jax.config.update("jax_cpu_enable_async_dispatch", False)` made batch 8 take 18-40 us
+  against 78-82 us (medians, busy machine), batch 1 unchanged.
+"""
+
+
 def _ms(pair) -> str:
     median, best = pair
     return f"{1e3 * median:.3f} ({1e3 * best:.3f})"
@@ -365,7 +390,7 @@ def _report(gemms, convs, stems, models, quick) -> str:
                 f"| {r['model']} | {r['batch']} | {_ms(r['as_is'])} | {_ms(r['winograd'])} | {_ms(r['ort'])} | "
                 f"{1e3 * r['as_is_compile']:.0f} | {1e3 * r['wino_compile']:.0f} |"
             )
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n\n" + NOTES
 
 
 def main(argv=None):

@@ -1,29 +1,44 @@
 """Winograd F(2x2, 3x3) for standard 3x3 convolutions on XLA:CPU. Registers no op.
 
 XLA:CPU runs a standard (``group=1``) 3x3 convolution at about 70 GFLOP/s on the 2-core AVX2
-machine, where onnxruntime reaches about 180 and XLA's own dot about 150 (3136x576 @ 576x64).
-Winograd's F(2x2, 3x3) (Lavin and Gray, 2015) computes each 2x2 output tile from a 4x4 input
-tile with 16 products instead of 36: the input tiles are transformed (``B^T d B``), each of
-the 16 tile positions becomes one dot over channels (16 dots of ``(tiles, C) @ (C, M)``),
-and the products are transformed back (``A^T m A``). The dots do 2.25x fewer multiply-adds,
-but the transforms read and write 4x the input and output, so it pays where the dots
-dominate: many channels on small maps.
+machine, where onnxruntime reaches about 180 and XLA's own dot about 155 (3136x576 @ 576x64;
+numpy 160, onnxruntime's MatMul 177). Winograd's F(2x2, 3x3) (Lavin and Gray, 2015) computes
+each 2x2 output tile from a 4x4 input tile with 16 products instead of 36: the input tiles
+are transformed (``B^T d B``), each of the 16 tile positions becomes one dot over channels
+(``(tiles, C) @ (C, M)``), and the products are transformed back (``A^T m A``). The dots do
+2.25x fewer multiply-adds, but the transforms read and write 4x the input and output, so
+it pays where the dots dominate: many channels on small maps.
 
-What was measured (interleaved in one process on the busy 2-core machine, best of 15 blocks;
-see ``benchmarks/conv_standard_results.md``): against ``lax.conv_general_dilated``,
-256 channels on 14x14 and 512 on 7x7 at batch 8 run about 1.4x faster, 256 on 14x14 at batch 1
-about 1.3x; 128 channels on 28x28 is a tie at batch 1 and slower at batch 8, and 64 channels
-on 56x56 is 1.4x (batch 1) to 2.5x (batch 8) slower, its transforms costing more than the
-dot saves. The dots run fastest channels-last (``(tiles, C) @ (C, M)``: 66 GFLOP/s on one
-core against 30-45 for ``(M, C) @ (C, tiles)``), so the input is transposed to ``(N, H, W, C)``
-first and the result back at the end; an NCHW version was slower at every size. F(4x4, 3x3)
-(36 products per 4x4 tile) lost too: its weights are 4x the direct ones, the
-transforms 2-3x slower, and its error 4-25x the direct convolution's (about 5e-6 relative
-against 1e-6), where F(2x2, 3x3) stays at the direct convolution's error.
+What was measured (``benchmarks/conv_standard.py``; interleaved in one process on a busy
+2-core machine, so ratios are rough): against ``lax.conv_general_dilated``, 256 channels on
+14x14 ran 1.3x faster at batch 1 and 1.4-1.7x at batch 8, 512 on 7x7 1.5-2x at batch 8;
+512 on 7x7 at batch 1 was slower (its 16 transformed weight matrices, 16 MB, serve only 16
+tiles), 128 channels on 28x28 a tie, and 64 on 56x56 up to 1.5x slower (the transforms cost
+more than the dot saves). Those are the cases :func:`winograd_wins` encodes.
+
+- Layout: the dots run fastest channels-last (``(tiles, C) @ (C, M)``, 66 GFLOP/s on one
+  core, against 30-45 for ``(M, C) @ (C, tiles)``; at batch 8 on 56x56, 11 ms against 30-55),
+  so the input is transposed to ``(N, H, W, C)`` first and the result back at the end; an
+  NCHW version was slower at every size. Without those two transposes (channels-last in and
+  out) the same computation beat XLA's channels-last convolution at every size but 512x7x7
+  batch 1 (64 channels on 56x56: 1.5 ms against 2.8), so a model kept channels-last would
+  gain more.
+- Structure: 16 separate dots on 16 separately transformed inputs ran up to 10% faster at
+  batch 8 but compiled 1.5-3x slower than one fused input transform and one batched dot.
+- Compile time: 0.3-1.1 s per convolution against 0.2-0.5 s for XLA's; the weight transform
+  is one dot so that XLA folds it quickly for constant weights (0.4 s for 512x512 channels
+  where folding 16 sums of taps took 4-6 s). Weights that are arguments of the jitted
+  function (training) are transformed at every call: 16·C·M values, a few ms at 512
+  channels, which the rule above does not count.
+- Accuracy: every coefficient is 0, +-1 or +-1/2, and the error against a float64
+  convolution stays within 0.5-1.9x the direct float32 convolution's. F(4x4, 3x3) (36
+  products per 4x4 tile, 4x fewer multiply-adds) was rejected: its error is 4-25x the
+  direct one (about 5e-6 relative against 1e-6), its weights 4x the direct ones, and it
+  compiled and ran slower here.
 
 Everything is plain ``jax.numpy``: autodiff, vmap and jit go through it. Weights given as a
-numpy array (ONNX initializers) are transformed once in float64 at trace time. float16 and
-bfloat16 compute in float32 and round once, as XLA:CPU's convolution does.
+numpy array are transformed in float64 at trace time. float16 and bfloat16 compute in
+float32 and round once, as XLA:CPU's convolution does.
 """
 
 from __future__ import annotations
