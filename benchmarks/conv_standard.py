@@ -356,7 +356,8 @@ def _report(gemms, convs, stems, models, quick) -> str:
         "",
         "*wins* is `winograd_wins`; errors are relative to a float64 convolution (max abs error / max abs value).",
         "",
-        "| convolution | wins | XLA | Winograd | onnxruntime | XLA / Winograd | compile XLA ms | compile Winograd ms | error XLA | error Winograd |",
+        "| convolution | wins | XLA | Winograd | onnxruntime | XLA / Winograd | compile XLA ms | compile Winograd ms "
+        "| error XLA | error Winograd |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in convs:
@@ -369,7 +370,8 @@ def _report(gemms, convs, stems, models, quick) -> str:
         "",
         "## 3. Stem convolutions, group=1 as multiply-adds: ms",
         "",
-        "| convolution | C·k·k·M | XLA | multiply-adds | onnxruntime | XLA / multiply-adds | compile XLA ms | compile multiply-adds ms |",
+        "| convolution | C·k·k·M | XLA | multiply-adds | onnxruntime | XLA / multiply-adds | compile XLA ms "
+        "| compile multiply-adds ms |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for r in stems:

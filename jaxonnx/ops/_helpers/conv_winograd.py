@@ -24,7 +24,7 @@ more than the dot saves). Those are the cases :func:`winograd_wins` encodes.
   batch 1 (64 channels on 56x56: 1.5 ms against 2.8), so a model kept channels-last would
   gain more.
 - Structure: 16 separate dots on 16 separately transformed inputs ran up to 10% faster at
-  batch 8 but compiled 1.5-3x slower than one fused input transform and one batched dot.
+  batch 8 but compiled 1.3-3x slower than one fused input transform and one batched dot.
 - Compile time: 0.3-1.1 s per convolution against 0.2-0.5 s for XLA's; the weight transform
   is one dot so that XLA folds it quickly for constant weights (0.4 s for 512x512 channels
   where folding 16 sums of taps took 4-6 s). Weights that are arguments of the jitted
@@ -179,8 +179,8 @@ def _transform_input(x, tiles_h, tiles_w):
     # Tiles overlap by 2: rows 0-1 of tile t are block t and rows 2-3 block t + 1 of the
     # input cut into 2x2 blocks (a reshape and plain slices, 10-20% faster than stride-2
     # slices). All 16 positions come out of one sum over the 16 tile elements, each times
-    # its column of B^T (x) B^T: one fusion writing the stacked array, where 16 sums and a
-    # stack made 16 fusions and a copy and compiled 1.5-3x slower.
+    # its column of B^T (x) B^T: one fusion writing the stacked array, where 16 separate
+    # sums made 16 fusions (and 16 dots, or a stacking copy) and compiled 1.3-3x slower.
     blocks = x.reshape(n, tiles_h + 1, _OUT, tiles_w + 1, _OUT, c)
     total = None
     for i in range(_TILE):
