@@ -215,8 +215,8 @@ def _ort_conv(x, w, strides, padding, group, pointwise=None):
 
 
 # (what, N, C, H, M, kernel, stride, group); M is the 1x1 convolution's output channels
-# in the depthwise-separable blocks (depthwise, Relu, 1x1: how depthwise convolutions sit in
-# a model, where the layout of the 1x1 convolution decides what the transposes cost).
+# in the blocks (depthwise or ("block", group) grouped, Relu, 1x1: how these convolutions sit
+# in a model, where the layout of the 1x1 convolution decides what the transposes cost).
 CONV_CASES = (
     ("depthwise 5x5", 1, 96, 28, 96, 5, 1, 96),
     ("depthwise 3x3 /2", 1, 240, 14, 240, 3, 2, 240),
@@ -228,6 +228,7 @@ CONV_CASES = (
     ("separable block 5x5 + 1x1", 1, 96, 28, 96, 5, 1, "block"),
     ("separable block 3x3 /2 + 1x1", 1, 240, 14, 80, 3, 2, "block"),
     ("separable block 3x3 + 1x1", 8, 96, 28, 96, 3, 1, "block"),
+    ("grouped block 3x3 (4 per group) + 1x1", 1, 128, 28, 128, 3, 1, ("block", 32)),
 )
 
 
@@ -239,8 +240,8 @@ def measure_convolutions(quick: bool) -> list[dict]:
     rows = []
     rng = np.random.default_rng(0)
     for what, n, c, h, m, k, s, g in CONV_CASES:
-        block = g == "block"
-        g = c if block else g
+        block = g == "block" or isinstance(g, tuple)
+        g = (g[1] if isinstance(g, tuple) else c) if block else g
         x = jax.device_put(rng.standard_normal((n, c, h, h)).astype(np.float32))
         w = jax.device_put(rng.standard_normal((c if block else m, c // g, k, k)).astype(np.float32))
         p = jax.device_put(rng.standard_normal((m, c, 1, 1)).astype(np.float32)) if block else None

@@ -7,24 +7,23 @@ group) that is 10-60x slower than onnxruntime (JAX issues #23713 and #12868), an
 convolutions with a few channels per group are 2-4x slower than the sum below. On CPU such
 a convolution is written as a sum over kernel taps (and a group's input channels) of a
 strided slice of the padded input times a weight broadcast over the group's output
-channels: one elementwise loop that XLA fuses. Convolutions with many input channels per
+channels: one elementwise loop that XLA fuses. Convolutions with more input channels per
 group (``group=1`` among them) keep XLA's convolution: a patch matrix and one dot, or one
 dot per tap, were no faster on CPU and compiled 2-5x slower. GPUs and TPUs keep XLA's
 convolution (cuDNN): the choice is made per platform at lowering time with
 ``jax.lax.platform_dependent``.
 
-Depthwise convolutions (one input channel per group) are summed channels-last: XLA's own
-convolutions and dots run channels-last (``(N, D..., C)``) behind transposes, so in a
-model the transposes around the sum cancel against theirs, the fused loop runs along the
-channels (contiguous, a multiple of 8 in most networks) instead of along a short image row
-(7, 14 or 28 wide, which vectorizes 4-wide or not at all), and the padded input is read
-without striding. Against the same sum in ``(N, C, D...)`` this ran MobileNetV3-large 1.5x,
-EfficientNet-B0 1.3x and an OCR detector 1.8x faster (2-core CPU, interleaved). The price:
-a depthwise convolution whose neighbours are channels-first (alone, or feeding only
+The sum runs channels-last: XLA's own convolutions and dots run channels-last
+(``(N, D..., C)``) behind transposes, so in a model the transposes around the sum cancel
+against theirs, the fused loop runs along the channels (contiguous, a multiple of 8 in most
+networks) instead of along a short image row (7, 14 or 28 wide, which vectorizes 4-wide or
+not at all), and the padded input is read without striding. Against the same sum in
+``(N, C, D...)`` with one chain of adds, this ran MobileNetV3-large 1.5x, EfficientNet-B0
+1.3x and an OCR detector 1.8x faster (2-core CPU, interleaved); ResNeXt-50 ran 2.2x faster
+than with that sum for up to 16 channels per group. The price: a convolution whose neighbours are channels-first (alone, or feeding only
 elementwise ops and reductions) gets the transpose back fused into its loop, which then
-reads the input strided, 1.0-2x slower than channels-first. Grouped convolutions with
-several input channels per group keep ``(N, C, D...)``: channels-last, a group's channels
-interleave and the loop no longer vectorizes (1.3x slower alone).
+reads the input strided, 1.0-2x slower than channels-first. In a model, XLA's grouped
+convolution beat the sum from 8 input channels per group on.
 
 The terms are added into a few independent partial sums (then summed pairwise) rather than
 one chain, so that the loop is not bound by the latency of one long add chain.
@@ -47,6 +46,11 @@ import jax.numpy as jnp
 # ran 20x faster than XLA's convolution and 16 channels per group x 3x3 (144) still a bit
 # faster; past this the fused loop compiles slowly and XLA's convolution is used.
 _MAX_TERMS = 160
+# In a model, XLA's grouped convolution beat the sum from 8 input channels per group on:
+# ResNeXt-50 (4, 8 and 16 per group) ran 1.25x faster with the sum for 4 per group only
+# than for all three (and compiled about 3x faster), as fast as with it for 4 and 8 (which
+# compiled 2 s longer).
+_MAX_GROUP_CHANNELS = 4
 
 # Independent partial sums the terms are spread over (round robin), added pairwise at the
 # end: one chain of 25 dependent adds per output vector left the loop waiting on the add
@@ -74,8 +78,9 @@ def convolve(x, w, strides, padding, dilations, group):
 
 def multiply_adds(w_shape, group) -> bool:
     """Whether the CPU runs a convolution with weights of shape ``w_shape`` as shifted
-    multiply-adds: grouped, with at most ``_MAX_TERMS`` (tap, group input channel) terms."""
-    return group > 1 and w_shape[1] * math.prod(w_shape[2:]) <= _MAX_TERMS
+    multiply-adds: grouped, at most ``_MAX_GROUP_CHANNELS`` input channels per group and at
+    most ``_MAX_TERMS`` (tap, group input channel) terms."""
+    return group > 1 and w_shape[1] <= _MAX_GROUP_CHANNELS and w_shape[1] * math.prod(w_shape[2:]) <= _MAX_TERMS
 
 
 def xla_convolve(x, w, *, strides, padding, dilations, group):
@@ -111,27 +116,21 @@ def cpu_convolve(x, w, *, strides, padding, dilations, group):
         low = lo - a * r
         pads.append((low, (size - 1) * s + (k - 1) * r + 1 - d - low, 0))
     taps = list(itertools.product(*map(range, kernel)))
-    if group_channels == 1:
-        # Depthwise: channels-last (see the module docstring), the channel axis last.
-        x = jax.lax.pad(jnp.moveaxis(x, 1, -1), jnp.zeros((), x.dtype), pads + [(0, 0, 0)])
-        # Without the barrier XLA reads a tap that lies inside the unpadded input straight
-        # from ``x`` (channels first), through the transpose: one load per lane.
-        x = jax.lax.optimization_barrier(x)
-        shifted = [_shift(x, tap, strides, dilations, sizes, channels_last=True) for tap in taps]
-        return jnp.moveaxis(_depthwise_sum(shifted, w, sizes), -1, 1).astype(dtype)
-    x = jax.lax.pad(x, jnp.zeros((), x.dtype), [(0, 0, 0)] + pads)
-    shifted = [_shift(x, tap, strides, dilations, sizes, channels_last=False) for tap in taps]
-    return _multiply_adds(shifted, w, group, sizes).astype(dtype)
+    # Channels-last (see the module docstring): the channel axis last.
+    x = jax.lax.pad(jnp.moveaxis(x, 1, -1), jnp.zeros((), x.dtype), pads + [(0, 0, 0)])
+    # Without the barrier XLA reads a tap that lies inside the unpadded input straight from
+    # ``x`` (channels first), through the transpose: one load per lane.
+    x = jax.lax.optimization_barrier(x)
+    shifted = [_shift(x, tap, strides, dilations, sizes) for tap in taps]
+    return jnp.moveaxis(_multiply_adds(shifted, w, group, sizes), -1, 1).astype(dtype)
 
 
-def _shift(x, tap, strides, dilations, sizes, *, channels_last):
-    """The input each output position reads at kernel tap ``tap`` (``x`` already padded,
-    its channel axis last if ``channels_last``, else second)."""
+def _shift(x, tap, strides, dilations, sizes):
+    """The input each output position reads at kernel tap ``tap`` (``x`` padded and
+    channels-last)."""
     start = [t * r for t, r in zip(tap, dilations)]
     limit = [t * r + (size - 1) * s + 1 for t, r, size, s in zip(tap, dilations, sizes, strides)]
-    if channels_last:
-        return jax.lax.slice(x, [0, *start, 0], [x.shape[0], *limit, x.shape[-1]], (1, *strides, 1))
-    return jax.lax.slice(x, [0, 0, *start], [*x.shape[:2], *limit], (1, 1, *strides))
+    return jax.lax.slice(x, [0, *start, 0], [x.shape[0], *limit, x.shape[-1]], (1, *strides, 1))
 
 
 def _sum(terms):
@@ -145,29 +144,20 @@ def _sum(terms):
     return partial[0]
 
 
-def _depthwise_sum(shifted, w, sizes):
-    """Sum over taps of a channels-last shifted input ``(N, O..., C)`` times the tap's
-    weights (``w``: ``(C * multiplier, 1, k...)``); returns ``(N, O..., C * multiplier)``."""
-    n, channels, out_channels = shifted[0].shape[0], shifted[0].shape[-1], w.shape[0]
-    multiplier = out_channels // channels
-    ones = (1,) * (1 + len(sizes))
-    w = w.reshape(channels, multiplier, -1)
-    if multiplier == 1:
-        return _sum([xs * w[:, 0, t].reshape(*ones, channels) for t, xs in enumerate(shifted)])
-    # Output channel c * multiplier + j reads input channel c.
-    total = _sum([xs[..., None] * w[:, :, t].reshape(*ones, channels, multiplier) for t, xs in enumerate(shifted)])
-    return total.reshape(n, *sizes, out_channels)
-
-
 def _multiply_adds(shifted, w, group, sizes):
-    """Sum over taps and a group's input channels of a shifted input times its weight,
-    broadcast over the group's output channels: one elementwise loop XLA fuses."""
+    """Sum over taps and a group's input channels of a channels-last shifted input
+    ``(N, O..., C)`` times its weight, broadcast over the group's output channels: one
+    elementwise loop XLA fuses. Returns ``(N, O..., M)``."""
     n, out_channels, group_channels = shifted[0].shape[0], w.shape[0], w.shape[1]
     per_group = out_channels // group
-    ones = (1,) * len(sizes)
+    ones = (1,) * (1 + len(sizes))
     w = w.reshape(group, per_group, group_channels, -1)
     terms = []
     for t, xs in enumerate(shifted):
-        xs = xs.reshape(n, group, 1, group_channels, *sizes)
-        terms += [xs[:, :, :, c] * w[:, :, c, t].reshape(1, group, per_group, *ones) for c in range(group_channels)]
-    return _sum(terms).reshape(n, out_channels, *sizes)
+        if group_channels == per_group == 1:  # depthwise
+            terms.append(xs * w[:, 0, 0, t].reshape(*ones, group))
+            continue
+        # Output channel g * per_group + j reads input channels g * group_channels + c.
+        xs = xs.reshape(n, *sizes, group, 1, group_channels)
+        terms += [xs[..., c] * w[:, :, c, t].reshape(*ones, group, per_group) for c in range(group_channels)]
+    return _sum(terms).reshape(n, *sizes, out_channels)
