@@ -13,11 +13,14 @@ between the formulations; the median and the best block are reported):
 2. 3x3 stride-1 convolutions (ResNet-18's and the CNN fixture's): ``lax.conv_general_dilated``
    against ``ops/_helpers/conv_winograd.py`` and onnxruntime, with compile times and the
    error of each against a float64 convolution.
+   And chains of four such convolutions with bias and ReLU, where the layout transposes
+   around consecutive Winograd convolutions partly cancel, as in a model.
 3. Stem convolutions (3 input channels, stride 2): XLA's convolution against the shifted
    multiply-adds of ``ops/_helpers/conv_cpu.py`` applied with ``group=1``.
 4. With ``--models``: torchvision's ResNet-18 (random weights, exported once into a
-   temporary folder; needs torch) as jaxonnx runs it, and with Winograd dispatched where
-   ``winograd_wins`` says, against onnxruntime; compile times.
+   temporary folder; needs torch) as jaxonnx runs it, with Winograd dispatched where
+   ``winograd_wins`` says, and with Winograd for every 3x3 stride-1 convolution, against
+   onnxruntime; compile times.
 """
 
 from __future__ import annotations
@@ -172,6 +175,41 @@ def measure_3x3(quick: bool) -> list[dict]:
     return rows
 
 
+def measure_chains(quick: bool) -> list[dict]:
+    """Four 3x3 convolutions, each followed by a bias and ReLU: as in a model, the NCHW/NHWC
+    transposes of consecutive Winograd convolutions partly cancel."""
+    import jax
+    import jax.numpy as jnp
+
+    from jaxonnx.ops._helpers.conv_winograd import winograd_convolve, winograd_wins
+
+    rows = []
+    rng = np.random.default_rng(0)
+    pad = ((1, 1), (1, 1))
+    for n, c, h, _ in CONVS_3X3[:8]:
+        weights = [jnp.asarray(0.05 * rng.standard_normal((c, c, 3, 3)).astype(np.float32)) for _ in range(4)]
+        biases = [jnp.asarray(rng.standard_normal((c, 1, 1)).astype(np.float32)) for _ in range(4)]
+        xj = jnp.asarray(rng.standard_normal((n, c, h, h)).astype(np.float32))
+
+        def chain(x, convolve):
+            for w, b in zip(weights, biases):
+                x = jax.nn.relu(convolve(x, w) + b)
+            return x
+
+        xla, xla_compile = _compile(lambda x: chain(x, lambda x, w: jax.lax.conv_general_dilated(x, w, (1, 1), pad)), xj)
+        wino, wino_compile = _compile(lambda x: chain(x, lambda x, w: winograd_convolve(x, w, pad)), xj)
+        np.testing.assert_allclose(np.asarray(wino(xj)), np.asarray(xla(xj)), rtol=1e-4, atol=1e-4 * float(np.abs(xla(xj)).max()))
+        fns = {"xla": lambda: jax.block_until_ready(xla(xj)), "winograd": lambda: jax.block_until_ready(wino(xj))}
+        t = _interleaved(fns, _runs(fns["xla"]), 5 if quick else 11)
+        row = {
+            "conv": f"4 x (N={n} C={c} {h}x{h} M={c})", "wins": winograd_wins((n, c, h, h), (c, c, 3, 3), (1, 1), (1, 1), 1),
+            **t, "xla_compile": xla_compile, "wino_compile": wino_compile,
+        }
+        print(row, file=sys.stderr)
+        rows.append(row)
+    return rows
+
+
 @contextlib.contextmanager
 def _multiply_adds_for_group_1():
     """A context in which conv_cpu's multiply-adds take group=1 convolutions too."""
@@ -237,9 +275,15 @@ def _resnet18():
     return path
 
 
+def _every_3x3(x_shape, w_shape, strides, dilations, group) -> bool:
+    """Every 2-D, stride-1, dilation-1, 3x3 convolution with ``group=1``."""
+    return len(x_shape) == 4 and group == 1 and tuple(w_shape[2:]) == (3, 3) and tuple(strides) == (1, 1) and tuple(dilations) == (1, 1)
+
+
 @contextlib.contextmanager
-def _winograd_wired_in():
-    """A context in which jaxonnx's Conv runs Winograd on CPU where ``winograd_wins``."""
+def _winograd_wired_in(rule=None):
+    """A context in which jaxonnx's Conv runs Winograd on CPU where ``rule`` (by default
+    ``winograd_wins``) says."""
     import jax
 
     from jaxonnx.ops._helpers import conv_cpu
@@ -250,7 +294,7 @@ def _winograd_wired_in():
 
     def convolve(x, w, strides, padding, dilations, group):
         padding = tuple(tuple(p) for p in padding)
-        if not winograd_wins(x.shape, w.shape, strides, dilations, group):
+        if not (rule or winograd_wins)(x.shape, w.shape, strides, dilations, group):
             return saved(x, w, strides, padding, dilations, group)
         xla = dict(strides=tuple(strides), padding=padding, dilations=tuple(dilations), group=group)
         return jax.lax.platform_dependent(
@@ -283,17 +327,23 @@ def measure_models(quick: bool) -> list[dict]:
         as_is, as_is_compile = _compile(lambda x: model(x), on_device)
         with _winograd_wired_in():
             wino, wino_compile = _compile(lambda x: model(x), on_device)
+        with _winograd_wired_in(_every_3x3):
+            every, every_compile = _compile(lambda x: model(x), on_device)
         expected = session.run(None, {"image": image})[0]
-        for compiled in (as_is, wino):
+        for compiled in (as_is, wino, every):
             got = np.asarray(compiled(on_device)[0])
             np.testing.assert_allclose(got, expected, rtol=2e-3, atol=2e-4 * max(1.0, float(np.abs(expected).max())))
         fns = {
             "as_is": lambda: jax.block_until_ready(as_is(on_device)),
             "winograd": lambda: jax.block_until_ready(wino(on_device)),
+            "every": lambda: jax.block_until_ready(every(on_device)),
             "ort": lambda: session.run(None, {"image": image}),
         }
         t = _interleaved(fns, 2 if quick else 5, 5 if quick else 9)
-        row = {"model": "resnet18", "batch": batch, **{k: t[k] for k in fns}, "as_is_compile": as_is_compile, "wino_compile": wino_compile}
+        row = {
+            "model": "resnet18", "batch": batch, **{k: t[k] for k in fns},
+            "as_is_compile": as_is_compile, "wino_compile": wino_compile, "every_compile": every_compile,
+        }
         print(row, file=sys.stderr)
         rows.append(row)
     return rows
@@ -329,7 +379,7 @@ def _ms(pair) -> str:
     return f"{1e3 * median:.3f} ({1e3 * best:.3f})"
 
 
-def _report(gemms, convs, stems, models, quick) -> str:
+def _report(gemms, convs, chains, stems, models, quick) -> str:
     import jax
     import onnxruntime
 
@@ -368,6 +418,18 @@ def _report(gemms, convs, stems, models, quick) -> str:
         )
     lines += [
         "",
+        "## 2b. Chains of four 3x3 convolutions with bias and ReLU: ms",
+        "",
+        "| chain | wins | XLA | Winograd | XLA / Winograd | compile XLA ms | compile Winograd ms |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in chains:
+        lines.append(
+            f"| {r['conv']} | {'yes' if r['wins'] else 'no'} | {_ms(r['xla'])} | {_ms(r['winograd'])} | "
+            f"{r['xla'][0] / r['winograd'][0]:.2f} | {1e3 * r['xla_compile']:.0f} | {1e3 * r['wino_compile']:.0f} |"
+        )
+    lines += [
+        "",
         "## 3. Stem convolutions, group=1 as multiply-adds: ms",
         "",
         "| convolution | C·k·k·M | XLA | multiply-adds | onnxruntime | XLA / multiply-adds | compile XLA ms "
@@ -384,13 +446,16 @@ def _report(gemms, convs, stems, models, quick) -> str:
             "",
             "## 4. ResNet-18 (torchvision, random weights): ms",
             "",
-            "| model | batch | jaxonnx as is | with Winograd | onnxruntime | compile as is ms | compile with Winograd ms |",
-            "|---|---|---|---|---|---|---|",
+            "*with Winograd*: where `winograd_wins`; *every 3x3*: every 3x3 stride-1 convolution.",
+            "",
+            "| model | batch | jaxonnx as is | with Winograd | every 3x3 | onnxruntime | compile as is ms "
+            "| compile with Winograd ms | compile every 3x3 ms |",
+            "|---|---|---|---|---|---|---|---|---|",
         ]
         for r in models:
             lines.append(
-                f"| {r['model']} | {r['batch']} | {_ms(r['as_is'])} | {_ms(r['winograd'])} | {_ms(r['ort'])} | "
-                f"{1e3 * r['as_is_compile']:.0f} | {1e3 * r['wino_compile']:.0f} |"
+                f"| {r['model']} | {r['batch']} | {_ms(r['as_is'])} | {_ms(r['winograd'])} | {_ms(r['every'])} | "
+                f"{_ms(r['ort'])} | {1e3 * r['as_is_compile']:.0f} | {1e3 * r['wino_compile']:.0f} | {1e3 * r['every_compile']:.0f} |"
             )
     return "\n".join(lines) + "\n\n" + NOTES
 
@@ -403,10 +468,11 @@ def main(argv=None):
     args = parser.parse_args(argv)
     gemms = measure_gemms(args.quick)
     convs = measure_3x3(args.quick)
+    chains = measure_chains(args.quick)
     stems = measure_stems(args.quick)
     models = measure_models(args.quick) if args.models else []
     with open(args.output, "w") as f:
-        f.write(_report(gemms, convs, stems, models, args.quick))
+        f.write(_report(gemms, convs, chains, stems, models, args.quick))
     print(f"wrote {args.output}", file=sys.stderr)
 
 

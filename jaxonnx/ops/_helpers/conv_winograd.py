@@ -10,11 +10,17 @@ are transformed (``B^T d B``), each of the 16 tile positions becomes one dot ove
 it pays where the dots dominate: many channels on small maps.
 
 What was measured (``benchmarks/conv_standard.py``; interleaved in one process on a busy
-2-core machine, so ratios are rough): against ``lax.conv_general_dilated``, 256 channels on
-14x14 ran 1.3x faster at batch 1 and 1.4-1.7x at batch 8, 512 on 7x7 1.5-2x at batch 8;
-512 on 7x7 at batch 1 was slower (its 16 transformed weight matrices, 16 MB, serve only 16
-tiles), 128 channels on 28x28 a tie, and 64 on 56x56 up to 1.5x slower (the transforms cost
-more than the dot saves). Those are the cases :func:`winograd_wins` encodes.
+2-core machine, so ratios are rough). A single convolution, NCHW in and out, against
+``lax.conv_general_dilated``: 256 channels on 14x14 ran 1.5x faster at batch 1 and 1.8x at
+batch 8, 512 on 7x7 1.8x at batch 8, 128 on 28x28 1.1-1.3x; 512 on 7x7 at batch 1 was a tie
+or slower (its 16 transformed weight matrices, 16 MB, serve 16 tiles) and 64 on 56x56 a tie
+at batch 1 and 1.35x slower at batch 8. In a model the layout transposes around consecutive
+Winograd convolutions partly cancel: chains of four convolutions with bias and ReLU ran
+1.25x faster with 64 channels on 56x56 at batch 1 and 1.3-1.4x with 128 on 28x28, but 1.15x
+slower with 64 on 56x56 at batch 8 (26 MB of transformed input) and 1.4x slower with 512 on
+7x7 at batch 1. :func:`winograd_wins` encodes those limits. ResNet-18 with every 3x3
+stride-1 convolution as Winograd ran 2.5x faster at batch 1 (medians, busy machine) and
+compiled 3.5x slower.
 
 - Layout: the dots run fastest channels-last (``(tiles, C) @ (C, M)``, 66 GFLOP/s on one
   core, against 30-45 for ``(M, C) @ (C, tiles)``; at batch 8 on 56x56, 11 ms against 30-55),
@@ -61,20 +67,25 @@ _GG = np.kron(_G, _G)
 _BB = np.einsum("ia,jb->ijab", _BT, _BT).reshape(_TILE * _TILE, _TILE, _TILE)
 _AA = np.kron(_AT, _AT)
 
-# The smallest input and output channel counts at which Winograd beat XLA's convolution
-# (256 channels on 14x14 at batch 1 and 8; 128 on 28x28 was a tie or a loss).
-_MIN_CHANNELS = 256
-# ... and at least this many input positions (N * H * W): 512 channels on 7x7 lost at batch 1
-# (its 16 transformed weight matrices, 16 MB, are read for only 16 tiles) and won at batch 8.
+# Where Winograd beat XLA's convolution in chains of four 3x3 convolutions with bias and
+# ReLU (the NCHW/NHWC transposes between them partly cancel) and in ResNet-18:
+# - at least 64 input and output channels (the CNN fixture's 3-8 channels lost 2x);
+_MIN_CHANNELS = 64
+# - at least 196 input positions N * H * W (512 channels on 7x7 at batch 1 lost 1.4x: its 16
+#   transformed weight matrices, 16 MB, are read for 16 tiles; at batch 8 it won 1.8x);
 _MIN_POSITIONS = 196
+# - at most 2^20 input values N * H * W * C, the transformed input then 16 MB or less (64
+#   channels on 56x56 won 1.25x at batch 1, 3 MB, and lost 1.15x at batch 8, 26 MB).
+_MAX_INPUT_VALUES = 1 << 20
 
 
 def winograd_wins(x_shape, w_shape, strides, dilations, group) -> bool:
     """Whether :func:`winograd_convolve` ran faster than XLA:CPU's convolution for this shape.
 
     It applies to 2-D, stride-1, dilation-1, 3x3 convolutions with ``group=1``; among those
-    it won with at least 256 input and 256 output channels on at least 196 input positions
-    (``N * H * W``; the module docstring has the measurements).
+    it won with at least 64 input and output channels, at least 196 input positions
+    (``N * H * W``) and at most 2^20 input values (``N * H * W * C``); the module docstring
+    has the measurements.
 
     Args:
         x_shape: the input's shape ``(N, C, H, W)``.
@@ -89,7 +100,7 @@ def winograd_wins(x_shape, w_shape, strides, dilations, group) -> bool:
     Example:
         >>> winograd_wins((1, 256, 14, 14), (256, 256, 3, 3), (1, 1), (1, 1), 1)
         True
-        >>> winograd_wins((1, 64, 56, 56), (64, 64, 3, 3), (1, 1), (1, 1), 1)
+        >>> winograd_wins((8, 64, 56, 56), (64, 64, 3, 3), (1, 1), (1, 1), 1)
         False
     """
     return (
@@ -99,7 +110,8 @@ def winograd_wins(x_shape, w_shape, strides, dilations, group) -> bool:
         and tuple(strides) == (1, 1)
         and tuple(dilations) == (1, 1)
         and min(w_shape[0], w_shape[1]) >= _MIN_CHANNELS
-        and x_shape[0] * x_shape[2] * x_shape[3] >= _MIN_POSITIONS
+        and _MIN_POSITIONS <= x_shape[0] * x_shape[2] * x_shape[3]
+        and x_shape[0] * x_shape[2] * x_shape[3] * x_shape[1] <= _MAX_INPUT_VALUES
     )
 
 
