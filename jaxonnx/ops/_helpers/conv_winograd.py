@@ -10,17 +10,16 @@ are transformed (``B^T d B``), each of the 16 tile positions becomes one dot ove
 it pays where the dots dominate: many channels on small maps.
 
 What was measured (``benchmarks/conv_standard.py``; interleaved in one process on a busy
-2-core machine, so ratios are rough). A single convolution, NCHW in and out, against
-``lax.conv_general_dilated``: 256 channels on 14x14 ran 1.5x faster at batch 1 and 1.8x at
-batch 8, 512 on 7x7 1.8x at batch 8, 128 on 28x28 1.1-1.3x; 512 on 7x7 at batch 1 was a tie
-or slower (its 16 transformed weight matrices, 16 MB, serve 16 tiles) and 64 on 56x56 a tie
-at batch 1 and 1.35x slower at batch 8. In a model the layout transposes around consecutive
-Winograd convolutions partly cancel: chains of four convolutions with bias and ReLU ran
-1.25x faster with 64 channels on 56x56 at batch 1 and 1.3-1.4x with 128 on 28x28, but 1.15x
-slower with 64 on 56x56 at batch 8 (26 MB of transformed input) and 1.4x slower with 512 on
-7x7 at batch 1. :func:`winograd_wins` encodes those limits. ResNet-18 with every 3x3
-stride-1 convolution as Winograd ran 2.5x faster at batch 1 (medians, busy machine) and
-compiled 3.5x slower.
+2-core machine, so ratios are rough and single rows flipped between runs). A single
+convolution, NCHW in and out, against ``lax.conv_general_dilated``: 256 channels on 14x14
+1.2-1.5x faster, 512 on 7x7 at batch 8 1.8x, 128 on 28x28 0.9-1.3x, 64 on 56x56 1.1-1.3x at
+batch 1 but 0.7x at batch 8, 512 on 7x7 at batch 1 0.8-1.0x. In a model the layout transposes
+around consecutive Winograd convolutions partly cancel: chains of four convolutions with
+bias and ReLU ran 0.97-1.9x as fast at the eight ResNet-18 sizes in the last run. ResNet-18 with
+every 3x3 stride-1 convolution as Winograd ran 1.56x faster at batch 1 (71 -> 46 ms) and 1.21x
+at batch 8 (334 -> 276 ms), faster than with Winograd only where the single convolutions won
+(63 and 307 ms); it compiled in 4.9 s instead of 1.4 (3.9 s instead of 1.3 at batch 8).
+:func:`winograd_wins` takes every such convolution with at least 64 channels.
 
 - Layout: the dots run fastest channels-last (``(tiles, C) @ (C, M)``, 66 GFLOP/s on one
   core, against 30-45 for ``(M, C) @ (C, tiles)``; at batch 8 on 56x56, 11 ms against 30-55),
@@ -67,25 +66,19 @@ _GG = np.kron(_G, _G)
 _BB = np.einsum("ia,jb->ijab", _BT, _BT).reshape(_TILE * _TILE, _TILE, _TILE)
 _AA = np.kron(_AT, _AT)
 
-# Where Winograd beat XLA's convolution in chains of four 3x3 convolutions with bias and
-# ReLU (the NCHW/NHWC transposes between them partly cancel) and in ResNet-18:
-# - at least 64 input and output channels (the CNN fixture's 3-8 channels lost 2x);
+# Winograd needs at least this many input and output channels: the CNN fixture's 3-8
+# channels tied with XLA's convolution and compiled 2x slower. Single convolutions and
+# chains also suggested limits on size (512 channels on 7x7 at batch 1, 64 on 56x56 at batch
+# 8), but those flipped between runs on the busy machine, and in ResNet-18 Winograd for
+# every 3x3 stride-1 convolution beat every narrower choice at batch 1 and 8.
 _MIN_CHANNELS = 64
-# - at least 196 input positions N * H * W (512 channels on 7x7 at batch 1 lost 1.4x: its 16
-#   transformed weight matrices, 16 MB, are read for 16 tiles; at batch 8 it won 1.8x);
-_MIN_POSITIONS = 196
-# - at most 2^20 input values N * H * W * C, the transformed input then 16 MB or less (64
-#   channels on 56x56 won 1.25x at batch 1, 3 MB, and lost 1.15x at batch 8, 26 MB).
-_MAX_INPUT_VALUES = 1 << 20
 
 
 def winograd_wins(x_shape, w_shape, strides, dilations, group) -> bool:
     """Whether :func:`winograd_convolve` ran faster than XLA:CPU's convolution for this shape.
 
-    It applies to 2-D, stride-1, dilation-1, 3x3 convolutions with ``group=1``; among those
-    it won with at least 64 input and output channels, at least 196 input positions
-    (``N * H * W``) and at most 2^20 input values (``N * H * W * C``); the module docstring
-    has the measurements.
+    It applies to 2-D, stride-1, dilation-1, 3x3 convolutions with ``group=1`` and at least
+    64 input and output channels (the module docstring has the measurements).
 
     Args:
         x_shape: the input's shape ``(N, C, H, W)``.
@@ -100,7 +93,7 @@ def winograd_wins(x_shape, w_shape, strides, dilations, group) -> bool:
     Example:
         >>> winograd_wins((1, 256, 14, 14), (256, 256, 3, 3), (1, 1), (1, 1), 1)
         True
-        >>> winograd_wins((8, 64, 56, 56), (64, 64, 3, 3), (1, 1), (1, 1), 1)
+        >>> winograd_wins((1, 32, 56, 56), (64, 32, 3, 3), (1, 1), (1, 1), 1)
         False
     """
     return (
@@ -110,8 +103,6 @@ def winograd_wins(x_shape, w_shape, strides, dilations, group) -> bool:
         and tuple(strides) == (1, 1)
         and tuple(dilations) == (1, 1)
         and min(w_shape[0], w_shape[1]) >= _MIN_CHANNELS
-        and _MIN_POSITIONS <= x_shape[0] * x_shape[2] * x_shape[3]
-        and x_shape[0] * x_shape[2] * x_shape[3] * x_shape[1] <= _MAX_INPUT_VALUES
     )
 
 
