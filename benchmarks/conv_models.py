@@ -6,8 +6,8 @@
 
 Models: the committed dynamic-batch fixtures of ``tests/fixtures/models`` and, when torch and
 torchvision are installed, torchvision's MobileNetV3-large, ResNet-18 and EfficientNet-B0 at
-224x224 and a PaddleOCR-like text detector (a MobileNetV3-large backbone and a small FPN
-head at 320x320), exported once with random weights into a temporary folder (nothing is
+224x224, a PaddleOCR-like text detector (a MobileNetV3-large backbone and a small FPN
+head at 320x320) and a YOLOv8n-like detector at 320x320 (``yolo_like.py``), exported once with random weights into a temporary folder (nothing is
 downloaded). At batch 1 and 8 every model runs three ways in one process, alternating in
 blocks: jaxonnx as it is (on CPU, convolutions through ``ops/_helpers/conv_cpu.py``),
 jaxonnx with XLA's own convolution (what it did before), and a default onnxruntime CPU
@@ -34,7 +34,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.join(HERE, "..", "tests", "fixtures", "models")
 CACHE = os.path.join(tempfile.gettempdir(), "jaxonnx_conv_models")
 FIXTURE_MODELS = ("mobilenet_v3_small", "resnet", "cnn", "vit", "gpt2", "mlp")
-TORCH_MODELS = ("mobilenet_v3_large", "resnet18", "efficientnet_b0", "ocr_detector")
+TORCH_MODELS = ("mobilenet_v3_large", "resnet18", "efficientnet_b0", "ocr_detector", "yolov8n")
 BATCHES = (1, 8)
 
 
@@ -55,7 +55,7 @@ def _torch_model(name: str):
         import torchvision
     except ImportError:
         return None, None
-    size = 320 if name == "ocr_detector" else 224
+    size = 320 if name in ("ocr_detector", "yolov8n") else 224
     path = os.path.join(CACHE, f"{name}.onnx")
     image = np.random.default_rng(0).standard_normal((1, 3, size, size)).astype(np.float32)
     if not os.path.exists(path):
@@ -63,6 +63,11 @@ def _torch_model(name: str):
         torch.manual_seed(0)
         if name == "ocr_detector":
             module = _ocr_detector(torch, torchvision)
+        elif name == "yolov8n":
+            sys.path.insert(0, HERE)
+            from yolo_like import yolov8n_like
+
+            module = yolov8n_like(torch)
         else:
             module = getattr(torchvision.models, name)(weights=None)
         module.eval()

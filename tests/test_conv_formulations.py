@@ -134,3 +134,26 @@ def test_conv_op_matches_onnxruntime_on_a_depthwise_block(run_onnxruntime):
     (expected,) = run_onnxruntime(model, {"x": x})
     (got,) = jax.jit(jaxonnx.load(model))(x)
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("case", ["depthwise 3x3 same", "grouped 4 per group", "winograd 64 channels"])
+def test_weights_known_at_trace_time_give_the_same_convolution(case):
+    # An initializer under jax.jit reaches `convolve` as a concrete array: it stays out of
+    # the platform branches' operands (Winograd transforms it in numpy), same values, and
+    # the gradient in x is XLA's convolution's.
+    if case == "winograd 64 channels":
+        rng = np.random.default_rng(5)
+        x, w = rng.standard_normal((2, 64, 9, 8)).astype(np.float32), rng.standard_normal((64, 64, 3, 3)).astype(np.float32)
+        geometry = {"strides": (1, 1), "padding": ((1, 1), (1, 1)), "dilations": (1, 1), "group": 1}
+    else:
+        (x, w), geometry = _arrays(case), _geometry(case)
+    expected = xla_convolve(x, w, **geometry)
+    for weights in (w, jnp.asarray(w)):
+        got = jax.jit(lambda x: convolve(x, weights, **geometry))(x)
+        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5 * float(np.abs(expected).max()))
+    # On CPU the rewrite runs, with the weights as constants (not operands).
+    assert "convolution" not in jax.jit(lambda x: convolve(x, w, **geometry)).lower(x).as_text()
+    cotangent = np.random.default_rng(6).standard_normal(expected.shape).astype(np.float32)
+    (got_grad,) = jax.vjp(lambda x: convolve(x, w, **geometry), x)[1](cotangent)
+    (want_grad,) = jax.vjp(lambda x: xla_convolve(x, w, **geometry), x)[1](cotangent)
+    np.testing.assert_allclose(got_grad, want_grad, rtol=1e-5, atol=1e-5 * float(np.abs(want_grad).max()))

@@ -41,6 +41,10 @@ from functools import partial
 
 import jax
 import jax.numpy as jnp
+import numpy as np
+
+from jaxonnx.ops._helpers.common import is_traced
+from jaxonnx.ops._helpers.conv_winograd import winograd_convolve, winograd_wins
 
 # One term per (kernel tap, input channel of a group). A depthwise 9x9 kernel (81 terms)
 # ran 20x faster than XLA's convolution alone; past this the fused loop compiles slowly and
@@ -66,14 +70,18 @@ def convolve(x, w, strides, padding, dilations, group):
     On CPU it runs as :func:`cpu_convolve`; elsewhere as XLA's convolution."""
     strides, dilations = tuple(strides), tuple(dilations)
     padding = tuple(tuple(p) for p in padding)
-    if not multiply_adds(w.shape, group):
+    if not (multiply_adds(w.shape, group) or winograd_wins(x.shape, w.shape, strides, dilations, group)):
         return xla_convolve(x, w, strides=strides, padding=padding, dilations=dilations, group=group)
+    geometry = {"strides": strides, "padding": padding, "dilations": dilations, "group": group}
+    if not is_traced(w):
+        # Weights known at trace time (an initializer under jax.jit) stay numpy, out of the
+        # branches' operands: Winograd then transforms them once in numpy, where XLA's
+        # constant folding of the same transform took 0.3-1 s per convolution to compile.
+        w = np.asarray(w)
+        return jax.lax.platform_dependent(
+            x, cpu=partial(cpu_convolve, w=w, **geometry), default=partial(xla_convolve, w=w, **geometry))
     return jax.lax.platform_dependent(
-        x,
-        w,
-        cpu=partial(cpu_convolve, strides=strides, padding=padding, dilations=dilations, group=group),
-        default=partial(xla_convolve, strides=strides, padding=padding, dilations=dilations, group=group),
-    )
+        x, w, cpu=partial(cpu_convolve, **geometry), default=partial(xla_convolve, **geometry))
 
 
 def multiply_adds(w_shape, group) -> bool:
@@ -85,12 +93,17 @@ def multiply_adds(w_shape, group) -> bool:
 
 def xla_convolve(x, w, *, strides, padding, dilations, group):
     """XLA's convolution (what every platform but the CPU runs)."""
+    w = jnp.asarray(w, x.dtype) if isinstance(w, np.ndarray) else w
     return jax.lax.conv_general_dilated(x, w, strides, padding, rhs_dilation=dilations, feature_group_count=group)
 
 
 def cpu_convolve(x, w, *, strides, padding, dilations, group):
     """The convolution as XLA:CPU runs it fastest: shifted multiply-adds for depthwise and
-    narrow grouped convolutions, XLA's convolution for the others (see the module docstring)."""
+    narrow grouped convolutions, Winograd's F(2x2, 3x3) for 3x3 ones with 64 or more channels
+    (``ops/_helpers/conv_winograd.py``), XLA's convolution for the others (see the module
+    docstring)."""
+    if winograd_wins(x.shape, w.shape, strides, dilations, group):
+        return winograd_convolve(x, w, padding)
     n, spatial = x.shape[0], x.shape[2:]
     out_channels, group_channels, kernel = w.shape[0], w.shape[1], w.shape[2:]
     if not multiply_adds(w.shape, group):
