@@ -30,11 +30,14 @@ at batch 8 (334 -> 276 ms), faster than with Winograd only where the single conv
   gain more.
 - Structure: 16 separate dots on 16 separately transformed inputs ran up to 10% faster at
   batch 8 but compiled 1.3-3x slower than one fused input transform and one batched dot.
-- Compile time: 0.3-1.1 s per convolution against 0.2-0.5 s for XLA's; the weight transform
-  is one dot so that XLA folds it quickly for constant weights (0.4 s for 512x512 channels
-  where folding 16 sums of taps took 4-6 s). Weights that are arguments of the jitted
-  function (training) are transformed at every call: 16·C·M values, a few ms at 512
-  channels, which the rule above does not count.
+- Compile time: 0.2-1.1 s per convolution against 0.1-0.5 s for XLA's. Weights known at
+  trace time (an initializer under ``jax.jit``) reach this function as numpy
+  (``conv_cpu.convolve`` keeps them out of the platform branches' operands) and are
+  transformed once in numpy. Traced weights are transformed with one dot (which XLA also
+  folds quickly when they turn out constant: 0.4 s for 512x512 channels where 16 sums of
+  taps took 4-6 s); weights that are arguments of the jitted function (training) are
+  transformed at every call: 16·C·M values, a few ms at 512 channels, which the rule above
+  does not count.
 - Accuracy: every coefficient is 0, +-1 or +-1/2, and the error against a float64
   convolution stays within 0.5-1.9x the direct float32 convolution's. F(4x4, 3x3) (36
   products per 4x4 tile, 4x fewer multiply-adds) was rejected: its error is 4-25x the
