@@ -97,6 +97,11 @@ class Node:
         return [g for value in self.attributes.values() for g in (value if isinstance(value, list) else [value])
                 if isinstance(g, Graph)]
 
+    @property
+    def bodies(self) -> list[Graph]:
+        """Every graph the node runs: its GRAPH attributes and Gradient's computation."""
+        return self.subgraphs + ([self.computation] if self.computation is not None else [])
+
 
 class Graph:
     """A graph prepared once; :meth:`run` evaluates it.
@@ -429,14 +434,13 @@ def _cut_computations(nodes: list[Node], visible: set[str], path: str) -> list[N
                 cut(producer[name])
                 needed = nodes[producer[name]]
             pending.extend(n for n in needed.inputs if n)
-            for inner in [*needed.subgraphs, *([needed.computation] if needed.computation else [])]:
+            for inner in needed.bodies:
                 pending.extend(inner.outer_names)
         cutting.discard(index)
         order = sorted(taken)
         body = [nodes[i] for i in order]
         reads = {n for b in body for n in b.inputs if n}
-        reads |= {n for b in body for inner in [*b.subgraphs, *([b.computation] if b.computation else [])]
-                  for n in inner.outer_names}
+        reads |= {n for b in body for inner in b.bodies for n in inner.outer_names}
         reads |= set(y)
         made = {n for b in body for n in b.outputs if n}
         graph = Graph(

@@ -588,8 +588,7 @@ def _needs_concrete_values(graph: Graph, dependent: set[str]) -> str | None:
     dependent = set(dependent)
     for node in graph.nodes:
         reads = [name for name in node.inputs if name in dependent]
-        bodies = [*node.subgraphs, *([node.computation] if node.computation else [])]
-        outer = {name for sub in bodies for name in sub.outer_names} & dependent
+        outer = {name for sub in node.bodies for name in sub.outer_names} & dependent
         op = node.op
         if not reads and not outer:
             continue

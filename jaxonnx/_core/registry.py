@@ -232,7 +232,7 @@ class OpVersion:
             formal_name, type_param, allowed, _ = formals[min(index, len(formals) - 1)]
             dtype = np.dtype(value.dtype)
             type_name = onnx_type_name(dtype)
-            if type_name not in allowed and not _narrowed_by_jax(value, allowed):
+            if type_name not in allowed and not _narrowed_for_x64_off(value, allowed):
                 raise OnnxTypeError(
                     f"{self.name} does not accept tensor({type_name}) for input "
                     f"`{formal_name}`; it accepts {', '.join(sorted(allowed))}."
@@ -377,7 +377,7 @@ def _numpy_scalar_as_array(value):
     return np.asarray(value) if isinstance(value, np.generic) else value
 
 
-def _narrowed_by_jax(value, allowed: frozenset[str]) -> bool:
+def _narrowed_for_x64_off(value, allowed: frozenset[str]) -> bool:
     """A 32-bit value where the schema names the 64-bit type while ``jax_enable_x64`` is
     off: JAX narrowed it (a JAX array), or the model did, as ``jax.jit`` would (a numpy graph
     input kept numpy, e.g. a Reshape's shape passed as an int64 array), and the op computes
