@@ -211,6 +211,7 @@ def test_twenty_adam_steps_on_every_export_stay_finite_and_lower_the_loss(name):
     optimizer = optax.adam(1e-3)
     state = optimizer.init(params)
     step = jax.jit(lambda p, s: (lambda g: optimizer.update(g, s, p))(jax.grad(loss)(p)))
+    loss = jax.jit(loss)  # an eager forward of a CNN dispatched every op: 10-20 s of the test
     first = loss(params)
     with jax.numpy_dtype_promotion("standard"):  # optax's bias correction mixes a Python float and int32
         for _ in range(20):

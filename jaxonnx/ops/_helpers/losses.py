@@ -39,7 +39,10 @@ def negative_log_likelihood(log_prob, target, weight, *, ignore_index, reduction
     Targets outside ``[0, C)`` that are not ``ignore_index`` raise when ``target`` is
     concrete; under ``jax.jit`` their loss is nan (and so is any reduction over them)."""
     classes = log_prob.shape[1]
-    ignored = jnp.zeros(target.shape, bool) if ignore_index is None else target == ignore_index
+    # A concrete target is checked in numpy: under jax.jit a jnp mask of it would be traced.
+    xp = jnp if is_traced(target) else np
+    target = target if is_traced(target) else np.asarray(target)
+    ignored = xp.zeros(target.shape, bool) if ignore_index is None else target == ignore_index
     outside = ((target < 0) | (target >= classes)) & ~ignored
     if not is_traced(target):
         bad = np.asarray(outside)
