@@ -1,6 +1,7 @@
 """Strict settings for the whole test suite: surprises surface here, not in users' programs.
 
-- 8 virtual CPU devices, so sharding tests run on any machine (must precede jax's start).
+- 8 virtual CPU devices, so sharding tests run on any machine (must precede jax's start),
+  and XLA:CPU's backend optimizations off (the suite checks values, not speed).
 - 64-bit types on, so exactness of int64/uint64/float64 is tested; tests of the x64-off
   policy switch it off locally with ``jax.enable_x64(False)``.
 - numpy-style rank promotion and implicit dtype promotion are errors.
@@ -15,7 +16,11 @@
 
 import os
 
-os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
+# The suite checks values, not speed, so XLA:CPU compiles without LLVM's optimizations
+# (`--xla_backend_optimization_level=0`): a third less wall time, most of the suite's time
+# being compilation. The values are the same at every level (XLA uses no fast math);
+# benchmarks/ and users keep the default level.
+os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8 --xla_backend_optimization_level=0")
 
 import jax  # noqa: E402
 import pytest  # noqa: E402
