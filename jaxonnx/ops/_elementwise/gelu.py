@@ -18,8 +18,8 @@ def gelu(X, *, approximate: str = "none"):
             ``"tanh"`` for ``0.5 * X * (1 + tanh(sqrt(2 / pi) * (X + 0.044715 * X**3)))``.
 
     Example:
-        >>> jaxonnx.ops.gelu(jnp.array([-1.0, 1.0]))
-        Array([-0.15865527,  0.8413447 ], dtype=float32)
+        >>> jaxonnx.ops.gelu(jnp.array([-1.0, 1.0])).round(6)  # x * Phi(x)
+        Array([-0.158655,  0.841345], dtype=float32)
     """
     if approximate not in ("none", "tanh"):
         raise OnnxValidationError(f"got `approximate`={approximate!r}; it must be 'none' or 'tanh'.")
