@@ -1,6 +1,6 @@
-"""The CPU formulation of grouped and depthwise convolutions (ops/_helpers/conv_cpu.py)
-against XLA's convolution, called directly: values, exact gradients, vmap, and which
-formulation each platform lowers to."""
+"""The CPU formulations of grouped, depthwise and 1x1 convolutions (ops/_helpers/conv_cpu.py)
+against XLA's convolution, called directly, in ONNX's layout and channels-last: values,
+exact gradients, vmap, and which formulation each platform lowers to."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from jax.test_util import check_grads
 
 import jaxonnx
-from jaxonnx.ops._helpers.conv_cpu import _sum, convolve, cpu_convolve, multiply_adds, xla_convolve
+from jaxonnx.ops._helpers.conv_cpu import _sum, convolve, cpu_convolve, multiply_adds, pointwise, xla_convolve
 
 # (x shape, w shape, strides, (low, high) padding per axis, dilations, group, dtype)
 CASES = {
@@ -29,6 +29,8 @@ CASES = {
     "3-D": ((1, 2, 4, 3, 5), (4, 1, 2, 2, 3), (1, 1, 2), ((1, 0), (0, 1), (1, 1)), (1, 1, 1), 2, np.float64),
     "float16": ((1, 4, 6, 6), (4, 1, 3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 4, np.float16),
     "bfloat16": ((1, 4, 5, 5), (8, 2, 2, 2), (1, 1), ((0, 1), (1, 0)), (1, 1), 2, jnp.bfloat16),
+    "1x1 pointwise (one dot)": ((2, 6, 5, 7), (4, 6, 1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1), 1, np.float32),
+    "1x1 strided 3-D": ((2, 3, 4, 5, 6), (5, 3, 1, 1, 1), (2, 1, 3), ((0, 0), (0, 0), (0, 0)), (1, 1, 1), 1, np.float64),
 }
 
 
@@ -48,13 +50,19 @@ def _tolerance(dtype):
     return {np.float16: 1e-3, jnp.bfloat16: 1e-2, np.float32: 1e-5, np.float64: 1e-12}[dtype]
 
 
+@pytest.mark.parametrize("channels_last", [False, True])
 @pytest.mark.parametrize("case", CASES)
-def test_cpu_formulation_equals_xla_convolution(case):
+def test_cpu_formulation_equals_xla_convolution(case, channels_last):
     x, w = _arrays(case)
     geometry = _geometry(case)
-    assert multiply_adds(w.shape, geometry["group"])  # the case exercises the rewrite
+    # The case exercises a rewrite.
+    assert multiply_adds(w.shape, geometry["group"]) or pointwise(w.shape, geometry["padding"], geometry["group"])
     expected = xla_convolve(x, w, **geometry)
-    got = jax.jit(lambda x, w: cpu_convolve(x, w, **geometry))(x, w)
+    if channels_last:
+        expected = jnp.moveaxis(expected, 1, -1)
+        x = np.moveaxis(x, 1, -1)
+        assert np.array_equal(xla_convolve(x, w, **geometry, channels_last=True), expected)
+    got = jax.jit(lambda x, w: cpu_convolve(x, w, **geometry, channels_last=channels_last))(x, w)
     assert got.shape == expected.shape and got.dtype == expected.dtype
     tol = _tolerance(CASES[case][-1])
     scale = float(np.max(np.abs(np.asarray(expected, np.float64)))) or 1.0
@@ -62,7 +70,8 @@ def test_cpu_formulation_equals_xla_convolution(case):
 
 
 @pytest.mark.parametrize(
-    "case", ["depthwise strided uneven pads", "grouped 4 per group", "5x5 on 1x1 (taps in padding left out)", "3-D", "depthwise 1-D, multiplier 3"]
+    "case", ["depthwise strided uneven pads", "grouped 4 per group", "5x5 on 1x1 (taps in padding left out)", "3-D",
+             "depthwise 1-D, multiplier 3", "1x1 strided 3-D"]
 )
 def test_gradients_are_exact_and_equal_xla_convolution(case):
     x, w = (a.astype(np.float64) for a in _arrays(case, seed=1))
@@ -114,6 +123,12 @@ def test_each_platform_lowers_its_formulation():
     assert multiply_adds((16, 4, 3, 3), 4) and not multiply_adds((16, 8, 3, 3), 2) and not multiply_adds((16, 8, 1, 1), 2)
     traced = jax.jit(lambda x, w: convolve(x, w, (1, 1), ((1, 1), (1, 1)), (1, 1), 1)).trace(np.zeros((1, 32, 5, 5), np.float32), wide)
     assert "convolution" in traced.lower(lowering_platforms=("cpu",)).as_text()
+    # A 1x1 convolution is one dot on CPU only, in either layout.
+    for channels_last, shape in ((False, (1, 32, 5, 5)), (True, (1, 5, 5, 32))):
+        traced = jax.jit(lambda x, w: convolve(x, w, (1, 1), ((0, 0), (0, 0)), (1, 1), 1, channels_last=channels_last)).trace(
+            np.zeros(shape, np.float32), np.zeros((8, 32, 1, 1), np.float32))
+        assert "convolution" not in traced.lower(lowering_platforms=("cpu",)).as_text()
+        assert "convolution" in traced.lower(lowering_platforms=("cuda",)).as_text()
 
 
 def test_conv_op_matches_onnxruntime_on_a_depthwise_block(run_onnxruntime):

@@ -37,6 +37,9 @@ class OpContext:
             function from the values its ``xs`` and ``zs`` attributes name to the value its
             ``y`` attribute names, closed over the graph's other values. Reaches ops whose
             contract sets ``computation``.
+        channels_last: the node's main input is given channels-last (``(N, D..., C)``) and
+            its output is wanted so (see :mod:`jaxonnx._core.layout`). Reaches ops whose
+            contract sets ``channels_last``.
     """
 
     node: str = ""
@@ -48,3 +51,5 @@ class OpContext:
     padded: frozenset[str] = frozenset()
     #: Gradient's differentiated computation, a function of its ``xs`` and ``zs`` values.
     computation: Any = None
+    #: The main input is channels-last and the output is wanted so.
+    channels_last: bool = False

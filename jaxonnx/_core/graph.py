@@ -41,6 +41,7 @@ import jax
 import numpy as np
 import onnx
 
+from jaxonnx._core import layout
 from jaxonnx._core import padding as padding_rules
 from jaxonnx._core.context import OpContext
 from jaxonnx._core.dtypes import onnx_type_name
@@ -192,7 +193,7 @@ class Graph:
             if params and node.outputs and node.outputs[0] in params and getattr(node.op, "op_type", "") == "Constant":
                 continue  # a param replaces this Constant's value (paddle2onnx stores weights as Constants)
             run_node(node, values, rng=_node_key(rng, index), options=options, padding=padding, graph_rng=rng)
-        return tuple(values[name] if name else None for name in self.output_names)
+        return tuple(layout.channels_first(values[name]) if name else None for name in self.output_names)
 
     def walk(self):
         """Every node of the graph and of its subgraphs, depth first."""
@@ -258,12 +259,16 @@ def run_node(node: Node, values: dict[str, Any], *, rng=None, options: Mapping[s
                     options=dict(options or {}), padded=frozenset(padded), computation=computation)
     with jax.named_scope(node.name):
         try:
-            if padded and not all(is_traced(values[name]) for name in node.inputs if name in padding):
-                results = _traced_on_padding(node, args, ctx, attributes, padding)
-            else:
-                results = node.op(*args, ctx=ctx, **attributes)
+            # Convolution activations stay channels-last where the node allows it (layout.py).
+            results = layout.run(node, args, ctx, attributes) if ctx.options.get("channels_last") and not padded else None
+            if results is None:
+                args = [layout.channels_first(a) for a in args]
+                if padded and not all(is_traced(args[i]) for i, name in enumerate(node.inputs) if name in padding):
+                    results = _traced_on_padding(node, args, ctx, attributes, padding)
+                else:
+                    results = node.op(*args, ctx=ctx, **attributes)
         except Exception as error:
-            raise node_error(node, args, error) from error
+            raise node_error(node, [layout.channels_first(a) for a in args], error) from error
     if not isinstance(results, tuple):
         results = (results,)
     carried = padding_rules.of_outputs(node, padded)

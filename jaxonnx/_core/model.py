@@ -62,6 +62,7 @@ def load(
     base_dir: str | os.PathLike | None = None,
     registry: Registry | None = None,
     straight_through: bool = False,
+    channels_last: bool = True,
 ) -> Model:
     """Loads an ONNX model as a :class:`Model`, a pure JAX function of its graph inputs.
 
@@ -82,6 +83,11 @@ def load(
         straight_through: quantization-aware training: QuantizeLinear's rounding passes
             gradients straight through inside its range (as PyTorch's fake-quant does)
             instead of its true gradient, zero almost everywhere. Off by default.
+        channels_last: keep the activations between convolutions channels-last (``(N, H,
+            W, C)``) where the ops between them allow it, as XLA and jaxonnx's CPU
+            formulations compute them: fewer transposes, the same values up to float32
+            reassociation (``jaxonnx/_core/layout.py``). On by default; False runs every op
+            in ONNX's layout.
 
     Returns:
         The prepared model. ``jax.jit(model)`` compiles the whole graph at once.
@@ -124,7 +130,9 @@ def load(
         raise ModelLoadError(
             f"`load` takes a path, bytes or an onnx.ModelProto, got {type(model).__name__}."
         )
-    options = {"straight_through": True} if straight_through else {}
+    options = {"channels_last": bool(channels_last)}
+    if straight_through:
+        options["straight_through"] = True
     return Model(proto, size_hints=size_hints, base_dir=base_dir, registry=registry, options=options)
 
 
@@ -155,7 +163,7 @@ class Model:
         graph = proto_copy.graph
         self.opsets = opset_versions(proto_copy)
         self.graph_name = graph.name
-        self.options = dict(options or {})
+        self.options = {"channels_last": True, **(options or {})}
         # `jax.jit(model)` names its computation after this (`jit_<graph name>`).
         self.__name__ = graph.name or "onnx_model"
         functions = {(f.domain, f.name): f for f in proto_copy.functions}

@@ -68,6 +68,10 @@ class OpContract:
             ``computation`` keyword: the function from the values its ``xs`` and ``zs``
             attributes name to the value its ``y`` attribute names (returning a tuple of
             one), which the interpreter cuts out of the graph (see :mod:`jaxonnx._core.graph`).
+        channels_last: the op also runs on its main input channels-last (``(N, D1, ..., Dn,
+            C)``, as ``lax``'s ``NHWC``) and then returns its output so: it takes a
+            ``channels_last`` keyword, which the interpreter sets where it keeps the
+            activations between convolutions channels-last (see :mod:`jaxonnx._core.layout`).
 
     ``output_count``, ``size_hint`` (``size``), ``rng`` and ``options`` arrive through the
     :class:`~jaxonnx._core.context.OpContext` of the call, never mixed into the node's
@@ -83,6 +87,7 @@ class OpContract:
     options: tuple[str, ...] = ()
     padding: str = ""
     computation: bool = False
+    channels_last: bool = False
 
     def keywords(self, ctx: OpContext | None) -> dict[str, Any]:
         """The keywords the op takes from ``ctx``, as this contract declares them."""
@@ -101,6 +106,8 @@ class OpContract:
             keywords["padded"] = ctx.padded
         if self.computation:
             keywords["computation"] = ctx.computation
+        if self.channels_last and ctx.channels_last:
+            keywords["channels_last"] = True
         return keywords
 
     def public_keywords(self) -> tuple[str, ...]:
@@ -110,6 +117,7 @@ class OpContract:
             + (("output_count",) if self.output_count else ())
             + (("rng",) if self.rng else ())
             + (("computation",) if self.computation else ())
+            + (("channels_last",) if self.channels_last else ())
             + self.options
         )
 
@@ -579,13 +587,14 @@ class Registry:
         padding: str = "",
         schema: onnx.defs.OpSchema | None = None,
         computation: bool = False,
+        channels_last: bool = False,
     ):
         """See :func:`register`."""
         domain = canonical_domain(domain)
         if padding not in ("", "keeps", "reads", "drops", "sums"):
             raise ValueError(f"{op_type}: `padding` is one of 'keeps', 'reads', 'drops', 'sums' or '', got {padding!r}.")
         contract = OpContract(tuple(static), tuple(concrete), size_hint, folds, output_count, rng, tuple(options), padding,
-                              computation)
+                              computation, channels_last)
 
         def decorate(fn):
             # Check every version first, so that a refused call registers nothing.
@@ -680,6 +689,7 @@ def register(
     padding: str = "",
     schema: onnx.defs.OpSchema | None = None,
     computation: bool = False,
+    channels_last: bool = False,
     registry: Registry | None = None,
 ):
     """Registers ``fn`` as ``op_type`` at each of ``since_versions``; returns ``fn``, marked
@@ -692,7 +702,7 @@ def register(
     (the schema's default, or None, where the node gives none; a GRAPH attribute as a
     function of the subgraph's inputs), and the keywords its contract takes from the node
     and the call (``size`` / ``fill_value``, ``output_count``, ``rng``, options,
-    ``computation``). Its
+    ``computation``, ``channels_last``). Its
     errors are sentences without the op's name ("got `axis`=3 for ..."); the registry puts
     the version label in front. The contract keywords are those of :class:`OpContract`. A
     version that only widens the type list is one more number here; a version whose
@@ -721,7 +731,7 @@ def register(
     return (registry or REGISTRY).register(
         op_type, *since_versions, domain=domain, static=static, concrete=concrete, size_hint=size_hint,
         folds=folds, output_count=output_count, rng=rng, options=options, padding=padding, schema=schema,
-        computation=computation,
+        computation=computation, channels_last=channels_last,
     )
 
 

@@ -109,19 +109,20 @@ def winograd_wins(x_shape, w_shape, strides, dilations, group) -> bool:
     )
 
 
-def winograd_convolve(x, w, padding):
+def winograd_convolve(x, w, padding, *, channels_last=False):
     """A stride-1, dilation-1, 3x3, ``group=1`` 2-D convolution by Winograd's F(2x2, 3x3).
 
     Equals ``lax.conv_general_dilated(x, w, (1, 1), padding)`` up to float32 reassociation.
 
     Args:
-        x: input of shape ``(N, C, H, W)``.
+        x: input of shape ``(N, C, H, W)``, or ``(N, H, W, C)`` with ``channels_last``.
         w: weights of shape ``(M, C, 3, 3)``; a numpy array is transformed at trace time.
         padding: ``((top, bottom), (left, right))``; negative amounts crop.
+        channels_last: ``x`` and the result have their channels last.
 
     Returns:
-        An array of shape ``(N, M, H + top + bottom - 2, W + left + right - 2)`` and the
-        dtype of ``x``.
+        An array of shape ``(N, M, H + top + bottom - 2, W + left + right - 2)`` (or
+        ``(N, H', W', M)`` with ``channels_last``) and the dtype of ``x``.
 
     Example:
         >>> x = jnp.arange(16.0).reshape(1, 1, 4, 4)
@@ -129,7 +130,11 @@ def winograd_convolve(x, w, padding):
         Array([[45., 54.],
                [81., 90.]], dtype=float32)
     """
-    n, c, h, wd = x.shape
+    if not channels_last:
+        # The dots run channels-last (see the module docstring): the transposes are only
+        # here when the neighbours are channels-first.
+        return winograd_convolve(x.transpose(0, 2, 3, 1), w, padding, channels_last=True).transpose(0, 3, 1, 2)
+    n, h, wd, c = x.shape
     out_channels = w.shape[0]
     if w.shape[1:] != (c, 3, 3):
         raise ValueError(f"winograd_convolve needs weights of shape (M, {c}, 3, 3) for an input of shape {x.shape}; got {w.shape}.")
@@ -145,15 +150,14 @@ def winograd_convolve(x, w, padding):
     # Pad (or crop) to whole tiles: 2 * tiles + 2 rows and columns. The extra bottom and
     # right zeros only feed outputs that are cropped off at the end.
     pad_h, pad_w = _OUT * tiles_h + 2, _OUT * tiles_w + 2
-    x = jax.lax.pad(x, jnp.zeros((), x.dtype), [(0, 0, 0), (0, 0, 0), (top, pad_h - h - top, 0), (left, pad_w - wd - left, 0)])
-    # Channels-last: the 16 dots then read (tiles, C) rows and write (tiles, M) rows, the
-    # layout XLA:CPU's dot runs fastest (see the module docstring).
-    x = x.transpose(0, 2, 3, 1)
+    # Channels-last: the 16 dots read (tiles, C) rows and write (tiles, M) rows, the layout
+    # XLA:CPU's dot runs fastest (see the module docstring).
+    x = jax.lax.pad(x, jnp.zeros((), x.dtype), [(0, 0, 0), (top, pad_h - h - top, 0), (left, pad_w - wd - left, 0), (0, 0, 0)])
     v = _transform_input(x, tiles_h, tiles_w)  # (16, N, th, tw, C)
     products = jnp.einsum("knhwc,kcm->knhwm", v, u)
     y = _transform_output(products)  # (N, th, 2, tw, 2, M)
     y = y.reshape(n, _OUT * tiles_h, _OUT * tiles_w, out_channels)[:, :out_h, :out_w]
-    return y.transpose(0, 3, 1, 2).astype(dtype)
+    return y.astype(dtype)
 
 
 def _combine(coefficients, terms):

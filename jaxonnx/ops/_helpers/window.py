@@ -94,8 +94,22 @@ def check_weights(X, W, B, group, kernel_shape, *, transposed=False):
     return out_channels
 
 
-def add_channel_bias(y, B):
-    """``y + B`` with ``B`` along axis 1 (reshaped explicitly: no implicit rank promotion)."""
+def add_channel_bias(y, B, *, channels_last=False):
+    """``y + B`` with ``B`` along axis 1, or the last axis with ``channels_last`` (reshaped
+    explicitly: no implicit rank promotion)."""
     if B is None:
         return y
+    if channels_last:
+        return y + jnp.reshape(B, (1,) * (y.ndim - 1) + (-1,))
     return y + jnp.reshape(B, (1, -1) + (1,) * (y.ndim - 2))
+
+
+def around_spatial(spatial, fill, channels_last: bool) -> tuple:
+    """Per-axis values of a window over the spatial axes, ``fill`` for the batch and
+    channel axes: ``(fill, fill, *spatial)``, or ``(fill, *spatial, fill)`` channels-last."""
+    return (fill, *spatial, fill) if channels_last else (fill, fill, *spatial)
+
+
+def channels_first_shape(shape) -> tuple:
+    """ONNX's ``(N, C, D1, ..., Dn)`` for the shape ``(N, D1, ..., Dn, C)`` of a channels-last array."""
+    return (shape[0], shape[-1], *shape[1:-1])

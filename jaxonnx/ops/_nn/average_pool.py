@@ -7,12 +7,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxonnx._core.registry import register
-from jaxonnx.ops._helpers.window import output_geometry, window_attributes
+from jaxonnx.ops._helpers.window import around_spatial, channels_first_shape, output_geometry, window_attributes
 
 
-@register("AveragePool", 1, 7, 10, 11, 19, 22, folds=False)
+@register("AveragePool", 1, 7, 10, 11, 19, 22, folds=False, channels_last=True)
 def average_pool(
-    X, *, auto_pad="NOTSET", ceil_mode=0, count_include_pad=0, dilations=None, kernel_shape=None, pads=None, strides=None
+    X, *, auto_pad="NOTSET", ceil_mode=0, count_include_pad=0, dilations=None, kernel_shape=None, pads=None, strides=None,
+    channels_last=False,
 ):
     """Implements ONNX AveragePool: the mean of each window of ``X``.
 
@@ -25,6 +26,7 @@ def average_pool(
         ceil_mode: round the output size up instead of down.
         count_include_pad: count the padding (``pads`` or ``SAME_*``) in each mean's divisor.
         kernel_shape: the window size per spatial axis.
+        channels_last: ``X`` is ``(N, D1, ..., Dn, C)`` and so is the result.
 
     Returns:
         The means, with the dtype of ``X``.
@@ -33,23 +35,25 @@ def average_pool(
         >>> jaxonnx.ops.average_pool(jnp.array([[[1.0, 2.0, 3.0]]]), kernel_shape=[2], pads=[1, 0])
         Array([[[1. , 1.5, 2.5]]], dtype=float32)
     """
-    kernel, strides, dilations, padding, auto_pad = window_attributes(X.shape, kernel_shape, strides, dilations, pads, auto_pad)
-    _, padding, extras = output_geometry(X.shape[2:], kernel, strides, dilations, padding, auto_pad, bool(ceil_mode))
+    shape = channels_first_shape(X.shape) if channels_last else X.shape
+    kernel, strides, dilations, padding, auto_pad = window_attributes(shape, kernel_shape, strides, dilations, pads, auto_pad)
+    _, padding, extras = output_geometry(shape[2:], kernel, strides, dilations, padding, auto_pad, bool(ceil_mode))
     window = dict(
-        window_dimensions=(1, 1) + kernel,
-        window_strides=(1, 1) + strides,
-        window_dilation=(1, 1) + dilations,
+        window_dimensions=around_spatial(kernel, 1, channels_last),
+        window_strides=around_spatial(strides, 1, channels_last),
+        window_dilation=around_spatial(dilations, 1, channels_last),
     )
     # Half-precision sums accumulate in float32.
     work = jnp.float32 if X.dtype.itemsize < 4 else X.dtype
-    full_padding = ((0, 0), (0, 0)) + tuple((low, high + extra) for (low, high), extra in zip(padding, extras))
+    full_padding = around_spatial([(low, high + extra) for (low, high), extra in zip(padding, extras)], (0, 0), channels_last)
     zero = np.asarray(0, dtype=work)
     sums = jax.lax.reduce_window(X.astype(work), zero, jax.lax.add, padding=full_padding, **window)
     # The divisor of each window: its input elements, plus its explicit padding if counted.
-    counted = np.ones((1, 1) + X.shape[2:], dtype=work)
+    counted = np.ones(around_spatial(shape[2:], 1, channels_last), dtype=work)
     if count_include_pad:
-        counted = np.pad(counted, ((0, 0), (0, 0)) + tuple(padding), constant_values=1)
-    extra_padding = [(0, 0)] * 2 + [(0, extra) if count_include_pad else (low, high + extra) for (low, high), extra in zip(padding, extras)]
+        counted = np.pad(counted, around_spatial(padding, (0, 0), channels_last), constant_values=1)
+    extra_padding = around_spatial(
+        [(0, extra) if count_include_pad else (low, high + extra) for (low, high), extra in zip(padding, extras)], (0, 0), channels_last)
     counts = jax.lax.reduce_window(jnp.asarray(counted), zero, jax.lax.add, padding=tuple(extra_padding), **window)
     return (sums / counts).astype(X.dtype)
 

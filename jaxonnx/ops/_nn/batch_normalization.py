@@ -9,8 +9,9 @@ from jaxonnx._core.registry import register
 from jaxonnx.ops._helpers.normalization import compute_type, inverse_std, moments
 
 
-@register("BatchNormalization", 14, 15, folds=False)
-def batch_normalization(X, scale, B, input_mean, input_var, *, epsilon=1e-5, momentum=0.9, training_mode=0):
+@register("BatchNormalization", 14, 15, folds=False, channels_last=True)
+def batch_normalization(X, scale, B, input_mean, input_var, *, epsilon=1e-5, momentum=0.9, training_mode=0,
+                        channels_last=False):
     """Implements ONNX BatchNormalization: ``X`` normalized per channel (axis 1).
 
     In inference (``training_mode=0``) ``Y = scale * (X - input_mean) / sqrt(input_var +
@@ -25,6 +26,7 @@ def batch_normalization(X, scale, B, input_mean, input_var, *, epsilon=1e-5, mom
         epsilon: added to the variance.
         momentum: the weight of the running statistics in training mode.
         training_mode: 1 for the training computation and outputs.
+        channels_last: ``X`` is ``(N, D1, ..., Dn, C)`` and so is ``Y``.
 
     Returns:
         ``Y`` (dtype of ``X``) in inference; ``(Y, running_mean, running_var)`` in training
@@ -39,11 +41,12 @@ def batch_normalization(X, scale, B, input_mean, input_var, *, epsilon=1e-5, mom
     """
     if X.ndim < 2:
         raise OnnxValidationError(f"needs `X` of rank >= 2 (N, C, ...), got shape {tuple(X.shape)}.")
-    params = _checked(X, (X.shape[1],), scale=scale, B=B, input_mean=input_mean, input_var=input_var)
+    params = _checked(X, (X.shape[-1 if channels_last else 1],), scale=scale, B=B, input_mean=input_mean,
+                      input_var=input_var, channels_last=channels_last)
     if not training_mode:
         return _normalized(X, *params, epsilon)
     work = compute_type(X.dtype)
-    axes = (0,) + tuple(range(2, X.ndim))
+    axes = tuple(range(X.ndim - 1)) if channels_last else (0,) + tuple(range(2, X.ndim))
     mean, centered, variance = moments(X.astype(work), axes)
     scale, B = (p.astype(work) for p in params[:2])
     Y = (centered * inverse_std(variance, epsilon) * scale + B).astype(X.dtype)
@@ -68,12 +71,14 @@ def _batch_normalization_1(
     return _normalized(X, *_checked(X, shape, scale=scale, B=B, mean=mean, var=var), epsilon)
 
 
-def _checked(X, shape, **params):
+def _checked(X, shape, channels_last=False, **params):
     for name, value in params.items():
         if tuple(value.shape) != shape:
             raise OnnxValidationError(
                 f"needs `{name}` of shape {shape} for `X` of shape {tuple(X.shape)}, got {tuple(value.shape)}."
             )
+    if channels_last:
+        return tuple(value.reshape((1,) * (X.ndim - 1) + shape) for value in params.values())
     return tuple(value.reshape((1,) + shape + (1,) * (X.ndim - 1 - len(shape))) for value in params.values())
 
 

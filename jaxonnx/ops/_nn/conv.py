@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import jax
+
 from jaxonnx._core.registry import register
 from jaxonnx.ops._helpers.conv_cpu import convolve
-from jaxonnx.ops._helpers.window import add_channel_bias, check_weights, output_geometry, window_attributes
+from jaxonnx.ops._helpers.window import (
+    add_channel_bias,
+    channels_first_shape,
+    check_weights,
+    output_geometry,
+    window_attributes,
+)
 
 
-@register("Conv", 1, 11, 22, folds=False)
-def conv(X, W, B=None, *, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=None, pads=None, strides=None):
+@register("Conv", 1, 11, 22, folds=False, channels_last=True)
+def conv(X, W, B=None, *, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=None, pads=None, strides=None,
+         channels_last=False):
     """Implements ONNX Conv: the N-D cross-correlation of ``X`` with ``W``, plus ``B``.
 
     Args:
@@ -23,6 +32,9 @@ def conv(X, W, B=None, *, auto_pad="NOTSET", dilations=None, group=1, kernel_sha
         kernel_shape: if given, must equal ``W.shape[2:]``.
         pads: ``[begin_1, ..., begin_n, end_1, ..., end_n]`` (default 0).
         strides: the step per spatial axis (default 1).
+        channels_last: ``X`` is ``(N, D1, ..., Dn, C)`` and the result ``(N, O1, ..., On,
+            M)`` (``lax``'s ``NHWC``); ``W`` keeps ONNX's layout. The interpreter keeps the
+            activations between convolutions so (see ``jaxonnx/_core/layout.py``).
 
     Returns:
         An array of shape ``(N, M, O1, ..., On)`` and the dtype of ``X``.
@@ -34,13 +46,14 @@ def conv(X, W, B=None, *, auto_pad="NOTSET", dilations=None, group=1, kernel_sha
                [20., 24., 13.],
                [13., 15.,  8.]], dtype=float32)
     """
-    _, strides, dilations, padding, auto_pad = window_attributes(X.shape, kernel_shape, strides, dilations, pads, auto_pad)
-    check_weights(X, W, B, group, kernel_shape)
-    _, padding, _ = output_geometry(X.shape[2:], W.shape[2:], strides, dilations, padding, auto_pad)
+    shape = channels_first_shape(X.shape) if channels_last else X.shape
+    _, strides, dilations, padding, auto_pad = window_attributes(shape, kernel_shape, strides, dilations, pads, auto_pad)
+    check_weights(jax.ShapeDtypeStruct(shape, X.dtype), W, B, group, kernel_shape)
+    _, padding, _ = output_geometry(shape[2:], W.shape[2:], strides, dilations, padding, auto_pad)
     # lax's default layout is ONNX's: (N, C, spatial...) and (O, I, spatial...). On CPU the
-    # convolution runs as shifted multiply-adds or one dot (ops/_helpers/conv_cpu.py).
-    y = convolve(X, W, strides, padding, dilations, group)
-    return add_channel_bias(y, B)
+    # convolution runs as shifted multiply-adds, Winograd or XLA's (ops/_helpers/conv_cpu.py).
+    y = convolve(X, W, strides, padding, dilations, group, channels_last=channels_last)
+    return add_channel_bias(y, B, channels_last=channels_last)
 
 
 __all__ = ["conv"]

@@ -8,12 +8,13 @@ from jaxonnx._errors import OnnxValidationError
 from jaxonnx._core.registry import register
 
 
-@register("GlobalAveragePool", 1, 22, folds=False)
-def global_average_pool(X):
+@register("GlobalAveragePool", 1, 22, folds=False, channels_last=True)
+def global_average_pool(X, *, channels_last=False):
     """Implements ONNX GlobalAveragePool: the mean over all spatial axes, kept as size 1.
 
     Args:
         X: input of shape ``(N, C, D1, ..., Dn)``.
+        channels_last: ``X`` is ``(N, D1, ..., Dn, C)`` and so is the result.
 
     Returns:
         An array of shape ``(N, C, 1, ..., 1)`` and the dtype of ``X``.
@@ -26,7 +27,8 @@ def global_average_pool(X):
         raise OnnxValidationError(f"needs `X` of rank >= 3 (N, C, spatial...), got shape {tuple(X.shape)}.")
     # Half-precision means accumulate in float32.
     work = jnp.float32 if X.dtype.itemsize < 4 else X.dtype
-    return jnp.mean(X, axis=tuple(range(2, X.ndim)), keepdims=True, dtype=work).astype(X.dtype)
+    spatial = tuple(range(1, X.ndim - 1)) if channels_last else tuple(range(2, X.ndim))
+    return jnp.mean(X, axis=spatial, keepdims=True, dtype=work).astype(X.dtype)
 
 
 __all__ = ["global_average_pool"]

@@ -7,11 +7,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxonnx._core.registry import register
-from jaxonnx.ops._helpers.window import output_geometry, window_attributes
+from jaxonnx.ops._helpers.window import around_spatial, channels_first_shape, output_geometry, window_attributes
 
 
-@register("MaxPool", 8, 10, 11, 12, 22, folds=False)
-def max_pool(X, *, auto_pad="NOTSET", ceil_mode=0, dilations=None, kernel_shape=None, pads=None, storage_order=0, strides=None):
+@register("MaxPool", 8, 10, 11, 12, 22, folds=False, channels_last=True)
+def max_pool(X, *, auto_pad="NOTSET", ceil_mode=0, dilations=None, kernel_shape=None, pads=None, storage_order=0, strides=None,
+             channels_last=False):
     """Implements ONNX MaxPool: the maximum of each window of ``X``, and where it is.
 
     Padding never wins (it is below every value). ``ceil_mode`` rounds the output size
@@ -23,6 +24,8 @@ def max_pool(X, *, auto_pad="NOTSET", ceil_mode=0, dilations=None, kernel_shape=
         ceil_mode: round the output size up instead of down.
         kernel_shape: the window size per spatial axis.
         storage_order: 0 for row-major ``Indices``, 1 for column-major spatial indices.
+        channels_last: ``X`` is ``(N, D1, ..., Dn, C)`` and so is ``Y``; ``Indices``
+            (flat indices of ONNX's layout) is then None.
 
     Returns:
         ``(Y, Indices)``: the maxima (dtype of ``X``) and the flat index of each in ``X``
@@ -34,16 +37,28 @@ def max_pool(X, *, auto_pad="NOTSET", ceil_mode=0, dilations=None, kernel_shape=
         >>> y, i
         (Array([[[3., 4., 5.]]], dtype=float32), Array([[[0, 2, 4]]], dtype=int32))
     """
-    kernel, strides, dilations, padding, auto_pad = window_attributes(X.shape, kernel_shape, strides, dilations, pads, auto_pad)
-    _, padding, extras = output_geometry(X.shape[2:], kernel, strides, dilations, padding, auto_pad, bool(ceil_mode))
+    shape = channels_first_shape(X.shape) if channels_last else X.shape
+    kernel, strides, dilations, padding, auto_pad = window_attributes(shape, kernel_shape, strides, dilations, pads, auto_pad)
+    _, padding, extras = output_geometry(shape[2:], kernel, strides, dilations, padding, auto_pad, bool(ceil_mode))
+    lowest = -np.inf if jnp.issubdtype(X.dtype, jnp.floating) else jnp.iinfo(X.dtype).min
+    lowest = np.asarray(lowest).astype(X.dtype)
+    if channels_last and max(dilations) == 1:
+        window = dict(
+            window_dimensions=around_spatial(kernel, 1, True),
+            window_strides=around_spatial(strides, 1, True),
+            padding=around_spatial([(low, high + extra) for (low, high), extra in zip(padding, extras)], (0, 0), True),
+        )
+        return jax.lax.reduce_window(X, lowest, jax.lax.max, **window), None
+    if channels_last:  # a dilated window: the gather of the maxima below, in ONNX's layout
+        Y, _ = max_pool(jnp.moveaxis(X, -1, 1), auto_pad=auto_pad, ceil_mode=ceil_mode, dilations=dilations,
+                        kernel_shape=kernel_shape, pads=pads, strides=strides)
+        return jnp.moveaxis(Y, 1, -1), None
     window = dict(
         window_dimensions=(1, 1) + kernel,
         window_strides=(1, 1) + strides,
         padding=((0, 0), (0, 0)) + tuple((low, high + extra) for (low, high), extra in zip(padding, extras)),
         window_dilation=(1, 1) + dilations,
     )
-    lowest = -np.inf if jnp.issubdtype(X.dtype, jnp.floating) else jnp.iinfo(X.dtype).min
-    lowest = np.asarray(lowest).astype(X.dtype)
     positions = _first_max_positions(X, lowest, window)
     if max(dilations) == 1:
         Y = jax.lax.reduce_window(X, lowest, jax.lax.max, **window)
