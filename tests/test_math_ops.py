@@ -284,3 +284,18 @@ def test_matches_onnxruntime(run_onnxruntime, op_type, version, inputs, attribut
     actual = jaxonnx.get_op(op_type, version)(*map(jnp.asarray, inputs), **attributes)
     assert np.asarray(actual).dtype == expected.dtype
     np.testing.assert_allclose(actual, expected, rtol=1e-6)
+
+
+@pytest.mark.parametrize("to", ["FLOAT8E4M3FNUZ", "FLOAT8E5M2FNUZ"])
+def test_cast_to_fnuz_gives_plus_zero_for_negatives_that_round_to_zero(to):
+    """The fnuz types have no -0 (its bits are NaN): ml_dtypes, onnx.reference and
+    onnxruntime give +0 for -1e-9. XLA's classic CPU emitters gave NaN, so jaxonnx zeroes
+    what rounds to zero itself; eagerly and under jit, every bit equals ml_dtypes'."""
+    import ml_dtypes
+
+    x = np.array([-0.0, -1e-9, -1e-6, -1e-3, 1e-9, -2.0**-11, -2.0**-18, -2.0**-17, 3.0, -3.0], np.float32)
+    op = jaxonnx.get_op("Cast", 24)
+    code = getattr(onnx.TensorProto, to)
+    want = x.astype(getattr(ml_dtypes, to.lower().replace("float8", "float8_"))).view(np.uint8)
+    for got in (op(jnp.asarray(x), to=code), jax.jit(lambda v: op(v, to=code))(x)):
+        np.testing.assert_array_equal(np.asarray(got).view(np.uint8), want)

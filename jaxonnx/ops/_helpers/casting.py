@@ -17,6 +17,7 @@ from jaxonnx._errors import OnnxTypeError, OnnxValidationError
 from jaxonnx.ops._helpers.common import is_traced, namespace
 
 SATURATING = frozenset({"float8e4m3fn", "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz"})
+_FNUZ = frozenset({"float8e4m3fnuz", "float8e5m2fnuz"})
 #: Types ml_dtypes holds but XLA cannot convert to: they work on concrete numpy values only.
 JAX_LACKS = frozenset({"float6e2m3", "float6e3m2"})
 _ROUND_MODES = ("up", "down", "nearest")
@@ -62,7 +63,13 @@ def cast_to(x, target: str, *, saturate=1, round_mode="up"):
         x = xp.clip(wide, -limit, limit)
     elif target == "float8e8m0":
         return _to_float8e8m0(x, xp, dtype, saturate=bool(saturate), round_mode=round_mode)
-    elif target in _SUB_BYTE_INTS and jnp.issubdtype(x.dtype, jnp.floating):
+    if target in _FNUZ and xp is jnp and jnp.issubdtype(x.dtype, jnp.floating):
+        # These types have no -0 (its bits are NaN): a negative value that rounds to zero
+        # becomes +0. XLA:CPU's classic emitters (`--xla_cpu_use_fusion_emitters=false`) gave
+        # NaN for -1e-9; zeroing what rounds to zero first gives +0 under every emitter.
+        tiny = float(ml_dtypes.finfo(dtype).smallest_subnormal) / 2  # ties round to even: to 0
+        x = jnp.where(jnp.abs(x) <= tiny, jnp.zeros((), x.dtype), x)
+    if target in _SUB_BYTE_INTS and jnp.issubdtype(x.dtype, jnp.floating):
         # As onnx.reference (ml_dtypes) does: truncate to an int, then keep the low bits.
         x = x.astype(np.int32)
     return x if x.dtype == dtype else x.astype(dtype)
