@@ -29,6 +29,7 @@ CASES = {
     "3-D": ((1, 2, 4, 3, 5), (4, 1, 2, 2, 3), (1, 1, 2), ((1, 0), (0, 1), (1, 1)), (1, 1, 1), 2, np.float64),
     "float16": ((1, 4, 6, 6), (4, 1, 3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 4, np.float16),
     "bfloat16": ((1, 4, 5, 5), (8, 2, 2, 2), (1, 1), ((0, 1), (1, 0)), (1, 1), 2, jnp.bfloat16),
+    "stem 3x3 stride 2, 3 -> 8 channels (group 1)": ((2, 3, 9, 8), (8, 3, 3, 3), (2, 2), ((1, 1), (0, 1)), (1, 1), 1, np.float64),
     "1x1 pointwise (one dot)": ((2, 6, 5, 7), (4, 6, 1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1), 1, np.float32),
     "1x1 strided 3-D": ((2, 3, 4, 5, 6), (5, 3, 1, 1, 1), (2, 1, 3), ((0, 0), (0, 0), (0, 0)), (1, 1, 1), 1, np.float64),
 }
@@ -71,7 +72,7 @@ def test_cpu_formulation_equals_xla_convolution(case, channels_last):
 
 @pytest.mark.parametrize(
     "case", ["depthwise strided uneven pads", "grouped 4 per group", "5x5 on 1x1 (taps in padding left out)", "3-D",
-             "depthwise 1-D, multiplier 3", "1x1 strided 3-D"]
+             "depthwise 1-D, multiplier 3", "1x1 strided 3-D", "stem 3x3 stride 2, 3 -> 8 channels (group 1)"]
 )
 def test_gradients_are_exact_and_equal_xla_convolution(case):
     x, w = (a.astype(np.float64) for a in _arrays(case, seed=1))
@@ -123,6 +124,13 @@ def test_each_platform_lowers_its_formulation():
     assert multiply_adds((16, 4, 3, 3), 4) and not multiply_adds((16, 8, 3, 3), 2) and not multiply_adds((16, 8, 1, 1), 2)
     traced = jax.jit(lambda x, w: convolve(x, w, (1, 1), ((1, 1), (1, 1)), (1, 1), 1)).trace(np.zeros((1, 32, 5, 5), np.float32), wide)
     assert "convolution" in traced.lower(lowering_platforms=("cpu",)).as_text()
+    # A 3x3 stem over 3 colour channels is a sum on CPU; a 7x7 one (147 terms) and one onto
+    # 4 channels keep XLA's convolution.
+    assert multiply_adds((16, 3, 3, 3), 1) and not multiply_adds((64, 3, 7, 7), 1) and not multiply_adds((4, 3, 3, 3), 1)
+    stem = jax.jit(lambda x, w: convolve(x, w, (2, 2), ((1, 1), (1, 1)), (1, 1), 1)).trace(
+        np.zeros((1, 3, 16, 16), np.float32), np.zeros((16, 3, 3, 3), np.float32))
+    assert "convolution" not in stem.lower(lowering_platforms=("cpu",)).as_text()
+    assert "convolution" in stem.lower(lowering_platforms=("cuda",)).as_text()
     # A 1x1 convolution is one dot on CPU only, in either layout.
     for channels_last, shape in ((False, (1, 32, 5, 5)), (True, (1, 5, 5, 32))):
         traced = jax.jit(lambda x, w: convolve(x, w, (1, 1), ((0, 0), (0, 0)), (1, 1), 1, channels_last=channels_last)).trace(

@@ -7,9 +7,14 @@ group) that is 10-60x slower than onnxruntime (JAX issues #23713 and #12868), an
 convolutions with a few channels per group are 2-4x slower than the sum below. On CPU such
 a convolution is written as a sum over kernel taps (and a group's input channels) of a
 strided slice of the padded input times a weight broadcast over the group's output
-channels: one elementwise loop that XLA fuses. Convolutions with more input channels per
-group (``group=1`` among them) keep XLA's convolution: a patch matrix and one dot, or one
-dot per tap, were no faster on CPU and compiled 2-5x slower. GPUs and TPUs keep XLA's
+channels: one elementwise loop that XLA fuses. XLA:CPU runs that loop, like its dots, on
+every core, but its convolution on one (2 cores: a 64-channel 3x3 convolution on 56x56 took
+4.3 ms on both and 4.6 pinned to one, a 1024-square dot 18 and 36 ms); two independent
+convolutions in one computation ran one after the other. So a standard convolution over
+the image's few colour channels (a stem) is a sum too. Convolutions with more input channels
+per group keep XLA's convolution: a patch matrix and one dot, one dot per tap or per kernel
+row were 0.5-1.3x its speed on CPU (the dots are slow for few rows or a short contraction)
+and compiled 2-5x slower. GPUs and TPUs keep XLA's
 convolution (cuDNN): the choice is made per platform at lowering time with
 ``jax.lax.platform_dependent``.
 
@@ -56,6 +61,18 @@ _MAX_TERMS = 160
 # compiled 2 s longer).
 _MAX_GROUP_CHANNELS = 4
 
+# A standard convolution (``group=1``) over at most this many input channels, onto at least
+# _MIN_STEM_OUTPUTS, with at most _MAX_STEM_TERMS terms, is a sum too: a network's stem on
+# the image's 3 colour channels. XLA's convolution runs on one core (a 3x3 stride-2 stem, 3 ->
+# 16 channels on 224x224: 0.79 ms; the fused sum, on both: 0.38). Interleaved in a model:
+# MobileNetV3-large 12.6 -> 10.4 ms and EfficientNet-B0 21.1 -> 18.2 at batch 1,
+# MobileNetV3-small 0.31 -> 0.25 ms at batch 1 and 0.71 -> 0.41 at batch 8. ResNet-18's 7x7
+# stem (147 terms) ran 3% slower as a sum, and a stem onto 4 channels (half a vector wide
+# channels-last) 2x slower at batch 8: both keep XLA's convolution.
+_MAX_STEM_CHANNELS = 4
+_MIN_STEM_OUTPUTS = 8
+_MAX_STEM_TERMS = 36
+
 # Independent partial sums the terms are spread over (round robin), added pairwise at the
 # end: one chain of 25 dependent adds per output vector left the loop waiting on the add
 # latency; 4 ran MobileNetV3 and EfficientNet ~5% faster than 1 (2 and 8: no better).
@@ -100,8 +117,13 @@ def pointwise(w_shape, padding, group) -> bool:
 def multiply_adds(w_shape, group) -> bool:
     """Whether the CPU runs a convolution with weights of shape ``w_shape`` as shifted
     multiply-adds: grouped, at most ``_MAX_GROUP_CHANNELS`` input channels per group and at
-    most ``_MAX_TERMS`` (tap, group input channel) terms."""
-    return group > 1 and w_shape[1] <= _MAX_GROUP_CHANNELS and w_shape[1] * math.prod(w_shape[2:]) <= _MAX_TERMS
+    most ``_MAX_TERMS`` (tap, group input channel) terms; or a stem (``group=1``, at most
+    ``_MAX_STEM_CHANNELS`` input channels, at least ``_MIN_STEM_OUTPUTS`` output channels,
+    at most ``_MAX_STEM_TERMS`` terms)."""
+    terms = w_shape[1] * math.prod(w_shape[2:])
+    if group == 1:
+        return w_shape[1] <= _MAX_STEM_CHANNELS and w_shape[0] >= _MIN_STEM_OUTPUTS and terms <= _MAX_STEM_TERMS
+    return w_shape[1] <= _MAX_GROUP_CHANNELS and terms <= _MAX_TERMS
 
 
 def xla_convolve(x, w, *, strides, padding, dilations, group, channels_last=False):
@@ -119,7 +141,7 @@ def xla_convolve(x, w, *, strides, padding, dilations, group, channels_last=Fals
 
 def cpu_convolve(x, w, *, strides, padding, dilations, group, channels_last=False):
     """The convolution as XLA:CPU runs it fastest: shifted multiply-adds for depthwise and
-    narrow grouped convolutions, Winograd's F(2x2, 3x3) for 3x3 ones with 64 or more channels
+    narrow grouped convolutions and for stems over a few input channels, Winograd's F(2x2, 3x3) for 3x3 ones with 64 or more channels
     (``ops/_helpers/conv_winograd.py``), XLA's convolution for the others (see the module
     docstring). ``channels_last``: ``x`` and the result are ``(N, D..., C)``."""
     if winograd_wins(_onnx_shape(x.shape, channels_last), w.shape, strides, dilations, group):
