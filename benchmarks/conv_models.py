@@ -334,7 +334,7 @@ def _report(models, convs, dispatch) -> str:
         "Ratio = onnxruntime time / jaxonnx time (higher is better, 1 = as fast). *Before* is jaxonnx "
         "as it was: every op in ONNX's layout (`channels_last=False`) and XLA's own convolution on CPU "
         "(`lax.conv_general_dilated`). *After* is jaxonnx as it is: the CPU formulations of "
-        "`jaxonnx/ops/_helpers/conv_cpu.py` (depthwise sums, Winograd, 1x1 as one dot) and the "
+        "`jaxonnx/ops/_helpers/conv_cpu.py` (depthwise and stem sums, Winograd, 1x1 as one dot) and the "
         "activations between convolutions kept channels-last (`jaxonnx/_core/layout.py`).",
         "",
         "| model | batch | jaxonnx ms | before ms | onnxruntime ms | ratio | ratio before | compile ms | before compile ms |",
