@@ -14,9 +14,8 @@ convolutions in one computation ran one after the other. So a standard convoluti
 the image's few colour channels (a stem) is a sum too. Convolutions with more input channels
 per group keep XLA's convolution: a patch matrix and one dot, one dot per tap or per kernel
 row were 0.5-1.3x its speed on CPU (the dots are slow for few rows or a short contraction)
-and compiled 2-5x slower. GPUs and TPUs keep XLA's
-convolution (cuDNN): the choice is made per platform at lowering time with
-``jax.lax.platform_dependent``.
+and compiled 2-5x slower. GPUs and TPUs keep XLA's convolution (cuDNN): the choice is made
+per platform at lowering time with ``jax.lax.platform_dependent``.
 
 The sum runs channels-last: XLA's own convolutions and dots run channels-last
 (``(N, D..., C)``) behind transposes, so in a model the transposes around the sum cancel
@@ -68,7 +67,8 @@ _MAX_GROUP_CHANNELS = 4
 # MobileNetV3-large 12.6 -> 10.4 ms and EfficientNet-B0 21.1 -> 18.2 at batch 1,
 # MobileNetV3-small 0.31 -> 0.25 ms at batch 1 and 0.71 -> 0.41 at batch 8. ResNet-18's 7x7
 # stem (147 terms) ran 3% slower as a sum, and a stem onto 4 channels (half a vector wide
-# channels-last) 2x slower at batch 8: both keep XLA's convolution.
+# channels-last) 2x slower at batch 8: both keep XLA's convolution. Only 2-D 3x3 stems were
+# timed; 1-D and 3-D ones are taken by the same counts.
 _MAX_STEM_CHANNELS = 4
 _MIN_STEM_OUTPUTS = 8
 _MAX_STEM_TERMS = 36
@@ -141,9 +141,10 @@ def xla_convolve(x, w, *, strides, padding, dilations, group, channels_last=Fals
 
 def cpu_convolve(x, w, *, strides, padding, dilations, group, channels_last=False):
     """The convolution as XLA:CPU runs it fastest: shifted multiply-adds for depthwise and
-    narrow grouped convolutions and for stems over a few input channels, Winograd's F(2x2, 3x3) for 3x3 ones with 64 or more channels
-    (``ops/_helpers/conv_winograd.py``), XLA's convolution for the others (see the module
-    docstring). ``channels_last``: ``x`` and the result are ``(N, D..., C)``."""
+    narrow grouped convolutions and for stems over a few input channels, Winograd's
+    F(2x2, 3x3) for 3x3 ones with 64 or more channels (``ops/_helpers/conv_winograd.py``), one
+    dot for 1x1 ones, XLA's convolution for the others (see the module docstring).
+    ``channels_last``: ``x`` and the result are ``(N, D..., C)``."""
     if winograd_wins(_onnx_shape(x.shape, channels_last), w.shape, strides, dilations, group):
         return winograd_convolve(x, w, padding, channels_last=channels_last)
     if pointwise(w.shape, padding, group):
