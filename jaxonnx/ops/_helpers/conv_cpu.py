@@ -49,6 +49,7 @@ import numpy as np
 
 from jaxonnx.ops._helpers.common import is_traced
 from jaxonnx.ops._helpers.conv_winograd import winograd_convolve, winograd_wins
+from jaxonnx.ops._helpers.window import onnx_shape
 
 # One term per (kernel tap, input channel of a group). A depthwise 9x9 kernel (81 terms)
 # ran 20x faster than XLA's convolution alone; past this the fused loop compiles slowly and
@@ -89,8 +90,7 @@ def convolve(x, w, strides, padding, dilations, group, *, channels_last=False):
     strides, dilations = tuple(strides), tuple(dilations)
     padding = tuple(tuple(p) for p in padding)
     geometry = {"strides": strides, "padding": padding, "dilations": dilations, "group": group, "channels_last": channels_last}
-    if not (multiply_adds(w.shape, group) or pointwise(w.shape, padding, group)
-            or winograd_wins(_onnx_shape(x.shape, channels_last), w.shape, strides, dilations, group)):
+    if _cpu_formulation(onnx_shape(x.shape, channels_last), w.shape, strides, padding, dilations, group) is None:
         return xla_convolve(x, w, **geometry)
     if not is_traced(w):
         # Weights known at trace time (an initializer under jax.jit) stay numpy, out of the
@@ -103,9 +103,17 @@ def convolve(x, w, strides, padding, dilations, group, *, channels_last=False):
         x, w, cpu=partial(cpu_convolve, **geometry), default=partial(xla_convolve, **geometry))
 
 
-def _onnx_shape(shape, channels_last):
-    """``(N, C, D...)`` of an array of ``shape``, channels-last or not."""
-    return (shape[0], shape[-1], *shape[1:-1]) if channels_last else tuple(shape)
+def _cpu_formulation(x_shape, w_shape, strides, padding, dilations, group) -> str | None:
+    """Which rewrite the CPU runs for a convolution of ONNX shapes ``x_shape`` and
+    ``w_shape``: "winograd", "dot" (1x1), "sums" (shifted multiply-adds), or None for XLA's
+    convolution."""
+    if winograd_wins(x_shape, w_shape, strides, dilations, group):
+        return "winograd"
+    if pointwise(w_shape, padding, group):
+        return "dot"
+    if multiply_adds(w_shape, group):
+        return "sums"
+    return None
 
 
 def pointwise(w_shape, padding, group) -> bool:
@@ -145,14 +153,15 @@ def cpu_convolve(x, w, *, strides, padding, dilations, group, channels_last=Fals
     F(2x2, 3x3) for 3x3 ones with 64 or more channels (``ops/_helpers/conv_winograd.py``), one
     dot for 1x1 ones, XLA's convolution for the others (see the module docstring).
     ``channels_last``: ``x`` and the result are ``(N, D..., C)``."""
-    if winograd_wins(_onnx_shape(x.shape, channels_last), w.shape, strides, dilations, group):
+    formulation = _cpu_formulation(onnx_shape(x.shape, channels_last), w.shape, strides, padding, dilations, group)
+    if formulation == "winograd":
         return winograd_convolve(x, w, padding, channels_last=channels_last)
-    if pointwise(w.shape, padding, group):
+    if formulation == "dot":
         return _pointwise(x, w, strides, channels_last)
-    if not multiply_adds(w.shape, group):
+    if formulation is None:
         return xla_convolve(x, w, strides=strides, padding=padding, dilations=dilations, group=group,
                             channels_last=channels_last)
-    n, spatial = x.shape[0], _onnx_shape(x.shape, channels_last)[2:]
+    n, spatial = x.shape[0], onnx_shape(x.shape, channels_last)[2:]
     out_channels, group_channels, kernel = w.shape[0], w.shape[1], w.shape[2:]
     sizes = [(d + lo + hi - (k - 1) * r - 1) // s + 1 for d, (lo, hi), k, s, r in zip(spatial, padding, kernel, strides, dilations)]
     dtype = x.dtype

@@ -110,6 +110,7 @@ def around_spatial(spatial, fill, channels_last: bool) -> tuple:
     return (fill, *spatial, fill) if channels_last else (fill, fill, *spatial)
 
 
-def channels_first_shape(shape) -> tuple:
-    """ONNX's ``(N, C, D1, ..., Dn)`` for the shape ``(N, D1, ..., Dn, C)`` of a channels-last array."""
-    return (shape[0], shape[-1], *shape[1:-1])
+def onnx_shape(shape, channels_last: bool) -> tuple:
+    """ONNX's ``(N, C, D1, ..., Dn)`` for an array of ``shape``: ``(N, D1, ..., Dn, C)`` with
+    ``channels_last``, else already ONNX's."""
+    return (shape[0], shape[-1], *shape[1:-1]) if channels_last else tuple(shape)

@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxonnx._core.registry import register
-from jaxonnx.ops._helpers.window import around_spatial, channels_first_shape, output_geometry, window_attributes
+from jaxonnx.ops._helpers.window import around_spatial, onnx_shape, output_geometry, window_attributes
 
 
 @register("AveragePool", 1, 7, 10, 11, 19, 22, folds=False, channels_last=True)
@@ -35,7 +35,7 @@ def average_pool(
         >>> jaxonnx.ops.average_pool(jnp.array([[[1.0, 2.0, 3.0]]]), kernel_shape=[2], pads=[1, 0])
         Array([[[1. , 1.5, 2.5]]], dtype=float32)
     """
-    shape = channels_first_shape(X.shape) if channels_last else X.shape
+    shape = onnx_shape(X.shape, channels_last)
     kernel, strides, dilations, padding, auto_pad = window_attributes(shape, kernel_shape, strides, dilations, pads, auto_pad)
     _, padding, extras = output_geometry(shape[2:], kernel, strides, dilations, padding, auto_pad, bool(ceil_mode))
     window = dict(

@@ -8,8 +8,8 @@ from jaxonnx._core.registry import register
 from jaxonnx.ops._helpers.conv_cpu import convolve
 from jaxonnx.ops._helpers.window import (
     add_channel_bias,
-    channels_first_shape,
     check_weights,
+    onnx_shape,
     output_geometry,
     window_attributes,
 )
@@ -46,7 +46,7 @@ def conv(X, W, B=None, *, auto_pad="NOTSET", dilations=None, group=1, kernel_sha
                [20., 24., 13.],
                [13., 15.,  8.]], dtype=float32)
     """
-    shape = channels_first_shape(X.shape) if channels_last else X.shape
+    shape = onnx_shape(X.shape, channels_last)
     _, strides, dilations, padding, auto_pad = window_attributes(shape, kernel_shape, strides, dilations, pads, auto_pad)
     check_weights(jax.ShapeDtypeStruct(shape, X.dtype), W, B, group, kernel_shape)
     _, padding, _ = output_geometry(shape[2:], W.shape[2:], strides, dilations, padding, auto_pad)

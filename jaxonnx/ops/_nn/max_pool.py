@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxonnx._core.registry import register
-from jaxonnx.ops._helpers.window import around_spatial, channels_first_shape, output_geometry, window_attributes
+from jaxonnx.ops._helpers.window import around_spatial, onnx_shape, output_geometry, window_attributes
 
 
 @register("MaxPool", 8, 10, 11, 12, 22, folds=False, channels_last=True)
@@ -37,7 +37,7 @@ def max_pool(X, *, auto_pad="NOTSET", ceil_mode=0, dilations=None, kernel_shape=
         >>> y, i
         (Array([[[3., 4., 5.]]], dtype=float32), Array([[[0, 2, 4]]], dtype=int32))
     """
-    shape = channels_first_shape(X.shape) if channels_last else X.shape
+    shape = onnx_shape(X.shape, channels_last)
     kernel, strides, dilations, padding, auto_pad = window_attributes(shape, kernel_shape, strides, dilations, pads, auto_pad)
     _, padding, extras = output_geometry(shape[2:], kernel, strides, dilations, padding, auto_pad, bool(ceil_mode))
     lowest = -np.inf if jnp.issubdtype(X.dtype, jnp.floating) else jnp.iinfo(X.dtype).min
