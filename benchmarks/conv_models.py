@@ -11,8 +11,9 @@ head at 320x320) and a YOLOv8n-like detector at 320x320 (``yolo_like.py``), expo
 downloaded). At batch 1 and 8 every model runs three ways in one process, alternating in
 blocks: jaxonnx as it is (on CPU, convolutions through ``ops/_helpers/conv_cpu.py``, the
 activations between them channels-last: ``_core/layout.py``), jaxonnx as it was before
-(``channels_last=False`` and XLA's own convolution), and a default onnxruntime CPU
-``InferenceSession``. Medians are reported; ratio = onnxruntime / jaxonnx (higher is
+(``channels_last=False`` and XLA's own convolution, compiled with XLA's default YNNPACK
+convolutions where ``import jaxonnx`` took them out: ``jaxonnx/_xla_cpu.py``), and a default
+onnxruntime CPU ``InferenceSession``. Medians are reported; ratio = onnxruntime / jaxonnx (higher is
 better). Compile time is ``jax.jit(model).lower(...).compile()``. Outputs are checked close.
 
 It also times depthwise and standard convolutions alone and in depthwise-separable blocks
@@ -149,6 +150,17 @@ def _xla_convolutions():
     return context()
 
 
+def _xla_default_options() -> dict:
+    """Compiler options that give one executable jaxlib's default YNNPACK fusions back (its
+    convolutions on one core) where ``import jaxonnx`` changed them: jaxonnx as it was."""
+    from jaxonnx import _xla_cpu
+
+    if not _xla_cpu.TOOK_CONVOLUTIONS_OUT:
+        return {}
+    default = ("INDIVIDUAL_DOT", "INDIVIDUAL_CONVOLUTION", "REDUCE")  # jaxlib 0.10's
+    return {"xla_cpu_experimental_ynn_fusion_type": ",".join(f"LIBRARY_FUSION_TYPE_{t}" for t in default)}
+
+
 def measure_models(names, quick: bool) -> list[dict]:
     import jax
     import onnxruntime as ort
@@ -175,7 +187,7 @@ def measure_models(names, quick: bool) -> list[dict]:
             compile_s = time.perf_counter() - start
             with _xla_convolutions():
                 start = time.perf_counter()
-                before = jax.jit(lambda *a: old_model(*a)).lower(*on_device).compile()
+                before = jax.jit(lambda *a: old_model(*a)).lower(*on_device).compile(_xla_default_options())
                 before_compile_s = time.perf_counter() - start
             feed = dict(zip(names_in, arrays))
             expected = session.run(None, feed)
@@ -259,14 +271,14 @@ def measure_convolutions(quick: bool) -> list[dict]:
         geometry = {"strides": (s, s), "padding": ((k // 2, k // 2),) * 2, "dilations": (1, 1), "group": g}
         pointwise = {"strides": (1, 1), "padding": ((0, 0),) * 2, "dilations": (1, 1), "group": 1}
 
-        def make(convolve):
+        def make(convolve, options=None):
             if not block:
-                return jax.jit(lambda x, w: convolve(x, w, **geometry)).lower(x, w).compile()
-            # The 1x1 convolution as the CPU formulation runs it (one dot) or as XLA's.
+                return jax.jit(lambda x, w: convolve(x, w, **geometry)).lower(x, w).compile(options)
+            # The 1x1 convolution as the CPU formulation runs it or as XLA's.
             fn = lambda x, w, p: convolve(jax.nn.relu(convolve(x, w, **geometry)), p, **pointwise)
-            return jax.jit(fn).lower(x, w, p).compile()
+            return jax.jit(fn).lower(x, w, p).compile(options)
 
-        after, before = make(cpu_convolve), make(xla_convolve)
+        after, before = make(cpu_convolve), make(xla_convolve, _xla_default_options())
         args = (x, w, p) if block else (x, w)
         np.testing.assert_allclose(after(*args), before(*args), rtol=1e-4, atol=1e-3 * (c if block else 1))
         # Inputs already on the device, as between the layers of a model.
@@ -333,8 +345,10 @@ def _report(models, convs, dispatch) -> str:
         "",
         "Ratio = onnxruntime time / jaxonnx time (higher is better, 1 = as fast). *Before* is jaxonnx "
         "as it was: every op in ONNX's layout (`channels_last=False`) and XLA's own convolution on CPU "
-        "(`lax.conv_general_dilated`). *After* is jaxonnx as it is: the CPU formulations of "
-        "`jaxonnx/ops/_helpers/conv_cpu.py` (depthwise and stem sums, Winograd, 1x1 as one dot) and the "
+        "(`lax.conv_general_dilated`) with XLA's default flags (YNNPACK's convolutions, on one core). "
+        "*After* is jaxonnx as it is: XLA:CPU's convolutions out of YNNPACK, on every core "
+        "(`jaxonnx/_xla_cpu.py`), the CPU formulations of `jaxonnx/ops/_helpers/conv_cpu.py` "
+        "(depthwise and stem sums, Winograd from 256 channels, patch embeddings as one dot) and the "
         "activations between convolutions kept channels-last (`jaxonnx/_core/layout.py`).",
         "",
         "| model | batch | jaxonnx ms | before ms | onnxruntime ms | ratio | ratio before | compile ms | before compile ms |",

@@ -1,5 +1,8 @@
 """jaxonnx: ONNX operators and models as exact, differentiable, jit-compilable JAX functions."""
 
+# First: XLA reads XLA_FLAGS when a JAX backend starts, so the flag that takes XLA:CPU's
+# convolutions out of YNNPACK (one core) is set before anything of jaxonnx can start one.
+from jaxonnx import _xla_cpu  # noqa: F401  (isort: skip)
 from jaxonnx import ops as ops
 from jaxonnx._demo import demo_model_path as demo_model_path
 from jaxonnx._errors import JaxOnnxError as JaxOnnxError

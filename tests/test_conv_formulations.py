@@ -11,7 +11,9 @@ import pytest
 from jax.test_util import check_grads
 
 import jaxonnx
-from jaxonnx.ops._helpers.conv_cpu import _sum, convolve, cpu_convolve, multiply_adds, pointwise, xla_convolve
+from jaxonnx._xla_cpu import ynn_convolutions
+from jaxonnx.ops._helpers.conv_cpu import (
+    _cpu_formulation, _sum, convolve, cpu_convolve, multiply_adds, patches, pointwise, xla_convolve)
 
 # (x shape, w shape, strides, (low, high) padding per axis, dilations, group, dtype)
 CASES = {
@@ -33,6 +35,9 @@ CASES = {
     "1-D stem, 1 channel, dilated": ((2, 1, 20), (8, 1, 5), (2,), ((2, 1),), (2,), 1, np.float32),
     "1x1 pointwise (one dot)": ((2, 6, 5, 7), (4, 6, 1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1), 1, np.float32),
     "1x1 strided 3-D": ((2, 3, 4, 5, 6), (5, 3, 1, 1, 1), (2, 1, 3), ((0, 0), (0, 0), (0, 0)), (1, 1, 1), 1, np.float64),
+    "4x4 patches, input cropped to whole patches (one dot)": ((2, 3, 18, 21), (8, 3, 4, 4), (4, 4), ((0, 0), (0, 0)), (1, 1), 1, np.float32),
+    "1-D patches": ((2, 5, 10), (6, 5, 3), (3,), ((0, 0),), (1,), 1, np.float64),
+    "3-D patches, unequal sides": ((1, 2, 4, 6, 9), (3, 2, 2, 3, 3), (2, 3, 3), ((0, 0), (0, 0), (0, 0)), (1, 1, 1), 1, np.float64),
 }
 
 
@@ -58,13 +63,15 @@ def test_cpu_formulation_equals_xla_convolution(case, channels_last):
     x, w = _arrays(case)
     geometry = _geometry(case)
     # The case exercises a rewrite.
-    assert multiply_adds(w.shape, geometry["group"]) or pointwise(w.shape, geometry["padding"], geometry["group"])
+    assert (multiply_adds(w.shape, geometry["group"]) or pointwise(w.shape, geometry["padding"], geometry["group"])
+            or patches(w.shape, geometry["strides"], geometry["padding"], geometry["dilations"], geometry["group"]))
     expected = xla_convolve(x, w, **geometry)
     if channels_last:
         expected = jnp.moveaxis(expected, 1, -1)
         x = np.moveaxis(x, 1, -1)
         assert np.array_equal(xla_convolve(x, w, **geometry, channels_last=True), expected)
-    got = jax.jit(lambda x, w: cpu_convolve(x, w, **geometry, channels_last=channels_last))(x, w)
+    # ynn=True: the 1x1 cases run as one dot whichever convolution this process's XLA runs.
+    got = jax.jit(lambda x, w: cpu_convolve(x, w, **geometry, channels_last=channels_last, ynn=True))(x, w)
     assert got.shape == expected.shape and got.dtype == expected.dtype
     tol = _tolerance(CASES[case][-1])
     scale = float(np.max(np.abs(np.asarray(expected, np.float64)))) or 1.0
@@ -73,12 +80,12 @@ def test_cpu_formulation_equals_xla_convolution(case, channels_last):
 
 @pytest.mark.parametrize(
     "case", ["depthwise strided uneven pads", "grouped 4 per group", "5x5 on 1x1 (taps in padding left out)", "3-D",
-             "depthwise 1-D, multiplier 3", "1x1 strided 3-D", "stem 3x3 stride 2, 3 -> 8 channels (group 1)"]
+             "depthwise 1-D, multiplier 3", "1x1 strided 3-D", "stem 3x3 stride 2, 3 -> 8 channels (group 1)", "3-D patches, unequal sides"]
 )
 def test_gradients_are_exact_and_equal_xla_convolution(case):
     x, w = (a.astype(np.float64) for a in _arrays(case, seed=1))
     geometry = _geometry(case)
-    cpu = jax.jit(lambda x, w: cpu_convolve(x, w, **geometry))
+    cpu = jax.jit(lambda x, w: cpu_convolve(x, w, **geometry, ynn=True))
     check_grads(cpu, (x, w), order=1, modes=("rev", "fwd"), atol=1e-6, rtol=1e-6)
     y, cpu_vjp = jax.vjp(cpu, x, w)
     _, xla_vjp = jax.vjp(lambda x, w: xla_convolve(x, w, **geometry), x, w)
@@ -132,12 +139,36 @@ def test_each_platform_lowers_its_formulation():
         np.zeros((1, 3, 16, 16), np.float32), np.zeros((16, 3, 3, 3), np.float32))
     assert "convolution" not in stem.lower(lowering_platforms=("cpu",)).as_text()
     assert "convolution" in stem.lower(lowering_platforms=("cuda",)).as_text()
-    # A 1x1 convolution is one dot on CPU only, in either layout.
+    # A 1x1 convolution is one dot on CPU only, in either layout, where XLA:CPU's convolution
+    # is YNNPACK's; Eigen's convolution (what ``import jaxonnx`` gives on jaxlib 0.10) keeps it.
     for channels_last, shape in ((False, (1, 32, 5, 5)), (True, (1, 5, 5, 32))):
         traced = jax.jit(lambda x, w: convolve(x, w, (1, 1), ((0, 0), (0, 0)), (1, 1), 1, channels_last=channels_last)).trace(
             np.zeros(shape, np.float32), np.zeros((8, 32, 1, 1), np.float32))
-        assert "convolution" not in traced.lower(lowering_platforms=("cpu",)).as_text()
+        assert ("convolution" not in traced.lower(lowering_platforms=("cpu",)).as_text()) == ynn_convolutions()
         assert "convolution" in traced.lower(lowering_platforms=("cuda",)).as_text()
+
+
+@pytest.mark.parametrize(
+    ("x_shape", "w_shape", "strides", "group", "with_ynnpack", "with_eigen"),
+    [
+        ((1, 16, 8, 8), (16, 1, 3, 3), (1, 1), 16, "sums", "sums"),  # depthwise
+        ((1, 3, 32, 32), (16, 3, 3, 3), (2, 2), 1, "sums", "sums"),  # stem
+        ((1, 32, 8, 8), (64, 32, 1, 1), (1, 1), 1, "dot", None),  # 1x1: Eigen's convolution won
+        ((1, 64, 56, 56), (64, 64, 3, 3), (1, 1), 1, "winograd", None),  # Eigen's won below 256 channels
+        ((1, 128, 28, 28), (128, 128, 3, 3), (1, 1), 1, "winograd", None),
+        ((1, 256, 14, 14), (256, 256, 3, 3), (1, 1), 1, "winograd", "winograd"),
+        ((1, 512, 7, 7), (512, 512, 3, 3), (1, 1), 1, "winograd", "winograd"),
+        ((1, 64, 56, 56), (128, 64, 3, 3), (2, 2), 1, None, None),  # strided: XLA's
+        ((1, 3, 224, 224), (64, 3, 7, 7), (2, 2), 1, None, None),  # 7x7 stem (147 terms): XLA's
+        ((1, 3, 224, 224), (192, 3, 16, 16), (16, 16), 1, "patches", "patches"),  # ViT's patch embedding
+    ],
+)
+def test_formulation_follows_the_convolution_library(x_shape, w_shape, strides, group, with_ynnpack, with_eigen):
+    same = w_shape[2] > 1 and tuple(strides) != tuple(w_shape[2:])
+    padding = tuple((k // 2, k // 2) for k in w_shape[2:]) if same else ((0, 0), (0, 0))
+    dilations = (1,) * len(strides)
+    for ynn, expected in ((True, with_ynnpack), (False, with_eigen)):
+        assert _cpu_formulation(x_shape, w_shape, strides, padding, dilations, group, ynn=ynn) == expected
 
 
 def test_conv_op_matches_onnxruntime_on_a_depthwise_block(run_onnxruntime):
@@ -160,14 +191,14 @@ def test_conv_op_matches_onnxruntime_on_a_depthwise_block(run_onnxruntime):
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("case", ["depthwise 3x3 same", "grouped 4 per group", "winograd 64 channels"])
+@pytest.mark.parametrize("case", ["depthwise 3x3 same", "grouped 4 per group", "winograd 256 channels"])
 def test_weights_known_at_trace_time_give_the_same_convolution(case):
     # An initializer under jax.jit reaches `convolve` as a concrete array: it stays out of
     # the platform branches' operands (Winograd transforms it in numpy), same values, and
     # the gradient in x is XLA's convolution's.
-    if case == "winograd 64 channels":
+    if case == "winograd 256 channels":  # Winograd with either convolution library (64 with YNNPACK's)
         rng = np.random.default_rng(5)
-        x, w = rng.standard_normal((2, 64, 9, 8)).astype(np.float32), rng.standard_normal((64, 64, 3, 3)).astype(np.float32)
+        x, w = rng.standard_normal((1, 256, 5, 4)).astype(np.float32), rng.standard_normal((256, 256, 3, 3)).astype(np.float32)
         geometry = {"strides": (1, 1), "padding": ((1, 1), (1, 1)), "dilations": (1, 1), "group": 1}
     else:
         (x, w), geometry = _arrays(case), _geometry(case)

@@ -17,6 +17,13 @@ row were 0.5-1.3x its speed on CPU (the dots are slow for few rows or a short co
 and compiled 2-5x slower. GPUs and TPUs keep XLA's convolution (cuDNN): the choice is made
 per platform at lowering time with ``jax.lax.platform_dependent``.
 
+That convolution on one core is YNNPACK's. On import jaxonnx takes XLA:CPU's convolutions
+out of YNNPACK (``jaxonnx._xla_cpu``; jaxlib 0.10), and XLA runs them through Eigen on every
+core: then 1x1 convolutions stay XLA's instead of one dot, and Winograd takes 3x3 ones only
+from 256 channels (``conv_winograd.winograd_wins``). Where the flag is not in effect (a
+backend started before ``import jaxonnx``, or ``XLA_FLAGS`` sets it otherwise), the
+formulations are those measured against YNNPACK's convolution.
+
 The sum runs channels-last: XLA's own convolutions and dots run channels-last
 (``(N, D..., C)``) behind transposes, so in a model the transposes around the sum cancel
 against theirs, the fused loop runs along the channels (contiguous, a multiple of 8 in most
@@ -47,6 +54,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxonnx._xla_cpu import ynn_convolutions
 from jaxonnx.ops._helpers.common import is_traced
 from jaxonnx.ops._helpers.conv_winograd import winograd_convolve, winograd_wins
 from jaxonnx.ops._helpers.window import onnx_shape
@@ -103,14 +111,21 @@ def convolve(x, w, strides, padding, dilations, group, *, channels_last=False):
         x, w, cpu=partial(cpu_convolve, **geometry), default=partial(xla_convolve, **geometry))
 
 
-def _cpu_formulation(x_shape, w_shape, strides, padding, dilations, group) -> str | None:
+def _cpu_formulation(x_shape, w_shape, strides, padding, dilations, group, *, ynn=None) -> str | None:
     """Which rewrite the CPU runs for a convolution of ONNX shapes ``x_shape`` and
     ``w_shape``: "winograd", "dot" (1x1), "sums" (shifted multiply-adds), or None for XLA's
-    convolution."""
-    if winograd_wins(x_shape, w_shape, strides, dilations, group):
+    convolution. ``ynn``: whether XLA:CPU's convolution is YNNPACK's (one core) rather than
+    Eigen's (every core); None reads it from this process's flags (``jaxonnx._xla_cpu``)."""
+    ynn = ynn_convolutions() if ynn is None else ynn
+    if winograd_wins(x_shape, w_shape, strides, dilations, group, ynn=ynn):
         return "winograd"
-    if pointwise(w_shape, padding, group):
+    # Eigen's 1x1 convolution beat YNNPACK's dot (which runs with Eigen's threads contending
+    # under that flag): MobileNetV3-large 13.0 -> 9.6 ms, EfficientNet-B0 20.6 -> 17.1, the
+    # OCR-like detector 26.5 -> 20.6 at batch 1, in a model, interleaved.
+    if pointwise(w_shape, padding, group) and ynn:
         return "dot"
+    if patches(w_shape, strides, padding, dilations, group):
+        return "patches"
     if multiply_adds(w_shape, group):
         return "sums"
     return None
@@ -120,6 +135,17 @@ def pointwise(w_shape, padding, group) -> bool:
     """Whether the CPU runs a convolution as one dot over channels: a 1x1 kernel, no
     padding, ``group=1`` (any stride: the input is sliced first)."""
     return group == 1 and all(k == 1 for k in w_shape[2:]) and all(p == (0, 0) for p in padding)
+
+
+def patches(w_shape, strides, padding, dilations, group) -> bool:
+    """Whether the CPU runs a convolution as one dot over non-overlapping patches: a kernel
+    larger than 1x1 that moves by its own size (a ViT's or ConvNeXt's patch embedding), no
+    padding or dilation, ``group=1``. The patches are a reshape of the input, so the dot
+    reads it once; ViT's 16x16 patch embedding ran as XLA's convolution at 0.03 ms more than
+    as this dot in the ViT fixture (batch 1)."""
+    kernel = tuple(w_shape[2:])
+    return (group == 1 and math.prod(kernel) > 1 and tuple(strides) == kernel
+            and all(r == 1 for r in dilations) and all(p == (0, 0) for p in padding))
 
 
 def multiply_adds(w_shape, group) -> bool:
@@ -147,17 +173,21 @@ def xla_convolve(x, w, *, strides, padding, dilations, group, channels_last=Fals
                                         dimension_numbers=numbers)
 
 
-def cpu_convolve(x, w, *, strides, padding, dilations, group, channels_last=False):
+def cpu_convolve(x, w, *, strides, padding, dilations, group, channels_last=False, ynn=None):
     """The convolution as XLA:CPU runs it fastest: shifted multiply-adds for depthwise and
     narrow grouped convolutions and for stems over a few input channels, Winograd's
-    F(2x2, 3x3) for 3x3 ones with 64 or more channels (``ops/_helpers/conv_winograd.py``), one
-    dot for 1x1 ones, XLA's convolution for the others (see the module docstring).
-    ``channels_last``: ``x`` and the result are ``(N, D..., C)``."""
-    formulation = _cpu_formulation(onnx_shape(x.shape, channels_last), w.shape, strides, padding, dilations, group)
+    F(2x2, 3x3) for 3x3 ones with 64 or more channels (256 with Eigen's convolutions;
+    ``ops/_helpers/conv_winograd.py``), one dot for 1x1 ones (with YNNPACK's convolutions),
+    XLA's convolution for the others (see the module docstring).
+    ``channels_last``: ``x`` and the result are ``(N, D..., C)``; ``ynn``: as for
+    :func:`_cpu_formulation`."""
+    formulation = _cpu_formulation(onnx_shape(x.shape, channels_last), w.shape, strides, padding, dilations, group, ynn=ynn)
     if formulation == "winograd":
         return winograd_convolve(x, w, padding, channels_last=channels_last)
     if formulation == "dot":
         return _pointwise(x, w, strides, channels_last)
+    if formulation == "patches":
+        return _patches(x, w, channels_last)
     if formulation is None:
         return xla_convolve(x, w, strides=strides, padding=padding, dilations=dilations, group=group,
                             channels_last=channels_last)
@@ -212,6 +242,29 @@ def _pointwise(x, w, strides, channels_last):
         if channels_last:
             return jnp.dot(x, w.T)
     return jnp.einsum("mc,nc...->nm...", w, x)
+
+
+def _patches(x, w, channels_last):
+    """A convolution whose stride is its kernel (no padding, no dilation, ``group=1``) as one
+    dot: the input cropped to whole patches, each patch flattened ``(k..., C)``, times the
+    weights flattened the same way, ``(patches, k... C) @ (k... C, M)``."""
+    n, c, *spatial = onnx_shape(x.shape, channels_last)
+    m, kernel = w.shape[0], tuple(w.shape[2:])
+    sizes = [d // k for d, k in zip(spatial, kernel)]
+    rank = len(kernel)
+    x = x if channels_last else jnp.moveaxis(x, 1, -1)
+    x = x[(slice(None), *(slice(0, o * k) for o, k in zip(sizes, kernel)))]
+    # (N, o1, k1, o2, k2, ..., C) -> (N, o1, o2, ..., k1, k2, ..., C)
+    x = x.reshape((n, *itertools.chain.from_iterable(zip(sizes, kernel)), c))
+    x = x.transpose((0, *range(1, 2 * rank, 2), *range(2, 2 * rank + 1, 2), 2 * rank + 1))
+    x = x.reshape(n, *sizes, math.prod(kernel) * c)
+    order = (*range(2, 2 + rank), 1, 0)  # (M, C, k...) -> (k..., C, M)
+    if isinstance(w, np.ndarray):
+        w = np.ascontiguousarray(w.transpose(order)).reshape(-1, m).astype(x.dtype)
+    else:
+        w = w.transpose(order).reshape(-1, m)
+    y = jnp.dot(x, w)
+    return y if channels_last else jnp.moveaxis(y, -1, 1)
 
 
 def _shift(x, tap, strides, dilations, sizes):

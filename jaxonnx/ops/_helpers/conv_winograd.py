@@ -75,13 +75,22 @@ _AA = np.kron(_AT, _AT)
 # 8), but those flipped between runs on the busy machine, and in ResNet-18 Winograd for
 # every 3x3 stride-1 convolution beat every narrower choice at batch 1 and 8.
 _MIN_CHANNELS = 64
+# With XLA:CPU's convolutions on Eigen instead of YNNPACK (``jaxonnx._xla_cpu``), they run on
+# every core and Winograd pays only from 256 channels: under that flag, interleaved in a
+# model, ResNet-18 ran 60.9 -> 53.5 ms at batch 1 and 300 -> 253 at batch 8 with Winograd from
+# 256 channels instead of 64 (from 128: 53.5 and 279), a YOLOv8n-like detector 31.3 -> 28.9
+# and 235 -> 209 (the 1x1 convolutions as XLA's in all of these); with no Winograd at all,
+# ResNet-18 ran 82 ms.
+_MIN_CHANNELS_EIGEN = 256
 
 
-def winograd_wins(x_shape, w_shape, strides, dilations, group) -> bool:
+def winograd_wins(x_shape, w_shape, strides, dilations, group, *, ynn=True) -> bool:
     """Whether :func:`winograd_convolve` ran faster than XLA:CPU's convolution for this shape.
 
     It applies to 2-D, stride-1, dilation-1, 3x3 convolutions with ``group=1`` and at least
-    64 input and output channels (the module docstring has the measurements).
+    64 input and output channels where XLA:CPU's convolution is YNNPACK's (on one core), 256
+    where it is Eigen's (on every core; see ``jaxonnx._xla_cpu``). The module docstring has
+    the measurements.
 
     Args:
         x_shape: the input's shape ``(N, C, H, W)``.
@@ -89,6 +98,7 @@ def winograd_wins(x_shape, w_shape, strides, dilations, group) -> bool:
         strides: the stride per spatial axis.
         dilations: the dilation per spatial axis.
         group: the number of channel groups.
+        ynn: whether XLA:CPU runs this process's convolutions through YNNPACK.
 
     Returns:
         True where Winograd is the faster formulation on CPU.
@@ -98,6 +108,8 @@ def winograd_wins(x_shape, w_shape, strides, dilations, group) -> bool:
         True
         >>> winograd_wins((1, 32, 56, 56), (64, 32, 3, 3), (1, 1), (1, 1), 1)
         False
+        >>> winograd_wins((1, 128, 28, 28), (128, 128, 3, 3), (1, 1), (1, 1), 1, ynn=False)
+        False
     """
     return (
         len(x_shape) == 4
@@ -105,7 +117,7 @@ def winograd_wins(x_shape, w_shape, strides, dilations, group) -> bool:
         and tuple(w_shape[2:]) == (3, 3)
         and tuple(strides) == (1, 1)
         and tuple(dilations) == (1, 1)
-        and min(w_shape[0], w_shape[1]) >= _MIN_CHANNELS
+        and min(w_shape[0], w_shape[1]) >= (_MIN_CHANNELS if ynn else _MIN_CHANNELS_EIGEN)
     )
 
 

@@ -1,0 +1,102 @@
+"""``import jaxonnx`` takes XLA:CPU's convolutions out of YNNPACK (one core) where it can, and
+leaves the flag alone where the user set it, opted out, or a backend had already started."""
+
+import os
+import subprocess
+import sys
+
+import jax
+import numpy as np
+import pytest
+
+import jaxonnx  # noqa: F401  (the import under test)
+from jaxonnx import _xla_cpu
+from jaxonnx._xla_cpu import _flag_value, ynn_convolutions
+
+_FLAG = "--xla_cpu_experimental_ynn_fusion_type"
+_READ_VERSION = _xla_cpu._jaxlib_version() == _xla_cpu._VERSION_READ
+
+
+def _fresh_process(code: str, **env) -> str:
+    """Runs ``code`` in a new Python with ``env`` over this environment (XLA_FLAGS removed
+    unless given) and returns what it printed."""
+    environment = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "JAXONNX_KEEP_XLA_FLAGS")}
+    environment.update(env)
+    done = subprocess.run([sys.executable, "-c", code], env=environment, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+# What the child prints: XLA_FLAGS after the import, whether jaxonnx set the flag, what it
+# reports, and whether a compiled 2-D convolution is a YNNPACK fusion.
+_REPORT = """
+import os, jax, jax.numpy as jnp
+{before}
+import jaxonnx
+from jaxonnx._xla_cpu import TOOK_CONVOLUTIONS_OUT, ynn_convolutions
+conv = lambda x, w: jax.lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+text = jax.jit(conv).lower(jnp.ones((1, 8, 8, 32)), jnp.ones((3, 3, 32, 32))).compile().as_text()
+print(repr(os.environ.get("XLA_FLAGS")), TOOK_CONVOLUTIONS_OUT, ynn_convolutions(), "__ynn_fusion" in text)
+"""
+
+
+@pytest.mark.parametrize(
+    ("flags", "expected"),
+    [
+        ("", None),
+        ("--xla_force_host_platform_device_count=8", None),
+        (f"{_FLAG}=", ""),
+        (f"--xla_cpu_use_xnnpack=false {_FLAG}=individual_dot {_FLAG}=reduce", "reduce"),
+        (f"{_FLAG}_other=dot", None),
+    ],
+)
+def test_flag_value_reads_the_last_setting(flags, expected):
+    assert _flag_value(flags) == expected
+
+
+def test_ynn_convolutions_follows_xla_flags(monkeypatch):
+    monkeypatch.setenv("XLA_FLAGS", f"{_FLAG}=individual_dot,reduce")
+    assert ynn_convolutions() is False
+    monkeypatch.setenv("XLA_FLAGS", f"{_FLAG}=individual_dot,individual_convolution,reduce")
+    assert ynn_convolutions() is True
+    monkeypatch.delenv("XLA_FLAGS")
+    assert ynn_convolutions() is True  # XLA's default (jaxlib 0.10's; assumed for others)
+
+
+def test_import_takes_convolutions_out_of_ynnpack():
+    flags, took, ynn, fused = _fresh_process(_REPORT.format(before="")).split()
+    if _READ_VERSION:
+        assert flags == repr(f"{_FLAG}=individual_dot,reduce") and took == "True"
+        assert ynn == "False" and fused == "False"
+    else:  # a jaxlib whose default was not read is left as it is
+        assert flags == "None" and took == "False" and ynn == "True"
+
+
+@pytest.mark.parametrize(
+    ("before", "env"),
+    [
+        ("", {"XLA_FLAGS": f"{_FLAG}=individual_dot,individual_convolution,reduce"}),  # the user's flag stands
+        ("", {"JAXONNX_KEEP_XLA_FLAGS": "1"}),  # opted out
+        ("jax.devices()", {}),  # a backend started first: XLA has read its flags
+    ],
+    ids=["user-set", "opted-out", "backend-started"],
+)
+def test_import_leaves_the_flag_alone(before, env):
+    flags, took, ynn, fused = _fresh_process(_REPORT.format(before=before), **env).split()
+    assert flags == repr(env.get("XLA_FLAGS")) and took == "False"
+    # What jaxonnx reports is what XLA compiled: YNNPACK's convolution.
+    assert ynn == "True" and (fused == "True" or not _READ_VERSION)
+
+
+def test_this_process_compiles_what_it_reports():
+    """The suite imports jaxonnx before any backend starts: its convolutions are Eigen's
+    exactly when jaxonnx says so, and give the same values as YNNPACK's."""
+    rng = np.random.default_rng(0)
+    x, w = rng.standard_normal((1, 9, 9, 24)).astype(np.float32), rng.standard_normal((3, 3, 24, 32)).astype(np.float32)
+    conv = jax.jit(lambda x, w: jax.lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")))
+    compiled = conv.lower(x, w).compile()
+    assert ("__ynn_fusion" in compiled.as_text()) == ynn_convolutions()
+    got = np.asarray(compiled(x, w), np.float64)
+    patches = np.pad(x.astype(np.float64), ((0, 0), (1, 1), (1, 1), (0, 0)))
+    reference = sum(patches[:, i : i + 9, j : j + 9] @ w[i, j].astype(np.float64) for i in range(3) for j in range(3))
+    np.testing.assert_allclose(got, reference, rtol=1e-4, atol=1e-4)
