@@ -1,8 +1,11 @@
 """jaxonnx: ONNX operators and models as exact, differentiable, jit-compilable JAX functions."""
 
-# First: XLA reads XLA_FLAGS when a JAX backend starts, so the flag that takes XLA:CPU's
-# convolutions out of YNNPACK (one core) is set before anything of jaxonnx can start one.
+# First: XLA reads XLA_FLAGS when a JAX backend starts, so the flags that take XLA:CPU's
+# convolutions out of YNNPACK (one core) and widen its vectors are set before anything of
+# jaxonnx can start one; and glibc is told to reuse freed large blocks before JAX allocates
+# them (jaxonnx/_tuning.py).
 from jaxonnx import _xla_cpu  # noqa: F401  (isort: skip)
+from jaxonnx import _tuning  # noqa: F401  (isort: skip)
 from jaxonnx import ops as ops
 from jaxonnx._demo import demo_model_path as demo_model_path
 from jaxonnx._errors import JaxOnnxError as JaxOnnxError

@@ -83,7 +83,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     from jaxonnx._tuning import tune_cpu_allocator
 
-    # The command owns its process: reuse freed large buffers (see jaxonnx._tuning).
+    # Also done on import unless JAXONNX_KEEP_ALLOCATOR opts out; the command owns its
+    # process, so it reuses freed large buffers either way (see jaxonnx._tuning).
     tune_cpu_allocator()
     import jax
 

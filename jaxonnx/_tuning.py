@@ -1,17 +1,26 @@
-"""Opt-in process tuning for large arrays on Linux CPUs.
+"""glibc's allocator tuned for XLA:CPU's large buffers: ``import jaxonnx`` applies it.
 
-Every XLA CPU output is a fresh ``malloc`` block. glibc serves large blocks with ``mmap``
-and unmaps them on ``free``, so each call page-faults its output in again (32,768 faults
-for a 128 MiB output), which costs 2-5x the copy itself; onnxruntime avoids this with its
-own arena. One malloc arena that never unmaps or trims lets freed outputs be reused.
-The cost: process-wide, and memory stays at its peak (as with onnxruntime's arena), so
-jaxonnx never does this on import; the ``jaxonnx`` command applies it to its own runs.
+Every XLA CPU output, and each call's temporary buffer (all of a computation's intermediate
+values), is a fresh ``malloc`` block. glibc serves blocks above its mmap threshold (which
+adapts, but never past 32 MiB) with ``mmap`` and unmaps them on ``free``, so each call
+page-faults them in again: 32,768 faults for a 128 MiB output, which cost 2-5x the copy
+itself. onnxruntime avoids this with its own arena. A convolutional network at batch 8 has
+tens of MiB of intermediates: MobileNetV3-large's 52 MiB took 12,660 page faults and about
+20 ms of system time per call (32 ms in all, onnxruntime 14). One malloc arena that never
+unmaps or trims lets the freed buffers be reused: then no faults, and 19-24 ms.
+
+So ``import jaxonnx`` applies :func:`tune_cpu_allocator` (Linux with glibc), unless
+``JAXONNX_KEEP_ALLOCATOR`` is set to anything but ``0`` or the empty string. The cost: it is
+process-wide, and the process keeps its peak memory instead of returning freed blocks to the
+system, as onnxruntime's arena and JAX's GPU allocator (75% of the GPU on start) do.
+:data:`TUNED_ON_IMPORT` says whether it applied.
 """
 
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import os
 import sys
 
 # From glibc's <malloc.h>.
@@ -20,13 +29,15 @@ _M_MMAP_MAX = -4
 _M_ARENA_MAX = -8
 # mallopt takes a C int: a larger threshold would wrap around (2**34 becomes 0).
 _MAX_TRIM_THRESHOLD = 2**31 - 1
+_KEEP = "JAXONNX_KEEP_ALLOCATOR"
 
 
 def tune_cpu_allocator() -> bool:
     """Makes glibc reuse freed large buffers instead of unmapping them (Linux/glibc only).
 
-    Call it at the start of a program, before JAX allocates: large jitted CPU outputs are
-    then written into memory that is already mapped. Measured on a 2-core VM (see
+    ``import jaxonnx`` calls it (see the module docstring; ``JAXONNX_KEEP_ALLOCATOR=1`` opts
+    out). Called at the start of a program, before JAX allocates, large jitted CPU outputs
+    and temporaries are then written into memory that is already mapped. Measured on a 2-core VM (see
     ``benchmarks/results.md``): Compress of a 4096x8192 float32 array went from 0.5x to
     1.8x onnxruntime's speed, Flatten from 0.25x to 1.1x. The environment-variable form,
     ``GLIBC_TUNABLES=glibc.malloc.arena_max=1:glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=17179869184``,
@@ -56,3 +67,13 @@ def tune_cpu_allocator() -> bool:
             (_M_TRIM_THRESHOLD, _MAX_TRIM_THRESHOLD),
         )
     )
+
+
+def _tune_on_import() -> bool:
+    """Applies :func:`tune_cpu_allocator` unless ``JAXONNX_KEEP_ALLOCATOR`` opts out."""
+    if os.environ.get(_KEEP, "") not in ("", "0"):
+        return False
+    return tune_cpu_allocator()
+
+
+TUNED_ON_IMPORT = _tune_on_import()

@@ -1,4 +1,5 @@
-"""XLA:CPU's convolutions on every core: on import, jaxonnx takes them out of YNNPACK.
+"""XLA:CPU's convolutions on every core, and wide vectors where they run at full speed: two
+flags that ``import jaxonnx`` sets.
 
 jaxlib 0.10's XLA:CPU hands each convolution to YNNPACK (the default of
 ``--xla_cpu_experimental_ynn_fusion_type`` there is ``individual_dot,individual_convolution,
@@ -20,6 +21,15 @@ So ``import jaxonnx`` appends that default less convolutions,
 The flag is process-wide (other JAX code's convolutions run through Eigen too) and passes to
 child processes with the environment. :func:`ynn_convolutions` says which convolution this
 process runs; ``ops/_helpers/conv_cpu.py`` picks its CPU formulations by it.
+
+Second, XLA:CPU compiles its fused loops for 256-bit vectors unless told otherwise
+(``--xla_cpu_prefer_vector_width``, default 256: on Intel's first AVX-512 cores, Skylake-SP and
+Cascade Lake, 512-bit instructions lower the clock). On cores that run them at full speed
+(every AVX-512 core of AMD's, Zen 4 on, and Intel's from Ice Lake, which added ``avx512_vbmi2``)
+``import jaxonnx`` appends ``--xla_cpu_prefer_vector_width=512``, under the same conditions as
+above. Measured on a 2-core AMD Zen 5 (EPYC), one process, compiled both ways and interleaved:
+MobileNetV3-large 3.9 -> 3.4 ms at batch 1, EfficientNet-B0 6.8 -> 5.1, ResNet-18 12.4 -> 11.2;
+:data:`PREFERS_WIDE_VECTORS` says whether it did.
 """
 
 from __future__ import annotations
@@ -32,16 +42,17 @@ _FLAG = "--xla_cpu_experimental_ynn_fusion_type"
 # jaxlib 0.10's default less LIBRARY_FUSION_TYPE_INDIVIDUAL_CONVOLUTION.
 _WITHOUT_CONVOLUTIONS = "individual_dot,reduce"
 _VERSION_READ = (0, 10)
+_VECTOR_FLAG = "--xla_cpu_prefer_vector_width"
 _KEEP = "JAXONNX_KEEP_XLA_FLAGS"
 
 
-def _flag_value(flags: str) -> str | None:
-    """The value that the XLA_FLAGS string ``flags`` gives the YNNPACK fusion flag (the last
-    one wins, as in XLA), or None where it does not set it."""
+def _flag_value(flags: str, flag: str = _FLAG) -> str | None:
+    """The value that the XLA_FLAGS string ``flags`` gives ``flag`` (the YNNPACK fusion flag
+    unless said; the last one wins, as in XLA), or None where it does not set it."""
     value = None
     for token in flags.split():
         name, _, given = token.partition("=")
-        if name == _FLAG:
+        if name == flag:
             value = given
     return value
 
@@ -56,16 +67,56 @@ def _backend_started() -> bool:
     return xla_bridge.backends_are_initialized()
 
 
-def _take_convolutions_out_of_ynnpack() -> bool:
-    """Appends the flag to ``XLA_FLAGS`` where the module docstring says so; returns whether
-    it did."""
+def _append_flag(flag: str, value: str) -> bool:
+    """Appends ``flag=value`` to ``XLA_FLAGS`` unless the user set ``flag``, opted out, the
+    jaxlib is not the one read, or a backend has started (see the module docstring); returns
+    whether it did."""
     flags = os.environ.get("XLA_FLAGS", "")
-    if os.environ.get(_KEEP, "") not in ("", "0") or _flag_value(flags) is not None:
+    if os.environ.get(_KEEP, "") not in ("", "0") or _flag_value(flags, flag) is not None:
         return False
     if _jaxlib_version() != _VERSION_READ or _backend_started():
         return False
-    os.environ["XLA_FLAGS"] = f"{flags} {_FLAG}={_WITHOUT_CONVOLUTIONS}".strip()
+    os.environ["XLA_FLAGS"] = f"{flags} {flag}={value}".strip()
     return True
+
+
+def _take_convolutions_out_of_ynnpack() -> bool:
+    """Appends the YNNPACK flag to ``XLA_FLAGS`` where the module docstring says so; returns
+    whether it did."""
+    return _append_flag(_FLAG, _WITHOUT_CONVOLUTIONS)
+
+
+def wide_vectors_run_fast(cpuinfo: str | None = None) -> bool:
+    """Whether this CPU runs 512-bit vectors at full speed: AVX-512 on an AMD core (Zen 4 on)
+    or on an Intel one from Ice Lake on (``avx512_vbmi2``), read from ``/proc/cpuinfo`` (or
+    the text ``cpuinfo``); False where that cannot be read (not Linux, not x86).
+
+    Example:
+        >>> wide_vectors_run_fast("vendor_id : AuthenticAMD\\nflags : fpu sse2 avx2 avx512f\\n")
+        True
+        >>> wide_vectors_run_fast("vendor_id : GenuineIntel\\nflags : fpu sse2 avx2 avx512f\\n")  # Skylake-SP
+        False
+    """
+    if cpuinfo is None:
+        try:
+            with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as file:
+                cpuinfo = file.read(1 << 16)
+        except OSError:
+            return False
+    fields = {}
+    for line in cpuinfo.splitlines():
+        name, _, value = line.partition(":")
+        fields.setdefault(name.strip(), value.strip())  # the first core's
+    flags = set(fields.get("flags", "").split())
+    if "avx512f" not in flags:
+        return False
+    return fields.get("vendor_id") == "AuthenticAMD" or "avx512_vbmi2" in flags
+
+
+def _prefer_wide_vectors() -> bool:
+    """Appends ``--xla_cpu_prefer_vector_width=512`` where the module docstring says so;
+    returns whether it did."""
+    return wide_vectors_run_fast() and _append_flag(_VECTOR_FLAG, "512")
 
 
 def ynn_convolutions() -> bool:
@@ -86,3 +137,4 @@ def ynn_convolutions() -> bool:
 
 
 TOOK_CONVOLUTIONS_OUT = _take_convolutions_out_of_ynnpack()
+PREFERS_WIDE_VECTORS = _prefer_wide_vectors()

@@ -1,5 +1,6 @@
-"""``import jaxonnx`` takes XLA:CPU's convolutions out of YNNPACK (one core) where it can, and
-leaves the flag alone where the user set it, opted out, or a backend had already started."""
+"""``import jaxonnx`` takes XLA:CPU's convolutions out of YNNPACK (one core) and asks for
+512-bit vectors on CPUs that run them at full speed, where it can, and leaves each flag alone
+where the user set it, opted out, or a backend had already started."""
 
 import os
 import subprocess
@@ -11,9 +12,10 @@ import pytest
 
 import jaxonnx  # noqa: F401  (the import under test)
 from jaxonnx import _xla_cpu
-from jaxonnx._xla_cpu import _flag_value, ynn_convolutions
+from jaxonnx._xla_cpu import _flag_value, wide_vectors_run_fast, ynn_convolutions
 
 _FLAG = "--xla_cpu_experimental_ynn_fusion_type"
+_VECTORS = "--xla_cpu_prefer_vector_width"
 _READ_VERSION = _xla_cpu._jaxlib_version() == _xla_cpu._VERSION_READ
 
 
@@ -36,7 +38,7 @@ import jaxonnx
 from jaxonnx._xla_cpu import TOOK_CONVOLUTIONS_OUT, ynn_convolutions
 conv = lambda x, w: jax.lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
 text = jax.jit(conv).lower(jnp.ones((1, 8, 8, 32)), jnp.ones((3, 3, 32, 32))).compile().as_text()
-print(repr(os.environ.get("XLA_FLAGS")), TOOK_CONVOLUTIONS_OUT, ynn_convolutions(), "__ynn_fusion" in text)
+print(repr(os.environ.get("XLA_FLAGS")), TOOK_CONVOLUTIONS_OUT, ynn_convolutions(), "__ynn_fusion" in text, sep="|")
 """
 
 
@@ -64,9 +66,10 @@ def test_ynn_convolutions_follows_xla_flags(monkeypatch):
 
 
 def test_import_takes_convolutions_out_of_ynnpack():
-    flags, took, ynn, fused = _fresh_process(_REPORT.format(before="")).split()
+    flags, took, ynn, fused = _fresh_process(_REPORT.format(before="")).split("|")
     if _READ_VERSION:
-        assert flags == repr(f"{_FLAG}=individual_dot,reduce") and took == "True"
+        vectors = f" {_VECTORS}=512" if wide_vectors_run_fast() else ""
+        assert flags == repr(f"{_FLAG}=individual_dot,reduce{vectors}") and took == "True"
         assert ynn == "False" and fused == "False"
     else:  # a jaxlib whose default was not read is left as it is
         assert flags == "None" and took == "False" and ynn == "True"
@@ -75,14 +78,15 @@ def test_import_takes_convolutions_out_of_ynnpack():
 @pytest.mark.parametrize(
     ("before", "env"),
     [
-        ("", {"XLA_FLAGS": f"{_FLAG}=individual_dot,individual_convolution,reduce"}),  # the user's flag stands
+        # the user's flags stand
+        ("", {"XLA_FLAGS": f"{_FLAG}=individual_dot,individual_convolution,reduce {_VECTORS}=256"}),
         ("", {"JAXONNX_KEEP_XLA_FLAGS": "1"}),  # opted out
         ("jax.devices()", {}),  # a backend started first: XLA has read its flags
     ],
     ids=["user-set", "opted-out", "backend-started"],
 )
 def test_import_leaves_the_flag_alone(before, env):
-    flags, took, ynn, fused = _fresh_process(_REPORT.format(before=before), **env).split()
+    flags, took, ynn, fused = _fresh_process(_REPORT.format(before=before), **env).split("|")
     assert flags == repr(env.get("XLA_FLAGS")) and took == "False"
     # What jaxonnx reports is what XLA compiled: YNNPACK's convolution.
     assert ynn == "True" and (fused == "True" or not _READ_VERSION)
@@ -100,3 +104,29 @@ def test_this_process_compiles_what_it_reports():
     patches = np.pad(x.astype(np.float64), ((0, 0), (1, 1), (1, 1), (0, 0)))
     reference = sum(patches[:, i : i + 9, j : j + 9] @ w[i, j].astype(np.float64) for i in range(3) for j in range(3))
     np.testing.assert_allclose(got, reference, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    ("cpuinfo", "fast"),
+    [
+        ("vendor_id\t: AuthenticAMD\nflags\t\t: fpu avx2 avx512f avx512_vbmi2\n", True),  # Zen 4, Zen 5
+        ("vendor_id\t: AuthenticAMD\nflags\t\t: fpu avx2\n", False),  # Zen 3: no AVX-512
+        ("vendor_id\t: GenuineIntel\nflags\t\t: fpu avx2 avx512f avx512bw\n", False),  # Skylake-SP: downclocks
+        ("vendor_id\t: GenuineIntel\nflags\t\t: fpu avx2 avx512f avx512_vbmi2\n", True),  # Ice Lake on
+        ("", False),
+    ],
+)
+def test_wide_vectors_only_where_they_run_at_full_speed(cpuinfo, fast):
+    assert wide_vectors_run_fast(cpuinfo) is fast
+
+
+def test_import_sets_the_vector_width_only_where_it_pays():
+    code = "import os, jaxonnx; from jaxonnx._xla_cpu import PREFERS_WIDE_VECTORS as p; print(os.environ['XLA_FLAGS'], p, sep='|')"
+    flags, prefers = _fresh_process(code).split("|")
+    expected = _READ_VERSION and wide_vectors_run_fast()
+    assert prefers == str(expected)
+    assert _flag_value(flags, _VECTORS) == ("512" if expected else None)
+    # The user's width stands, and the YNNPACK flag is still set beside it.
+    flags, prefers = _fresh_process(code, XLA_FLAGS=f"{_VECTORS}=256").split("|")
+    assert prefers == "False" and _flag_value(flags, _VECTORS) == "256"
+    assert _flag_value(flags) == ("individual_dot,reduce" if _READ_VERSION else None)

@@ -1,0 +1,102 @@
+"""The CPU formulation of max pooling (ops/_helpers/pool_cpu.py, strided slices) against
+``reduce_window``: values, gradients on ties, NaN, integers, and which formulation each
+platform lowers to; and the MaxPool op end to end in a model against onnxruntime."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxonnx
+from jaxonnx.ops._helpers.pool_cpu import _reduce_window, _slices, max_pool
+
+# (channels-last x shape, kernel, strides, (low, high) padding per spatial axis)
+CASES = {
+    "3x3 stride 2 pad 1 (ResNet's)": ((2, 9, 8, 5), (3, 3), (2, 2), ((1, 1), (1, 1))),
+    "2x2 stride 2, no padding": ((1, 6, 6, 3), (2, 2), (2, 2), ((0, 0), (0, 0))),
+    "5x5 stride 1 pad 2 (YOLO's SPPF)": ((1, 7, 6, 4), (5, 5), (1, 1), ((2, 2), (2, 2))),
+    "uneven pads, ceil-mode end padding past the input": ((1, 7, 5, 2), (3, 2), (2, 3), ((0, 2), (1, 2))),
+    "1-D": ((3, 11, 2), (4,), (3,), ((1, 2),)),
+    "3-D": ((1, 4, 5, 6, 2), (2, 3, 2), (1, 2, 2), ((1, 0), (0, 1), (1, 1))),
+}
+
+
+def _x(case, dtype=np.float32, seed=0):
+    x = np.random.default_rng(seed).standard_normal(CASES[case][0])
+    # ReLU'd: many zeros, so windows tie and the gradient convention shows.
+    return np.maximum(x, 0).astype(dtype)
+
+
+def _geometry(case, lowest=-np.inf):
+    _, kernel, strides, padding = CASES[case]
+    return {"kernel": kernel, "strides": strides, "padding": padding, "lowest": lowest}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_slices_equal_reduce_window(case):
+    x = _x(case)
+    got = jax.jit(lambda x: _slices(x, **_geometry(case)))(x)
+    np.testing.assert_array_equal(got, _reduce_window(x, **_geometry(case)))
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_gradient_goes_to_the_first_maximum_as_reduce_window_s(case):
+    x = _x(case, np.float64)
+    cotangent = np.random.default_rng(1).standard_normal(_reduce_window(x, **_geometry(case)).shape)
+    grads = [jax.jit(jax.grad(lambda x, f=f: jnp.sum(f(x, **_geometry(case)) * cotangent)))(x) for f in (_slices, _reduce_window)]
+    assert np.count_nonzero(x == 0) > 0  # ties exist
+    np.testing.assert_array_equal(grads[0], grads[1])
+
+
+def test_nan_wins_as_with_lax_max():
+    x = _x("3x3 stride 2 pad 1 (ResNet's)")
+    x[0, 3, 4, 1] = np.nan
+    got = _slices(x, **_geometry("3x3 stride 2 pad 1 (ResNet's)"))
+    expected = _reduce_window(x, **_geometry("3x3 stride 2 pad 1 (ResNet's)"))
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(expected))
+    assert np.isnan(got).sum() == 2  # the two windows (rows 2-4 and 4-6 of the padded input) that read it
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_integers_pad_with_their_minimum():
+    x = np.random.default_rng(2).integers(-128, 128, CASES["3x3 stride 2 pad 1 (ResNet's)"][0]).astype(np.int8)
+    geometry = _geometry("3x3 stride 2 pad 1 (ResNet's)", lowest=np.int8(-128))
+    np.testing.assert_array_equal(_slices(x, **geometry), _reduce_window(x, **geometry))
+
+
+def test_each_platform_lowers_its_formulation():
+    traced = jax.jit(lambda x: max_pool(x, **_geometry("3x3 stride 2 pad 1 (ResNet's)"))).trace(_x("3x3 stride 2 pad 1 (ResNet's)"))
+    assert "reduce_window" not in traced.lower(lowering_platforms=("cpu",)).as_text()
+    for platform in ("cuda", "tpu"):
+        assert "reduce_window" in traced.lower(lowering_platforms=(platform,)).as_text()
+    # A window of more than 64 taps keeps reduce_window everywhere.
+    big = jax.jit(lambda x: max_pool(x, (9, 9), (1, 1), ((4, 4), (4, 4)), -np.inf)).trace(np.zeros((1, 9, 9, 2), np.float32))
+    assert "reduce_window" in big.lower(lowering_platforms=("cpu",)).as_text()
+
+
+def test_max_pool_op_in_a_model_matches_onnxruntime(run_onnxruntime):
+    """Conv (so the pool runs channels-last), MaxPool with ceil_mode and pads, against
+    onnxruntime; and the gradient equals that of the graph in ONNX's layout (reduce_window)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 3, 11, 10)).astype(np.float32)
+    w = rng.standard_normal((8, 3, 3, 3)).astype(np.float32)
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c"], ["r"]),
+        helper.make_node("MaxPool", ["r"], ["y"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 0, 1, 0], ceil_mode=1),
+    ]
+    graph = helper.make_graph(
+        nodes, "pool", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [numpy_helper.from_array(w, "w")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)])
+    (expected,) = run_onnxruntime(model, {"x": x})
+    fast, plain = jaxonnx.load(model), jaxonnx.load(model, channels_last=False)
+    (got,) = jax.jit(fast)(x)
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+    grads = [jax.jit(jax.grad(lambda x, m=m: jnp.sum(m(x)[0] ** 2)))(x) for m in (fast, plain)]
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-5, atol=1e-5)
