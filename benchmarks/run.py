@@ -16,7 +16,9 @@ onnxruntime serves its outputs from its own arena. The setting in ``TUNED_ENV`` 
 glibc's malloc reuse freed memory the same way (and lowers memcpy's non-temporal store
 threshold). glibc reads it at process start, so the script measures in child processes:
 once with the setting and once without (the environment it was started with, minus that
-variable), and reports both (``--env tuned`` or ``--env default`` runs one only).
+variable, and with ``JAXONNX_KEEP_ALLOCATOR=1``: ``import jaxonnx`` applies the malloc part
+itself, see ``jaxonnx/_tuning.py``), and reports both (``--env tuned`` or ``--env default``
+runs one only).
 
 Machine noise: the runtimes alternate in blocks (an untimed call, then timed calls back to
 back), so that neither is timed while the other's thread pool still spins; the script
@@ -741,6 +743,8 @@ def _child(args, env_name: str) -> dict:
         env.pop(k, None)
     if env_name == "tuned":
         env.update(TUNED_ENV)
+    else:  # glibc's defaults: import jaxonnx would tune malloc (jaxonnx/_tuning.py)
+        env["JAXONNX_KEEP_ALLOCATOR"] = "1"
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "figures.json")
         cmd = [sys.executable, os.path.abspath(__file__), "--child", out] + (["--quick"] if args.quick else [])

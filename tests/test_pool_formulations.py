@@ -1,6 +1,7 @@
-"""The CPU formulation of max pooling (ops/_helpers/pool_cpu.py, strided slices) against
-``reduce_window``: values, gradients on ties, NaN, integers, and which formulation each
-platform lowers to; and the MaxPool op end to end in a model against onnxruntime."""
+"""The CPU formulations of pooling windows (ops/_helpers/pool_cpu.py, strided slices) against
+``reduce_window``: values, gradients (on ties for the maximum), NaN, integers, dilations, and
+which formulation each platform lowers to; and MaxPool and AveragePool end to end in a model
+against onnxruntime."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import numpy as np
 import pytest
 
 import jaxonnx
-from jaxonnx.ops._helpers.pool_cpu import _reduce_window, _slices, max_pool
+from jaxonnx.ops._helpers.pool_cpu import (
+    _reduce_max, _reduce_sum, _slices_max, _slices_sum, max_pool, numpy_window_sum, window_sum)
 
 # (channels-last x shape, kernel, strides, (low, high) padding per spatial axis)
 CASES = {
@@ -29,23 +31,27 @@ def _x(case, dtype=np.float32, seed=0):
     return np.maximum(x, 0).astype(dtype)
 
 
-def _geometry(case, lowest=-np.inf):
+def _geometry(case, lowest=-np.inf, dilations=None):
+    """The window over every axis of the channels-last case (1 on the batch and channels)."""
     _, kernel, strides, padding = CASES[case]
-    return {"kernel": kernel, "strides": strides, "padding": padding, "lowest": lowest}
+    dilations = dilations or (1,) * len(kernel)
+    geometry = {"window": (1, *kernel, 1), "strides": (1, *strides, 1), "dilations": (1, *dilations, 1),
+                "padding": ((0, 0), *padding, (0, 0))}
+    return geometry if lowest is None else {**geometry, "lowest": lowest}
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_slices_equal_reduce_window(case):
+def test_slices_equal_reduce_max(case):
     x = _x(case)
-    got = jax.jit(lambda x: _slices(x, **_geometry(case)))(x)
-    np.testing.assert_array_equal(got, _reduce_window(x, **_geometry(case)))
+    got = jax.jit(lambda x: _slices_max(x, **_geometry(case)))(x)
+    np.testing.assert_array_equal(got, _reduce_max(x, **_geometry(case)))
 
 
 @pytest.mark.parametrize("case", CASES)
 def test_gradient_goes_to_the_first_maximum_as_reduce_window_s(case):
     x = _x(case, np.float64)
-    cotangent = np.random.default_rng(1).standard_normal(_reduce_window(x, **_geometry(case)).shape)
-    grads = [jax.jit(jax.grad(lambda x, f=f: jnp.sum(f(x, **_geometry(case)) * cotangent)))(x) for f in (_slices, _reduce_window)]
+    cotangent = np.random.default_rng(1).standard_normal(_reduce_max(x, **_geometry(case)).shape)
+    grads = [jax.jit(jax.grad(lambda x, f=f: jnp.sum(f(x, **_geometry(case)) * cotangent)))(x) for f in (_slices_max, _reduce_max)]
     assert np.count_nonzero(x == 0) > 0  # ties exist
     np.testing.assert_array_equal(grads[0], grads[1])
 
@@ -53,8 +59,8 @@ def test_gradient_goes_to_the_first_maximum_as_reduce_window_s(case):
 def test_nan_wins_as_with_lax_max():
     x = _x("3x3 stride 2 pad 1 (ResNet's)")
     x[0, 3, 4, 1] = np.nan
-    got = _slices(x, **_geometry("3x3 stride 2 pad 1 (ResNet's)"))
-    expected = _reduce_window(x, **_geometry("3x3 stride 2 pad 1 (ResNet's)"))
+    got = _slices_max(x, **_geometry("3x3 stride 2 pad 1 (ResNet's)"))
+    expected = _reduce_max(x, **_geometry("3x3 stride 2 pad 1 (ResNet's)"))
     np.testing.assert_array_equal(np.isnan(got), np.isnan(expected))
     assert np.isnan(got).sum() == 2  # the two windows (rows 2-4 and 4-6 of the padded input) that read it
     np.testing.assert_array_equal(got, expected)
@@ -63,17 +69,67 @@ def test_nan_wins_as_with_lax_max():
 def test_integers_pad_with_their_minimum():
     x = np.random.default_rng(2).integers(-128, 128, CASES["3x3 stride 2 pad 1 (ResNet's)"][0]).astype(np.int8)
     geometry = _geometry("3x3 stride 2 pad 1 (ResNet's)", lowest=np.int8(-128))
-    np.testing.assert_array_equal(_slices(x, **geometry), _reduce_window(x, **geometry))
+    np.testing.assert_array_equal(_slices_max(x, **geometry), _reduce_max(x, **geometry))
 
 
 def test_each_platform_lowers_its_formulation():
-    traced = jax.jit(lambda x: max_pool(x, **_geometry("3x3 stride 2 pad 1 (ResNet's)"))).trace(_x("3x3 stride 2 pad 1 (ResNet's)"))
-    assert "reduce_window" not in traced.lower(lowering_platforms=("cpu",)).as_text()
-    for platform in ("cuda", "tpu"):
-        assert "reduce_window" in traced.lower(lowering_platforms=(platform,)).as_text()
+    case = "3x3 stride 2 pad 1 (ResNet's)"
+    g = _geometry(case, lowest=None)
+    pools = {
+        "max": lambda x, g=g: max_pool(x, g["window"], g["strides"], g["padding"], -np.inf),
+        "sum": lambda x, g=g: window_sum(x, g["window"], g["strides"], g["dilations"], g["padding"]),
+    }
+    for pool in pools.values():
+        traced = jax.jit(pool).trace(_x(case))
+        assert "reduce_window" not in traced.lower(lowering_platforms=("cpu",)).as_text()
+        for platform in ("cuda", "tpu"):
+            assert "reduce_window" in traced.lower(lowering_platforms=(platform,)).as_text()
     # A window of more than 64 taps keeps reduce_window everywhere.
-    big = jax.jit(lambda x: max_pool(x, (9, 9), (1, 1), ((4, 4), (4, 4)), -np.inf)).trace(np.zeros((1, 9, 9, 2), np.float32))
+    x = np.zeros((1, 9, 9, 2), np.float32)
+    big = jax.jit(lambda x: max_pool(x, (1, 9, 9, 1), (1, 1, 1, 1), ((0, 0), (4, 4), (4, 4), (0, 0)), -np.inf)).trace(x)
     assert "reduce_window" in big.lower(lowering_platforms=("cpu",)).as_text()
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("dilated", [False, True])
+def test_window_sum_equals_reduce_window_with_exact_gradients(case, dilated):
+    dilations = tuple(2 for _ in CASES[case][1]) if dilated else None
+    geometry = _geometry(case, lowest=None, dilations=dilations)
+    x = _x(case, np.float64) - 0.3
+    expected = _reduce_sum(x, **geometry)
+    np.testing.assert_allclose(jax.jit(lambda x: _slices_sum(x, **geometry))(x), expected, rtol=1e-12, atol=1e-12)
+    # In numpy (the divisors): the same sums.
+    np.testing.assert_allclose(numpy_window_sum(x, **geometry), expected, rtol=1e-12, atol=1e-12)
+    cotangent = np.random.default_rng(1).standard_normal(expected.shape)
+    grads = [jax.grad(lambda x, f=f: jnp.sum(f(x, **geometry) * cotangent))(x) for f in (_slices_sum, _reduce_sum)]
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("count_include_pad", [0, 1])
+def test_average_pool_op_in_a_model_matches_onnxruntime(run_onnxruntime, count_include_pad):
+    """Conv, then AveragePool (3x3 stride 1, pads, ceil_mode) channels-last, against
+    onnxruntime, and the gradient against the graph in ONNX's layout."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((2, 3, 9, 10)).astype(np.float32)
+    w = rng.standard_normal((8, 3, 3, 3)).astype(np.float32)
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+        helper.make_node("AveragePool", ["c"], ["y"], kernel_shape=[3, 3], strides=[2, 1], pads=[1, 1, 0, 1],
+                         ceil_mode=1, count_include_pad=count_include_pad),
+    ]
+    graph = helper.make_graph(
+        nodes, "pool", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [numpy_helper.from_array(w, "w")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)])
+    (expected,) = run_onnxruntime(model, {"x": x})
+    fast, plain = jaxonnx.load(model), jaxonnx.load(model, channels_last=False)
+    (got,) = jax.jit(fast)(x)
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+    grads = [jax.jit(jax.grad(lambda x, m=m: jnp.sum(m(x)[0] ** 2)))(x) for m in (fast, plain)]
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-5, atol=1e-5)
 
 
 def test_max_pool_op_in_a_model_matches_onnxruntime(run_onnxruntime):

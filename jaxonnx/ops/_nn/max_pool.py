@@ -8,7 +8,7 @@ import numpy as np
 
 from jaxonnx._core.registry import register
 from jaxonnx.ops._helpers import pool_cpu
-from jaxonnx.ops._helpers.window import onnx_shape, output_geometry, window_attributes
+from jaxonnx.ops._helpers.window import around_spatial, onnx_shape, output_geometry, window_attributes
 
 
 @register("MaxPool", 8, 10, 11, 12, 22, folds=False, channels_last=True)
@@ -47,7 +47,8 @@ def max_pool(X, *, auto_pad="NOTSET", ceil_mode=0, dilations=None, kernel_shape=
         # On CPU the maximum of strided slices (ops/_helpers/pool_cpu.py), 3x faster than
         # reduce_window there; the same values and gradients.
         padding = [(low, high + extra) for (low, high), extra in zip(padding, extras)]
-        return pool_cpu.max_pool(X, kernel, strides, padding, lowest), None
+        window = around_spatial(kernel, 1, True), around_spatial(strides, 1, True), around_spatial(padding, (0, 0), True)
+        return pool_cpu.max_pool(X, *window, lowest), None
     if channels_last:  # a dilated window: the gather of the maxima below, in ONNX's layout
         Y, _ = max_pool(jnp.moveaxis(X, -1, 1), auto_pad=auto_pad, ceil_mode=ceil_mode, dilations=dilations,
                         kernel_shape=kernel_shape, pads=pads, strides=strides)
