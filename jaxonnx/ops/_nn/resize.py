@@ -209,7 +209,16 @@ def _resample(data, axis, n, source, scale, xp, *, mode, nearest_mode, a, antial
             index = np.floor(source) if scale >= 1 else np.ceil(source)
         else:
             index = _NEAREST[nearest_mode](source)
-        return xp.take(data, np.clip(index, 0, n - 1).astype(np.int32), axis=axis)
+        index = np.clip(index, 0, n - 1).astype(np.int32)
+        repeats = len(index) // n
+        if xp is not np and repeats > 1 and np.array_equal(index, np.repeat(np.arange(n), repeats)):
+            # Each input row `repeats` times (upsampling by an integer factor): a broadcast,
+            # which XLA:CPU writes 1.5x faster than the gather (8x80x80x96 -> 160x160: 3.6 ms
+            # against 5.5); its gradient, a sum, adds the same terms as the gather's.
+            data = xp.expand_dims(data, axis + 1)
+            data = xp.broadcast_to(data, data.shape[: axis + 1] + (repeats,) + data.shape[axis + 2 :])
+            return data.reshape(data.shape[:axis] + (n * repeats,) + data.shape[axis + 2 :])
+        return xp.take(data, index, axis=axis)
     kernel, support = (_linear, 1) if mode == "linear" else (_cubic(a), 2)
     stretch = min(scale, 1.0) if antialias else 1.0
     start = math.floor(-support / stretch) + 1
