@@ -133,32 +133,40 @@ def _interleaved(fns: dict, runs: int, blocks: int) -> dict:
 
 
 def _xla_convolutions():
-    """A context in which jaxonnx traces Conv with XLA's convolution on CPU too (before)."""
+    """A context in which jaxonnx traces Conv with XLA's convolution and the pools with
+    ``reduce_window`` on CPU too (before). (Nearest Resize by an integer factor is a
+    broadcast in both.)"""
     from contextlib import contextmanager
 
-    from jaxonnx.ops._helpers import conv_cpu
+    from jaxonnx.ops._helpers import conv_cpu, pool_cpu
 
     @contextmanager
     def context():
-        saved = conv_cpu.cpu_convolve
+        saved = conv_cpu.cpu_convolve, pool_cpu._slices_max, pool_cpu._slices_sum
         conv_cpu.cpu_convolve = conv_cpu.xla_convolve
+        pool_cpu._slices_max, pool_cpu._slices_sum = pool_cpu._reduce_max, pool_cpu._reduce_sum
         try:
             yield
         finally:
-            conv_cpu.cpu_convolve = saved
+            conv_cpu.cpu_convolve, pool_cpu._slices_max, pool_cpu._slices_sum = saved
 
     return context()
 
 
 def _xla_default_options() -> dict:
     """Compiler options that give one executable jaxlib's default YNNPACK fusions back (its
-    convolutions on one core) where ``import jaxonnx`` changed them: jaxonnx as it was."""
+    convolutions on one core) and XLA's default 256-bit vectors where ``import jaxonnx``
+    changed them: jaxonnx as it was. (The allocator tuning of ``import jaxonnx`` is
+    process-wide: *before* runs with it too.)"""
     from jaxonnx import _xla_cpu
 
-    if not _xla_cpu.TOOK_CONVOLUTIONS_OUT:
-        return {}
-    default = ("INDIVIDUAL_DOT", "INDIVIDUAL_CONVOLUTION", "REDUCE")  # jaxlib 0.10's
-    return {"xla_cpu_experimental_ynn_fusion_type": ",".join(f"LIBRARY_FUSION_TYPE_{t}" for t in default)}
+    options = {}
+    if _xla_cpu.TOOK_CONVOLUTIONS_OUT:
+        default = ("INDIVIDUAL_DOT", "INDIVIDUAL_CONVOLUTION", "REDUCE")  # jaxlib 0.10's
+        options["xla_cpu_experimental_ynn_fusion_type"] = ",".join(f"LIBRARY_FUSION_TYPE_{t}" for t in default)
+    if _xla_cpu.PREFERS_WIDE_VECTORS:
+        options["xla_cpu_prefer_vector_width"] = 256
+    return options
 
 
 def measure_models(names, quick: bool) -> list[dict]:

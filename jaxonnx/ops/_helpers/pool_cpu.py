@@ -71,7 +71,7 @@ def window_sum(x, window, strides, dilations, padding):
 
 def numpy_window_sum(x: np.ndarray, window, strides, dilations, padding) -> np.ndarray:
     """:func:`window_sum` of a numpy array, in numpy (a pool's divisors, known at trace time)."""
-    return _slices_sum(x, **_geometry(window, strides, dilations, padding), xp=np)
+    return _sum_of_slices(x, **_geometry(window, strides, dilations, padding), xp=np)
 
 
 def _geometry(window, strides, dilations, padding) -> dict:
@@ -130,6 +130,10 @@ def _slices_max(x, *, window, strides, dilations, padding, lowest):
     return result
 
 
-def _slices_sum(x, *, window, strides, dilations, padding, xp=jnp):
+def _slices_sum(x, *, window, strides, dilations, padding):
+    return _sum_of_slices(x, window=window, strides=strides, dilations=dilations, padding=padding, xp=jnp)
+
+
+def _sum_of_slices(x, *, window, strides, dilations, padding, xp):
     pads, slices = _taps(x.shape, window, strides, dilations, padding, xp)
     return _sum(list(slices(_pad(x, pads, 0, xp))))
