@@ -82,13 +82,6 @@ _MAX_STEM_CHANNELS = 4
 _MIN_STEM_OUTPUTS = 8
 _MAX_STEM_TERMS = 36
 
-# Channels-last, the padding fuses into the sum's loop up to this many padded input
-# elements (4 MiB of float32), and is written out first above it. Interleaved in a model, at
-# batch 1 (every map under it): EfficientNet-B0 9.8 -> 6.9 ms, the OCR-like detector 13.0 ->
-# 9.0, MobileNetV3-large 4.9 -> 4.7; at batch 8 MobileNetV3-large 26.9 -> 19.6 ms. Fusing every
-# padding instead made EfficientNet-B0 and the OCR detector 3-11% slower at batch 8.
-_MAX_FUSED_PADDING = 1 << 20
-
 # Independent partial sums the terms are spread over (round robin), added pairwise at the
 # end: one chain of 25 dependent adds per output vector left the loop waiting on the add
 # latency; 4 ran MobileNetV3 and EfficientNet ~5% faster than 1 (2 and 8: no better).
@@ -224,12 +217,8 @@ def cpu_convolve(x, w, *, strides, padding, dilations, group, channels_last=Fals
     # Channels-last (see the module docstring): the channel axis last.
     x = jax.lax.pad(x if channels_last else jnp.moveaxis(x, 1, -1), jnp.zeros((), x.dtype), pads + [(0, 0, 0)])
     # Without the barrier XLA reads a tap that lies inside the unpadded input straight from
-    # ``x`` (channels first), through the transpose: one load per lane. Channels-last (in a
-    # model) the padding, and the bias and activation before it, fuse into the sum's loop
-    # instead of being written out first: one loop and one pass less per convolution, but
-    # bounds checks on every read, which cost more than the pass on large maps.
-    if not channels_last or math.prod(x.shape) > _MAX_FUSED_PADDING:
-        x = jax.lax.optimization_barrier(x)
+    # ``x`` (channels first), through the transpose: one load per lane.
+    x = jax.lax.optimization_barrier(x)
     shifted = [_shift(x, tap, strides, dilations, sizes) for tap in taps]
     y = _multiply_adds(shifted, w, group, sizes)
     return (y if channels_last else jnp.moveaxis(y, -1, 1)).astype(dtype)
