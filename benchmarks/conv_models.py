@@ -114,17 +114,24 @@ def _tile(inputs, batch):
     return [np.concatenate([x] * -(-batch // x.shape[0]), axis=0)[:batch] for x in inputs]
 
 
-def _interleaved(fns: dict, runs: int, blocks: int) -> dict:
+def _interleaved(fns: dict, runs: int, blocks: int, warm_s: float = 0.2) -> dict:
     """Median seconds per call of each function, alternating in blocks of ``runs`` calls.
 
-    Each block starts with one untimed call: onnxruntime's worker threads spin for a while
-    after a run (its default), and the first call after it competes with them for the
-    cores. Untimed, that made the model after onnxruntime 1.6x slower (MobileNetV3-large).
+    Each block starts with untimed calls for ``warm_s`` seconds (at least one), so that every
+    runtime is timed warm, as a server calling it back to back sees it. XLA's worker threads
+    sleep when idle, and the first calls after that run slow: on the 2-core VM the YOLOv8n-like
+    detector took 14-17 ms for its first three calls after 0.2 s without work, against 9.5 ms
+    warm (onnxruntime, whose threads spin, 7.2 against 6.3 for its first). With one untimed
+    call per block, whatever ran right after onnxruntime's block ran up to 1.5x slower than
+    the same executable later in the rotation.
     """
     times = {name: [] for name in fns}
     for _ in range(blocks):
         for name, fn in fns.items():
+            start = time.perf_counter()
             fn()
+            while time.perf_counter() - start < warm_s:
+                fn()
             for _ in range(runs):
                 start = time.perf_counter()
                 fn()
