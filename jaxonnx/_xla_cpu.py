@@ -27,9 +27,11 @@ Second, XLA:CPU compiles its fused loops for 256-bit vectors unless told otherwi
 Cascade Lake, 512-bit instructions lower the clock). On cores that run them at full speed
 (every AVX-512 core of AMD's, Zen 4 on, and Intel's from Ice Lake, which added ``avx512_vbmi2``)
 ``import jaxonnx`` appends ``--xla_cpu_prefer_vector_width=512``, under the same conditions as
-above. Measured on a 2-core AMD Zen 5 (EPYC), one process, compiled both ways and interleaved:
-MobileNetV3-large 3.9 -> 3.4 ms at batch 1, EfficientNet-B0 6.8 -> 5.1, ResNet-18 12.4 -> 11.2;
-:data:`PREFERS_WIDE_VECTORS` says whether it did.
+above. Measured on a 2-core AMD Zen 5 (EPYC), one process, compiled both ways and timed
+interleaved in warm blocks, 256 -> 512 at batch 1: EfficientNet-B0 7.3 -> 6.0 ms,
+MobileNetV3-large 6.2 -> 5.4, a YOLOv8n-like detector 13.0 -> 11.6, ResNet-18 unchanged
+(its time is in Eigen's convolutions); at batch 8 3-11% faster. :data:`PREFERS_WIDE_VECTORS`
+says whether it did.
 """
 
 from __future__ import annotations
