@@ -94,6 +94,7 @@ def wide_vectors_run_fast(cpuinfo: str | None = None) -> bool:
     the text ``cpuinfo``); False where that cannot be read (not Linux, not x86).
 
     Example:
+        >>> from jaxonnx._xla_cpu import wide_vectors_run_fast
         >>> wide_vectors_run_fast("vendor_id : AuthenticAMD\\nflags : fpu sse2 avx2 avx512f\\n")
         True
         >>> wide_vectors_run_fast("vendor_id : GenuineIntel\\nflags : fpu sse2 avx2 avx512f\\n")  # Skylake-SP

@@ -9,6 +9,8 @@ import pytest
 
 import jaxonnx
 import jaxonnx.backend
+from jaxonnx import _xla_cpu
+from jaxonnx.ops._helpers import pool_cpu
 
 PUBLIC = [getattr(jaxonnx.ops, name) for name in jaxonnx.ops.__all__] + [  # every op, from the registry
     jaxonnx.get_op,
@@ -17,6 +19,11 @@ PUBLIC = [getattr(jaxonnx.ops, name) for name in jaxonnx.ops.__all__] + [  # eve
     jaxonnx.register,
     jaxonnx.demo_model_path,
     jaxonnx.tune_cpu_allocator,
+    # Helpers whose examples document a rule.
+    _xla_cpu.wide_vectors_run_fast,
+    _xla_cpu.ynn_convolutions,
+    pool_cpu.max_pool,
+    pool_cpu.window_sum,
 ]
 
 

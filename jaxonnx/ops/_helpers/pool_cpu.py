@@ -43,6 +43,7 @@ def max_pool(x, window, strides, padding, lowest):
     on CPU (see the module docstring), ``reduce_window`` elsewhere.
 
     Example:
+        >>> from jaxonnx.ops._helpers.pool_cpu import max_pool
         >>> x = jnp.array([[[1.0], [3.0], [2.0], [5.0]]])          # (N, W, C)
         >>> max_pool(x, (1, 2, 1), (1, 2, 1), ((0, 0),) * 3, -jnp.inf)[..., 0]
         Array([[3., 5.]], dtype=float32)
@@ -60,6 +61,7 @@ def window_sum(x, window, strides, dilations, padding):
     (see the module docstring), ``reduce_window`` elsewhere.
 
     Example:
+        >>> from jaxonnx.ops._helpers.pool_cpu import window_sum
         >>> window_sum(jnp.array([[1.0, 2.0, 3.0]]), (1, 2), (1, 1), (1, 1), ((0, 0), (1, 0)))
         Array([[1., 3., 5.]], dtype=float32)
     """
