@@ -105,20 +105,15 @@ def test_window_sum_equals_reduce_window_with_exact_gradients(case, dilated):
     np.testing.assert_allclose(grads[0], grads[1], rtol=1e-12, atol=1e-12)
 
 
-@pytest.mark.parametrize("count_include_pad", [0, 1])
-def test_average_pool_op_in_a_model_matches_onnxruntime(run_onnxruntime, count_include_pad):
-    """Conv, then AveragePool (3x3 stride 1, pads, ceil_mode) channels-last, against
-    onnxruntime, and the gradient against the graph in ONNX's layout."""
+def _check_conv_then_pool(run_onnxruntime, x_shape, pool, seed):
+    """A Conv, a Relu, then ``pool`` (a node from "r" to "y"): channels-last, as in a model,
+    against onnxruntime; and its gradient against the graph in ONNX's layout."""
     from onnx import TensorProto, helper, numpy_helper
 
-    rng = np.random.default_rng(4)
-    x = rng.standard_normal((2, 3, 9, 10)).astype(np.float32)
-    w = rng.standard_normal((8, 3, 3, 3)).astype(np.float32)
-    nodes = [
-        helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
-        helper.make_node("AveragePool", ["c"], ["y"], kernel_shape=[3, 3], strides=[2, 1], pads=[1, 1, 0, 1],
-                         ceil_mode=1, count_include_pad=count_include_pad),
-    ]
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(x_shape).astype(np.float32)
+    w = rng.standard_normal((8, x_shape[1], 3, 3)).astype(np.float32)
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]), helper.make_node("Relu", ["c"], ["r"]), pool]
     graph = helper.make_graph(
         nodes, "pool", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [numpy_helper.from_array(w, "w")],
@@ -130,29 +125,23 @@ def test_average_pool_op_in_a_model_matches_onnxruntime(run_onnxruntime, count_i
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
     grads = [jax.jit(jax.grad(lambda x, m=m: jnp.sum(m(x)[0] ** 2)))(x) for m in (fast, plain)]
     np.testing.assert_allclose(grads[0], grads[1], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("count_include_pad", [0, 1])
+def test_average_pool_op_in_a_model_matches_onnxruntime(run_onnxruntime, count_include_pad):
+    """AveragePool 3x3, strides (2, 1), uneven pads and ceil_mode, with and without the
+    padding counted."""
+    from onnx import helper
+
+    pool = helper.make_node("AveragePool", ["r"], ["y"], kernel_shape=[3, 3], strides=[2, 1], pads=[1, 1, 0, 1],
+                            ceil_mode=1, count_include_pad=count_include_pad)
+    _check_conv_then_pool(run_onnxruntime, (2, 3, 9, 10), pool, seed=4)
 
 
 def test_max_pool_op_in_a_model_matches_onnxruntime(run_onnxruntime):
-    """Conv (so the pool runs channels-last), MaxPool with ceil_mode and pads, against
-    onnxruntime; and the gradient equals that of the graph in ONNX's layout (reduce_window)."""
-    from onnx import TensorProto, helper, numpy_helper
+    """MaxPool 3x3 stride 2 with pads and ceil_mode after a Relu (ties at zero): the values,
+    and the gradient equals that of ONNX's layout (reduce_window's first-max rule)."""
+    from onnx import helper
 
-    rng = np.random.default_rng(3)
-    x = rng.standard_normal((2, 3, 11, 10)).astype(np.float32)
-    w = rng.standard_normal((8, 3, 3, 3)).astype(np.float32)
-    nodes = [
-        helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
-        helper.make_node("Relu", ["c"], ["r"]),
-        helper.make_node("MaxPool", ["r"], ["y"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 0, 1, 0], ceil_mode=1),
-    ]
-    graph = helper.make_graph(
-        nodes, "pool", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [numpy_helper.from_array(w, "w")],
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)])
-    (expected,) = run_onnxruntime(model, {"x": x})
-    fast, plain = jaxonnx.load(model), jaxonnx.load(model, channels_last=False)
-    (got,) = jax.jit(fast)(x)
-    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
-    grads = [jax.jit(jax.grad(lambda x, m=m: jnp.sum(m(x)[0] ** 2)))(x) for m in (fast, plain)]
-    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-5, atol=1e-5)
+    pool = helper.make_node("MaxPool", ["r"], ["y"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 0, 1, 0], ceil_mode=1)
+    _check_conv_then_pool(run_onnxruntime, (2, 3, 11, 10), pool, seed=3)
