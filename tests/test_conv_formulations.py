@@ -28,6 +28,8 @@ CASES = {
     "depthwise 1-D, multiplier 3": ((2, 3, 10), (9, 1, 4), (3,), ((2, 1),), (2,), 3, np.float32),
     "depthwise 7x7 (49 terms over 4 partial sums)": ((1, 8, 9, 9), (8, 1, 7, 7), (1, 1), ((3, 3), (3, 3)), (1, 1), 8, np.float64),
     "grouped 4 per group, 5x5 (100 terms), 2 outputs each": ((1, 8, 6, 6), (4, 4, 5, 5), (1, 1), ((2, 2), (2, 2)), (1, 1), 2, np.float64),
+    "grouped 8 per group, strided (RegNet's)": ((2, 16, 7, 8), (16, 8, 3, 3), (2, 1), ((1, 1), (1, 1)), (1, 1), 2, np.float32),
+    "grouped 1x1, 8 per group": ((1, 24, 5, 5), (12, 8, 1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1), 3, np.float64),
     "3-D": ((1, 2, 4, 3, 5), (4, 1, 2, 2, 3), (1, 1, 2), ((1, 0), (0, 1), (1, 1)), (1, 1, 1), 2, np.float64),
     "float16": ((1, 4, 6, 6), (4, 1, 3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 4, np.float16),
     "bfloat16": ((1, 4, 5, 5), (8, 2, 2, 2), (1, 1), ((0, 1), (1, 0)), (1, 1), 2, jnp.bfloat16),
@@ -128,8 +130,9 @@ def test_each_platform_lowers_its_formulation():
     # A convolution with many input channels per group keeps XLA's everywhere.
     wide = np.zeros((4, 32, 3, 3), np.float32)
     assert not multiply_adds(wide.shape, 1) and not multiply_adds((32, 32, 3, 3), 2)
-    # Nor do 8 channels per group, few taps as they are (XLA's was faster in a model).
-    assert multiply_adds((16, 4, 3, 3), 4) and not multiply_adds((16, 8, 3, 3), 2) and not multiply_adds((16, 8, 1, 1), 2)
+    # Up to 8 channels per group are a sum; 16 keep XLA's convolution (the sum was slower).
+    assert multiply_adds((16, 4, 3, 3), 4) and multiply_adds((16, 8, 3, 3), 2) and multiply_adds((16, 8, 1, 1), 2)
+    assert not multiply_adds((32, 16, 3, 3), 2) and not multiply_adds((32, 16, 1, 1), 2)
     traced = jax.jit(lambda x, w: convolve(x, w, (1, 1), ((1, 1), (1, 1)), (1, 1), 1)).trace(np.zeros((1, 32, 5, 5), np.float32), wide)
     assert "convolution" in traced.lower(lowering_platforms=("cpu",)).as_text()
     # A 3x3 stem over 3 colour channels is a sum on CPU; a 7x7 one (147 terms) and one onto

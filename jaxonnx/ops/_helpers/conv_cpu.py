@@ -33,8 +33,8 @@ not at all), and the padded input is read without striding. Against the same sum
 1.3x and an OCR detector 1.8x faster (2-core CPU, interleaved); ResNeXt-50 ran 2.2x faster
 than with that sum for up to 16 channels per group. The price: a convolution whose neighbours are channels-first (alone, or feeding only
 elementwise ops and reductions) gets the transpose back fused into its loop, which then
-reads the input strided, 1.0-2x slower than channels-first. In a model, XLA's grouped
-convolution beat the sum from 8 input channels per group on.
+reads the input strided, 1.0-2x slower than channels-first. XLA's grouped convolution is
+kept from 16 input channels per group on (``_MAX_GROUP_CHANNELS``).
 
 The terms are added into a few independent partial sums (then summed pairwise) rather than
 one chain, so that the loop is not bound by the latency of one long add chain.
@@ -63,11 +63,14 @@ from jaxonnx.ops._helpers.window import onnx_shape
 # ran 20x faster than XLA's convolution alone; past this the fused loop compiles slowly and
 # XLA's convolution is used.
 _MAX_TERMS = 160
-# In a model, XLA's grouped convolution beat the sum from 8 input channels per group on:
-# ResNeXt-50 (4, 8 and 16 per group) ran 1.25x faster with the sum for 4 per group only
-# than for all three (and compiled about 3x faster), as fast as with it for 4 and 8 (which
-# compiled 2 s longer).
-_MAX_GROUP_CHANNELS = 4
+# At most this many input channels per group are a sum. On the 2-core AVX2 machine XLA's
+# grouped convolution beat the sum from 8 on (ResNeXt-50 in a model). On the AMD Zen 5 with
+# 512-bit vectors the sum wins at 8: alone, 2-6x faster (3x3, 64 channels in groups of 8 on
+# 56x56: 0.35 against 0.72 ms; 1x1 in groups of 8: 0.045 against 0.14), and in a model, warm
+# and interleaved, RegNetY-400MF 10.2 -> 6.5 ms at batch 1 and 56.7 -> 37.6 at batch 8,
+# ResNeXt-50 40.9 -> 32.4 and 303 -> 266. At 16 per group the sum compiled to a loop 3-6x
+# slower than XLA's convolution (RegNetX-400MF 10.2 -> 28 ms), so 16 keep XLA's.
+_MAX_GROUP_CHANNELS = 8
 
 # A standard convolution (``group=1``) over at most this many input channels, onto at least
 # _MIN_STEM_OUTPUTS, with at most _MAX_STEM_TERMS terms, is a sum too: a network's stem on
