@@ -145,3 +145,64 @@ EXAMPLES = {
         Example([_codes(_U8, (3, 5)), _F(0.0625), _U8(128), _codes(_I8, (5, 4)), _F(0.03125), _I8(0)], reference=_qgemm),
     ],
 }
+
+
+# --- Weight-quantized products and gathers (MatMulNBits, MatMulBnb4, GatherBlockQuantized,
+# DynamicQuantizeMatMul, MatMulIntegerToFloat) and com.microsoft QuantizeLinear /
+# DequantizeLinear. The oracles follow onnxruntime's docs/ContribOperators.md in float64;
+# tests/test_microsoft_quantized_matmul.py checks the ops against onnxruntime itself.
+
+
+def _unpack(packed, bits):
+    """Unsigned ``bits``-wide values packed along the last axis, the first in the lowest bits."""
+    per_byte = 8 // bits
+    values = [(packed >> np.uint8(bits * i)) & np.uint8((1 << bits) - 1) for i in range(per_byte)]
+    return np.stack(values, axis=-1).reshape(packed.shape[:-1] + (-1,)).astype(np.int64)
+
+
+def _pack(values, bits):
+    per_byte = 8 // bits
+    values = np.asarray(values, np.uint8).reshape(values.shape[:-1] + (-1, per_byte))
+    return np.bitwise_or.reduce([values[..., i] << np.uint8(bits * i) for i in range(per_byte)], axis=0).astype(np.uint8)
+
+
+def _matmul_nbits(A, B, scales, zero_points=None, g_idx=None, bias=None, *, K, N, block_size, bits=4, accuracy_level=0,
+                  weight_prepacked=0):
+    k_blocks = -(-K // block_size)
+    codes = _unpack(B, bits).reshape(N, -1)[:, :K]
+    scales = scales.astype(np.float64).reshape(N, k_blocks)
+    if zero_points is None:
+        zero = np.full((N, k_blocks), 2.0 ** (bits - 1))
+    elif zero_points.dtype == np.uint8:
+        zero = _unpack(zero_points.reshape(N, -1), bits)[:, :k_blocks].astype(np.float64)
+    else:
+        zero = zero_points.astype(np.float64).reshape(N, k_blocks)
+    groups = np.arange(K) // block_size if g_idx is None else g_idx[:K]
+    W = (codes - zero[:, groups]) * scales[:, groups]
+    y = A.astype(np.float64) @ W.T + (0 if bias is None else bias.astype(np.float64))
+    return [y.astype(A.dtype)]
+
+
+def _nbits_inputs(lead, K, N, bits, block_size, zero):
+    k_blocks = -(-K // block_size)
+    B = _pack(_rng.integers(0, 1 << bits, (N, k_blocks * block_size)), bits).reshape(N, k_blocks, -1)
+    scales = _rng.uniform(0.01, 0.1, (N, k_blocks)).astype(_F)
+    if zero == "packed":
+        width = -(-k_blocks * bits // 8) * (8 // bits)
+        zero_points = _pack(_rng.integers(0, 1 << bits, (N, width)), bits)
+    else:
+        zero_points = _rng.uniform(0, (1 << bits) - 1, (N, k_blocks)).astype(_F) if zero == "float" else None
+    return [_rng.standard_normal(lead + (K,)).astype(_F), B, scales, zero_points]
+
+
+EXAMPLES.update({
+    "MatMulNBits": [
+        Example(_nbits_inputs((3,), 40, 5, 4, 16, "packed"), {"K": 40, "N": 5, "block_size": 16}, reference=_matmul_nbits,
+                rtol=1e-5, atol=1e-5),
+        Example(_nbits_inputs((2, 2), 70, 3, 2, 32, None) + [None, _rng.standard_normal(3).astype(_F)],
+                {"K": 70, "N": 3, "bits": 2, "block_size": 32}, reference=_matmul_nbits, rtol=1e-5, atol=1e-5),
+        # g_idx: the blocks in another order (GPTQ's act-order), with float zero points (HQQ).
+        Example(_nbits_inputs((1,), 64, 4, 8, 16, "float") + [np.repeat(np.array([2, 0, 3, 1], np.int32), 16)],
+                {"K": 64, "N": 4, "bits": 8, "block_size": 16}, reference=_matmul_nbits, rtol=1e-5, atol=1e-5),
+    ],
+})

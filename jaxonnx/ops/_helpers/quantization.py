@@ -448,3 +448,24 @@ def microsoft_schema(name: str, doc: str, inputs, outputs, type_constraints, att
         type_constraints=[(param, list(types), "") for param, types in type_constraints],
         attributes=list(attributes),
     )
+
+
+def unpack_low_bits_first(packed, bits: int):
+    """The ``bits``-wide unsigned values packed into the uint8 array ``packed``, the first
+    value in the lowest bits of each byte (onnxruntime's MatMulNBits and
+    GatherBlockQuantized layout): ``packed``'s shape with its last axis ``8 // bits`` times
+    longer, as uint8.
+
+    Example:
+        >>> unpack_low_bits_first(np.array([0x21, 0xE4], np.uint8), 4)
+        array([ 1,  2,  4, 14], dtype=uint8)
+        >>> unpack_low_bits_first(np.array([0b11100100], np.uint8), 2)
+        array([0, 1, 2, 3], dtype=uint8)
+    """
+    if bits == 8:
+        return packed
+    xp = namespace(packed)
+    per_byte = 8 // bits
+    shifts = xp.asarray((np.arange(per_byte, dtype=np.uint8) * np.uint8(bits)).reshape((1,) * packed.ndim + (per_byte,)))
+    values = (packed[..., None] >> shifts) & np.uint8((1 << bits) - 1)
+    return values.reshape(tuple(packed.shape[:-1]) + (packed.shape[-1] * per_byte,))

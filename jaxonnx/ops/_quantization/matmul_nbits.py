@@ -1,0 +1,215 @@
+"""MatMulNBits (com.microsoft, version 1): a product with weights quantized to 2, 4 or 8
+bits in blocks along K, as onnxruntime's quantizers and onnxruntime-genai's model builder
+write them."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import onnx.defs
+import onnx.helper
+
+from jaxonnx._core.registry import is_traced, register
+from jaxonnx._errors import OnnxTypeError, OnnxValidationError
+from jaxonnx.ops._helpers.common import namespace
+from jaxonnx.ops._helpers.quantization import microsoft_schema, unpack_low_bits_first
+
+_Attribute = onnx.defs.OpSchema.Attribute
+_INT = onnx.defs.OpSchema.AttrType.INT
+_FLOATS = ["tensor(float)", "tensor(float16)", "tensor(bfloat16)"]
+_SCHEMA = microsoft_schema(
+    "MatMulNBits",
+    "Y = A @ dequantize(B)^T + bias: B is N x K quantized to `bits` bits in blocks of `block_size` along K.",
+    inputs=[("A", "T1"), ("B", "T2"), ("scales", "T1"), ("zero_points", "T3", "optional"), ("g_idx", "T4", "optional"),
+            ("bias", "T1", "optional")],
+    outputs=[("Y", "T1")],
+    type_constraints=[("T1", _FLOATS), ("T2", ["tensor(uint8)"]), ("T3", ["tensor(uint8)"] + _FLOATS),
+                      ("T4", ["tensor(int32)"])],
+    attributes=[
+        _Attribute("K", _INT, "Input feature dimension of the weight matrix.", required=True),
+        _Attribute("N", _INT, "Output feature dimension of the weight matrix.", required=True),
+        _Attribute("block_size", _INT, "Size of each quantization block along K.", required=True),
+        _Attribute("bits", onnx.helper.make_attribute("bits", 4), "Bit width of the quantized weights (2, 4 or 8)."),
+        _Attribute("accuracy_level", onnx.helper.make_attribute("accuracy_level", 0),
+                   "The lowest internal precision allowed for A: 0 unset, 1 fp32, 2 fp16, 3 bf16, 4 int8."),
+        _Attribute("weight_prepacked", onnx.helper.make_attribute("weight_prepacked", 0),
+                   "Whether B comes in an execution provider's prepacked layout (0: not prepacked)."),
+    ],
+)
+
+#: Up to this many rows of ``A`` the product is a fused multiply-and-sum over the packed
+#: weights (XLA reads the bytes once and never writes the float weights); above it the
+#: weights are dequantized once and multiplied by XLA's dot. See benchmarks/matmul_nbits_results.md.
+GEMV_ROWS = 8
+
+
+@register("MatMulNBits", 1, domain="com.microsoft", schema=_SCHEMA, concrete=("g_idx",))
+def matmul_nbits(
+    A, B, scales, zero_points=None, g_idx=None, bias=None, *, K=None, N=None, block_size=None, bits=4, accuracy_level=0,
+    weight_prepacked=0,
+):
+    """Implements com.microsoft MatMulNBits: ``Y = A @ W^T + bias`` with ``W`` (N x K)
+    quantized in blocks along K.
+
+    ``W[n, k] = (q[n, k] - zero_point[n, g(k)]) * scales[n, g(k)]``, where ``q[n, k]`` is
+    the ``k``-th ``bits``-wide value of row ``n`` of ``B`` (packed along K, the first value
+    in the lowest bits of each byte), and ``g(k) = k // block_size``, or ``g_idx[k]`` where
+    given (GPTQ's act-order). The zero points are packed uint8 (the same packing, along the
+    blocks of each row), unpacked floats of ``A``'s type (HQQ), or absent: ``2**(bits - 1)``.
+
+    The product is computed in float32 (float16 and bfloat16 ``A`` are widened, and ``Y``
+    rounded back), whatever ``accuracy_level`` says: the attribute only *allows* a lower
+    internal precision. onnxruntime's CPU kernel takes ``accuracy_level=4`` as leave to
+    quantize each block of ``A`` to int8 (a symmetric scale ``max|a| / 127`` per block of
+    ``block_size`` values) and accumulate in int32; its results then differ from this
+    float32 product by ``A``'s rounding error, up to ``sum_k |W[n, k]| * max|a| / 254``
+    per block, where jaxonnx keeps full float32 accuracy.
+
+    A ``B`` with a zero dimension stands for an omitted projection: ``Y`` is zeros (plus
+    ``bias``). Gradients flow to ``A``, ``scales``, float ``zero_points`` and ``bias``;
+    ``B`` and uint8 zero points are integers and have none, so a 4-bit model's scales can
+    be fine-tuned (QLoRA-style) while its weights stay quantized.
+
+    Args:
+        A: ``(..., K)``, float32, float16 or bfloat16.
+        B: uint8 ``(N, ceil(K / block_size), block_size * bits / 8)``.
+        scales: ``(N, ceil(K / block_size))`` (or flattened), of ``A``'s type.
+        zero_points: optional: uint8 ``(N, ceil(ceil(K / block_size) * bits / 8))``
+            (packed), or ``(N, ceil(K / block_size))`` of ``A``'s type; either may be flattened.
+        g_idx: optional int32 ``(K,)`` (or padded to whole blocks): the block of each row of ``W^T``.
+        bias: optional ``(N,)``.
+        K, N: the weight's input and output features.
+        block_size: the block length along K (onnxruntime requires a power of two >= 16;
+            any length whose ``block_size * bits`` is a whole number of bytes is accepted here).
+        bits: 2, 4 or 8.
+        accuracy_level: accepted and ignored (see above).
+        weight_prepacked: must be 0; the prepacked layouts are CUDA kernels' own.
+
+    Returns:
+        ``(..., N)`` of ``A``'s type.
+
+    Example:
+        >>> a = jnp.array([[1.0, 2.0]])
+        >>> b = jnp.array([[[0x9A, 0x88, 0x88, 0x88, 0x88, 0x88, 0x88, 0x88]]], jnp.uint8)  # 10, 9, 8, ...
+        >>> jaxonnx.ops.matmul_nbits(a, b, jnp.array([[0.5]]), K=2, N=1, block_size=16)  # (10-8)/2, (9-8)/2
+        Array([[2.]], dtype=float32)
+    """
+    if weight_prepacked:
+        raise OnnxValidationError(
+            f"got `weight_prepacked`={weight_prepacked}: `B` in a CUDA kernel's prepacked layout, which only that "
+            "kernel reads; give the weights unpacked (`weight_prepacked`=0)."
+        )
+    if bits not in (2, 4, 8):
+        raise OnnxValidationError(f"got `bits`={bits}; MatMulNBits quantizes to 2, 4 or 8 bits.")
+    if block_size < 1 or block_size * bits % 8:
+        raise OnnxValidationError(
+            f"got `block_size`={block_size}; it must be positive and fill whole bytes at {bits} bits "
+            f"(onnxruntime takes powers of two from 16)."
+        )
+    if A.ndim < 1 or A.shape[-1] != K:
+        raise OnnxValidationError(f"needs `A` of shape (..., K={K}), got {tuple(A.shape)}.")
+    k_blocks = -(-K // block_size)
+    blob = block_size * bits // 8
+    out_shape = tuple(A.shape[:-1]) + (N,)
+    xp = namespace(A, B, scales, zero_points, g_idx, bias)
+    if bias is not None and tuple(bias.shape) != (N,):
+        raise OnnxValidationError(f"needs `bias` of shape ({N},), got {tuple(bias.shape)}.")
+    if B.ndim == 3 and 0 in B.shape and all(b in (0, e) for b, e in zip(B.shape, (N, k_blocks, blob))):
+        # An omitted projection (onnxruntime-genai's optional weights): zeros, or the bias.
+        zeros = xp.zeros(out_shape, A.dtype)
+        return zeros if bias is None else zeros + bias.astype(A.dtype).reshape((1,) * (len(out_shape) - 1) + (N,))
+    if tuple(B.shape) != (N, k_blocks, blob):
+        raise OnnxValidationError(
+            f"needs `B` of shape (N, ceil(K / block_size), block_size * bits / 8) = {(N, k_blocks, blob)}, "
+            f"got {tuple(B.shape)}."
+        )
+    scales = _per_block(scales, N, k_blocks, "scales")
+    zero = _zero_points(zero_points, N, k_blocks, bits, scales.dtype)
+    groups = _groups(g_idx, K, k_blocks, block_size)
+    codes = unpack_low_bits_first(B, bits).reshape(N, k_blocks * block_size)
+    y = _product(A, codes, scales, zero, groups, K=K, block_size=block_size)
+    if bias is not None:
+        y = y + bias.astype(np.float32).reshape(1, N)
+    return y.astype(A.dtype).reshape(out_shape)
+
+
+def _per_block(value, n: int, k_blocks: int, name: str):
+    """A per-block ``(N, k_blocks)`` input, accepted flattened too (onnxruntime's older files)."""
+    if tuple(value.shape) not in ((n, k_blocks), (n * k_blocks,)):
+        raise OnnxValidationError(f"needs `{name}` of shape ({n}, {k_blocks}) (or flattened), got {tuple(value.shape)}.")
+    return value.reshape(n, k_blocks)
+
+
+def _zero_points(zero_points, n: int, k_blocks: int, bits: int, float_dtype):
+    """The zero points as ``(N, k_blocks)``: unpacked from uint8, floats as given, or the
+    default ``2**(bits - 1)`` (a Python int)."""
+    if zero_points is None:
+        return 1 << (bits - 1)
+    if zero_points.dtype == np.uint8:
+        width = -(-k_blocks * bits // 8)
+        if tuple(zero_points.shape) not in ((n, width), (n * width,)):
+            raise OnnxValidationError(
+                f"needs packed uint8 `zero_points` of shape ({n}, {width}) (or flattened), got {tuple(zero_points.shape)}."
+            )
+        return unpack_low_bits_first(zero_points.reshape(n, width), bits)[:, :k_blocks]
+    if zero_points.dtype != float_dtype:
+        raise OnnxTypeError(
+            f"needs float `zero_points` of the type of `scales` ({np.dtype(float_dtype).name}), got {np.dtype(zero_points.dtype).name}."
+        )
+    return _per_block(zero_points, n, k_blocks, "zero_points")
+
+
+def _groups(g_idx, k: int, k_blocks: int, block_size: int):
+    """The block of each of the K rows: ``g_idx`` (checked where known), or None for ``k // block_size``."""
+    if g_idx is None:
+        return None
+    if tuple(g_idx.shape) not in ((k,), (k_blocks * block_size,)):
+        raise OnnxValidationError(f"needs `g_idx` of shape ({k},) or ({k_blocks * block_size},), got {tuple(g_idx.shape)}.")
+    g_idx = g_idx[:k]
+    if not is_traced(g_idx):
+        values = np.asarray(g_idx)
+        bad = np.flatnonzero((values < 0) | (values >= k_blocks))
+        if bad.size:
+            raise OnnxValidationError(
+                f"got `g_idx`[{bad[0]}]={values[bad[0]]}; the block indices lie in [0, {k_blocks})."
+            )
+    return g_idx
+
+
+def _product(A, codes, scales, zero, groups, *, K: int, block_size: int):
+    """``A @ W^T`` in float32, ``W`` dequantized from ``codes`` (N x k_blocks * block_size)."""
+    xp = namespace(A, codes, scales, zero, groups)
+    n, padded = codes.shape
+    scales = scales.astype(np.float32)
+    zero = zero.astype(np.float32) if not isinstance(zero, int) else np.float32(zero)
+    a = A.astype(np.float32).reshape(-1, K)
+    if groups is None:
+        if xp is not np and a.shape[0] <= GEMV_ROWS:
+            return _blockwise_gemv(a, codes, scales, zero, K=K, block_size=block_size)
+        # (q - zero) * scale, block by block, then the padding of the last block dropped.
+        blocks = codes.reshape(n, -1, block_size).astype(np.float32)
+        zero_b = zero[..., None] if not np.isscalar(zero) and zero.ndim else zero
+        weights = ((blocks - zero_b) * scales[..., None]).reshape(n, padded)[:, :K]
+    else:
+        take = (lambda v: v[:, groups]) if xp is np else (lambda v: jnp.take(v, groups, axis=1, mode="clip"))
+        zero_k = take(zero) if not np.isscalar(zero) and zero.ndim else zero
+        weights = (codes[:, :K].astype(np.float32) - zero_k) * take(scales)
+    if xp is np:
+        return a @ weights.T
+    return jax.lax.dot_general(a, weights, (((1,), (1,)), ((), ())), precision=jax.lax.Precision.HIGHEST)
+
+
+def _blockwise_gemv(a, codes, scales, zero, *, K: int, block_size: int):
+    """``A @ W^T`` for a few rows as one fused multiply-and-sum: XLA reads each packed byte
+    once and never writes the float weights out (a dot would take them as an operand)."""
+    n, padded = codes.shape
+    if padded != K:
+        a = jnp.pad(a, ((0, 0), (0, padded - K)))
+    a = a.reshape(a.shape[0], 1, -1, block_size)
+    zero_b = zero[..., None] if not np.isscalar(zero) and zero.ndim else zero
+    weights = (codes.reshape(n, -1, block_size).astype(np.float32) - zero_b) * scales[..., None]
+    return jnp.sum(a * weights[None], axis=(2, 3))
+
+
+__all__ = ["matmul_nbits"]

@@ -1,0 +1,252 @@
+"""onnxruntime's weight-quantized com.microsoft ops against onnxruntime itself: MatMulNBits,
+MatMulBnb4, GatherBlockQuantized, DynamicQuantizeMatMul, MatMulIntegerToFloat and the
+com.microsoft QuantizeLinear / DequantizeLinear. Single nodes on random shapes for each
+option (eager, under jit, and the op on numpy values), models written by onnxruntime's own
+quantizers, and gradients against finite differences of a float64 copy.
+
+Floats agree within float32 rounding: ``|actual - expected| <= 1e-5 * (|A| @ |W|^T)``
+elementwise (a sum of K float32 products differs by a few units in the last place of its
+largest terms), integers exactly.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import jaxonnx
+from jaxonnx._errors import JaxOnnxError
+
+_rng = np.random.default_rng(32)
+_MS = "com.microsoft"
+
+
+def _node_model(op_type, inputs, attributes, output_type, *, opset=21):
+    """A one-node model: every non-None input a graph input, ``y`` its output."""
+    names = [f"in{i}" if x is not None else "" for i, x in enumerate(inputs)]
+    while names and not names[-1]:
+        names.pop()
+    feed = {n: np.asarray(x) for n, x in zip(names, inputs) if n}
+    node = helper.make_node(op_type, names, ["y"], domain=_MS, **attributes)
+    graph = helper.make_graph(
+        [node], "node",
+        [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(x.dtype), x.shape) for n, x in feed.items()],
+        [helper.make_tensor_value_info("y", output_type, None)],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset), helper.make_opsetid(_MS, 1)])
+    model.ir_version = 10
+    return model, feed
+
+
+def _three_ways(model, feed, op_type, inputs, attributes):
+    """The node's output through `load` eagerly, under jit, and the op on numpy values."""
+    loaded = jaxonnx.load(model)
+    op = jaxonnx.get_op(op_type, 1, _MS)
+    return [np.asarray(loaded.run(feed)["y"]), np.asarray(jax.jit(loaded.run)(feed)["y"]), np.asarray(op(*inputs, **attributes))]
+
+
+def _assert_within_rounding(actual, expected, magnitude):
+    """``actual`` equals ``expected`` up to float32 rounding of sums whose terms have the
+    absolute values summed in ``magnitude``."""
+    assert actual.shape == expected.shape and actual.dtype == expected.dtype, (actual.shape, actual.dtype, expected.shape, expected.dtype)
+    diff = np.abs(actual.astype(np.float64) - expected.astype(np.float64))
+    bound = 1e-5 * magnitude + 1e-30
+    assert np.all(diff <= bound), f"max excess {np.max(diff - bound)} (max |diff| {diff.max()})"
+
+
+# --- MatMulNBits -------------------------------------------------------------------------
+
+
+def _pack_low_bits_first(values, bits):
+    """Packs unsigned ``bits``-wide ``values`` along the last axis, first value lowest."""
+    per_byte = 8 // bits
+    values = values.astype(np.uint8).reshape(values.shape[:-1] + (-1, per_byte))
+    packed = np.zeros(values.shape[:-1], np.uint8)
+    for i in range(per_byte):
+        packed |= values[..., i] << np.uint8(bits * i)
+    return packed
+
+
+def _nbits_case(*, lead=(3,), K=40, N=6, bits=4, block_size=16, zero="packed", g_idx=False, bias=False, dtype=np.float32):
+    """Random MatMulNBits inputs, attributes and the float64 weights ``W`` (N x K)."""
+    k_blocks = -(-K // block_size)
+    codes = _rng.integers(0, 1 << bits, (N, k_blocks * block_size))
+    scales = _rng.uniform(0.01, 0.1, (N, k_blocks)).astype(dtype)
+    B = _pack_low_bits_first(codes, bits).reshape(N, k_blocks, block_size * bits // 8)
+    if zero == "packed":
+        zero_codes = _rng.integers(0, 1 << bits, (N, k_blocks))
+        width = -(-k_blocks * bits // 8)
+        padded = np.zeros((N, width * 8 // bits), np.int64)
+        padded[:, :k_blocks] = zero_codes
+        zero_points, zero_values = _pack_low_bits_first(padded, bits), zero_codes.astype(np.float64)
+    elif zero == "float":
+        zero_points = _rng.uniform(0, (1 << bits) - 1, (N, k_blocks)).astype(dtype)
+        zero_values = zero_points.astype(np.float64)
+    else:
+        zero_points, zero_values = None, np.full((N, k_blocks), float(1 << (bits - 1)))
+    groups = np.arange(K) // block_size
+    g = None
+    if g_idx:
+        # A permutation of whole blocks (GPTQ act-order groups rows so; onnxruntime's CPU
+        # kernel reads g_idx once per 8 rows, which such a permutation keeps exact).
+        permutation = _rng.permutation(k_blocks)
+        groups = permutation[np.arange(K) // block_size]
+        g = groups.astype(np.int32)
+    W = (codes[:, :K] - zero_values[:, groups]) * scales.astype(np.float64)[:, groups]
+    A = _rng.standard_normal(lead + (K,)).astype(dtype)
+    b = _rng.standard_normal(N).astype(dtype) if bias else None
+    inputs = [A, B, scales, zero_points, g, b]
+    while inputs[-1] is None:
+        inputs.pop()
+    return inputs, {"K": K, "N": N, "bits": bits, "block_size": block_size}, W
+
+
+_NBITS_CASES = {
+    **{f"bits{bits}_{zero}": dict(bits=bits, zero=zero) for bits in (2, 4, 8) for zero in ("packed", "absent")},
+    "bits4_float_zero": dict(zero="float"),
+    "bits2_block32_odd_k_bias": dict(bits=2, block_size=32, K=77, bias=True),
+    "bits8_block64_batched": dict(bits=8, block_size=64, K=130, lead=(2, 3)),
+    "bits4_block128_decode": dict(block_size=128, K=256, N=33, lead=(1,), bias=True),
+    "bits4_block16_k_one_block": dict(K=9, N=3, lead=(5,)),
+    "bits4_g_idx": dict(g_idx=True, K=64, zero="absent"),
+    "bits4_g_idx_float_zero_bias": dict(g_idx=True, zero="float", K=48, bias=True),
+    "bits4_float16": dict(dtype=np.float16, bias=True),
+    "bits8_float16_absent": dict(bits=8, zero="absent", dtype=np.float16),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_NBITS_CASES))
+def test_matmul_nbits_equals_onnxruntime(case, run_onnxruntime):
+    inputs, attributes, W = _nbits_case(**_NBITS_CASES[case])
+    A = inputs[0]
+    model, feed = _node_model("MatMulNBits", inputs, attributes, helper.np_dtype_to_tensor_dtype(A.dtype))
+    (expected,) = run_onnxruntime(model, feed)
+    magnitude = np.abs(A.astype(np.float64)) @ np.abs(W).T
+    if len(inputs) > 5:
+        magnitude = magnitude + np.abs(inputs[5].astype(np.float64))
+    if A.dtype == np.float16:  # one float16 rounding of the float32 result
+        magnitude = magnitude * 100
+    for actual in _three_ways(model, feed, "MatMulNBits", inputs, attributes):
+        _assert_within_rounding(actual, expected, magnitude)
+    # And the float64 text: within float32 rounding too.
+    exact = A.astype(np.float64) @ W.T + (inputs[5].astype(np.float64) if len(inputs) > 5 else 0)
+    _assert_within_rounding(actual.astype(np.float64), exact.astype(np.float64), magnitude)
+
+
+def test_matmul_nbits_g_idx_with_packed_zero_points(run_onnxruntime):
+    """The zero points apply with `g_idx` as without it (the text). onnxruntime 1.32's CPU
+    kernel drops packed uint8 zero points when `g_idx` is given and subtracts the default
+    2**(bits-1) instead: its result then equals this op's without `zero_points`."""
+    inputs, attributes, W = _nbits_case(g_idx=True, K=64, lead=(4,))
+    A = inputs[0]
+    model, feed = _node_model("MatMulNBits", inputs, attributes, TensorProto.FLOAT)
+    (expected,) = run_onnxruntime(model, feed)
+    magnitude = np.abs(A.astype(np.float64)) @ np.abs(W).T
+    exact = (A.astype(np.float64) @ W.T).astype(np.float32)
+    for actual in _three_ways(model, feed, "MatMulNBits", inputs, attributes):
+        _assert_within_rounding(actual, exact, magnitude)
+    without_zero_points = np.asarray(jaxonnx.get_op("MatMulNBits", 1, _MS)(A, *inputs[1:3], None, inputs[4], **attributes))
+    assert not np.allclose(without_zero_points, exact)
+    if not np.allclose(expected, exact, rtol=1e-4, atol=1e-4):  # onnxruntime 1.32
+        _assert_within_rounding(expected, without_zero_points, magnitude + 8 * np.abs(A) @ np.abs(inputs[2]).repeat(16, 1).T)
+
+
+def test_matmul_nbits_accuracy_level_4_computes_in_float32(run_onnxruntime):
+    """Level 4 lets onnxruntime quantize A to int8 per block; jaxonnx keeps float32: it
+    equals onnxruntime's level-0 result, and onnxruntime's level-4 result lies within A's
+    int8 rounding of it (the bound the op's docstring gives)."""
+    inputs, attributes, W = _nbits_case(lead=(4,), K=256, N=16, block_size=32)
+    A = inputs[0]
+    model, feed = _node_model("MatMulNBits", inputs, attributes, TensorProto.FLOAT)
+    (float32_expected,) = run_onnxruntime(model, feed)
+    model4, _ = _node_model("MatMulNBits", inputs, {**attributes, "accuracy_level": 4}, TensorProto.FLOAT)
+    (int8_expected,) = run_onnxruntime(model4, feed)
+    magnitude = np.abs(A.astype(np.float64)) @ np.abs(W).T
+    for actual in _three_ways(model4, feed, "MatMulNBits", inputs, {**attributes, "accuracy_level": 4}):
+        _assert_within_rounding(actual, float32_expected, magnitude)
+    block_max = np.abs(A.astype(np.float64)).reshape(4, -1, 32).max(axis=2)  # (M, k_blocks)
+    int8_bound = (block_max / 254) @ np.abs(W).reshape(16, -1, 32).sum(axis=2).T
+    assert np.all(np.abs(int8_expected - float32_expected) <= int8_bound * 1.01 + 1e-5 * magnitude)
+
+
+def test_matmul_nbits_omitted_projection_is_the_bias(run_onnxruntime):
+    inputs, attributes, _ = _nbits_case(bias=True)
+    inputs[1] = np.zeros((0, inputs[1].shape[1], inputs[1].shape[2]), np.uint8)
+    model, feed = _node_model("MatMulNBits", inputs, attributes, TensorProto.FLOAT)
+    (expected,) = run_onnxruntime(model, feed)
+    for actual in _three_ways(model, feed, "MatMulNBits", inputs, attributes):
+        np.testing.assert_array_equal(actual, expected)
+    np.testing.assert_array_equal(expected, np.broadcast_to(inputs[5], expected.shape))
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [({"weight_prepacked": 1}, "weight_prepacked"), ({"bits": 3}, "2, 4 or 8 bits"), ({"block_size": 20}, "block_size")],
+)
+def test_matmul_nbits_refuses_what_it_cannot_read(change, message):
+    inputs, attributes, _ = _nbits_case()
+    with pytest.raises(JaxOnnxError, match=message):
+        jaxonnx.get_op("MatMulNBits", 1, _MS)(*inputs, **{**attributes, **change})
+
+
+def test_matmul_nbits_refuses_g_idx_out_of_range():
+    inputs, attributes, _ = _nbits_case(g_idx=True, K=64)
+    inputs[4] = inputs[4].copy()
+    inputs[4][5] = 4
+    with pytest.raises(JaxOnnxError, match=r"g_idx`\[5\]=4"):
+        jaxonnx.get_op("MatMulNBits", 1, _MS)(*inputs, **attributes)
+
+
+def _float64_nbits(A, scales, zero, bias, W_codes, groups):
+    """The float64 text of MatMulNBits, for finite differences."""
+    W = (W_codes - zero[:, groups]) * scales[:, groups]
+    return A @ W.T + bias
+
+
+@pytest.mark.parametrize("zero", ["packed", "float"])
+@pytest.mark.parametrize("rows", [1, 12], ids=["decode", "prefill"])
+def test_matmul_nbits_gradients_match_finite_differences(zero, rows):
+    """QLoRA-style fine-tuning: exact gradients w.r.t. the scales (and the activations, float
+    zero points and bias), checked against central differences of a float64 copy along
+    random directions; the packed weights have none."""
+    K, N, block_size = 64, 5, 16
+    inputs, attributes, _ = _nbits_case(lead=(rows,), K=K, N=N, block_size=block_size, zero=zero, bias=True)
+    A, B, scales, zero_points, _, bias = inputs
+    unpacked = np.zeros((N, K))
+    for j in range(K // 2):  # 4 bits: value 2j in the low nibble, 2j+1 in the high one
+        byte = B.reshape(N, -1)[:, j]
+        unpacked[:, 2 * j], unpacked[:, 2 * j + 1] = byte & 15, byte >> 4
+    groups = np.arange(K) // block_size
+    if zero == "packed":
+        zero_values = np.stack([zero_points[:, j // 2] >> (4 * (j % 2)) & 15 for j in range(K // block_size)], 1).astype(np.float64)
+    else:
+        zero_values = zero_points.astype(np.float64)
+    cotangent = _rng.standard_normal((rows, N)).astype(np.float32)
+
+    def loss(A, scales, zero_points, bias):
+        y = jaxonnx.ops.matmul_nbits(A, B, scales, zero_points, None, bias, **attributes)
+        return jnp.sum(y * cotangent)
+
+    differentiable = (0, 1, 2, 3) if zero == "float" else (0, 1, 3)
+    grads = jax.grad(loss, argnums=differentiable)(jnp.asarray(A), jnp.asarray(scales), jnp.asarray(zero_points), jnp.asarray(bias))
+    primal = [A.astype(np.float64), scales.astype(np.float64), zero_values, bias.astype(np.float64)]
+
+    def loss64(values):
+        return np.sum(_float64_nbits(values[0], values[1], values[2], values[3], unpacked, groups) * cotangent)
+
+    for argnum, grad in zip(differentiable, grads):
+        assert grad.dtype == np.float32
+        direction = _rng.standard_normal(primal[argnum].shape)
+        step = 1e-3
+        plus = [p + step * direction if i == argnum else p for i, p in enumerate(primal)]
+        minus = [p - step * direction if i == argnum else p for i, p in enumerate(primal)]
+        numeric = (loss64(plus) - loss64(minus)) / (2 * step)
+        analytic = float(np.sum(np.asarray(grad, np.float64) * direction))
+        scale = np.sum(np.abs(np.asarray(grad, np.float64) * direction)) + 1e-12
+        assert abs(analytic - numeric) <= 1e-5 * scale, (argnum, analytic, numeric)
