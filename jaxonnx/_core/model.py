@@ -59,6 +59,7 @@ def load(
     model,
     *,
     size_hints: Mapping[str, int] | None = None,
+    loop_bounds: Mapping[str, int] | None = None,
     base_dir: str | os.PathLike | None = None,
     registry: Registry | None = None,
     straight_through: bool = False,
@@ -73,6 +74,15 @@ def load(
             e.g. ``{"kept": 128}``, for inputs only known at run time. The output then
             always has that length: the selected entries first, then padding; selecting
             more raises at run time rather than truncating.
+        loop_bounds: the most iterations of Loop nodes whose end is only known at run time
+            (a trip count or condition computed from the inputs, as ``torch`` ``while_loop``
+            exports), keyed by the node's name (its path inside a subgraph, as errors show
+            it) or one of its outputs, e.g. ``{"node_while_loop": 64}``. Such a loop then runs
+            as a masked ``lax.scan`` of that many steps, which reverse mode differentiates
+            (``jax.grad``), and its scan outputs are that long, padded with zeros; a loop
+            that would run more iterations raises rather than cutting its results short.
+            Without a bound it runs as ``lax.while_loop``, which only forward mode
+            differentiates. A size hint on a Loop's first output is the same bound.
         base_dir: the folder that external data (of initializers, sparse tensors and node
             attributes alike) is read from when ``model`` is bytes or a ModelProto (a path's
             own folder is used otherwise). Locations that resolve outside it are refused, and
@@ -133,7 +143,8 @@ def load(
     options = {"channels_last": bool(channels_last)}
     if straight_through:
         options["straight_through"] = True
-    return Model(proto, size_hints=size_hints, base_dir=base_dir, registry=registry, options=options)
+    return Model(proto, size_hints=size_hints, loop_bounds=loop_bounds, base_dir=base_dir, registry=registry,
+                 options=options)
 
 
 
@@ -157,7 +168,8 @@ class Model:
     checked); string outputs are fresh numpy copies, never views of the initializers.
     """
 
-    def __init__(self, proto: onnx.ModelProto, *, size_hints=None, base_dir=None, registry=None, options=None):
+    def __init__(self, proto: onnx.ModelProto, *, size_hints=None, base_dir=None, registry=None, options=None,
+                 loop_bounds=None):
         proto_copy = onnx.ModelProto()
         proto_copy.CopyFrom(proto)
         graph = proto_copy.graph
@@ -180,15 +192,23 @@ class Model:
         # data is read only after onnx's checker (see `check_model`).
         external, root = external_tensors(proto_copy, base_dir)
         hints = dict(size_hints or {})
-        env = Environment(self.opsets, registry or REGISTRY, functions, hints, self.options)
+        env = Environment(self.opsets, registry or REGISTRY, functions, hints, self.options,
+                          loop_bounds=dict(loop_bounds or {}))
         # Ops are resolved before onnx's checker runs, so an op used below its first
         # version gets jaxonnx's error (which versions exist) rather than the checker's.
-        problems = _unsupported(graph, dataclasses.replace(env, size_hints=dict(hints), problems=[], hinted_outputs=[]))
+        problems = _unsupported(graph, dataclasses.replace(env, size_hints=dict(hints), problems=[], hinted_outputs=[],
+                                                            claimed_bounds=set(), bounded_nodes=[]))
         if problems:
             raise UnsupportedOpError(unsupported_message(problems, self.opsets))
         check_model(proto_copy)
         read_external_data(external, root)
         self.graph = Graph.prepare(graph, env)
+        unclaimed_bounds = sorted(set(env.loop_bounds) - env.claimed_bounds)
+        if unclaimed_bounds:
+            raise OnnxValidationError(
+                f"Loop bounds were given for {unclaimed_bounds}, which name no Loop node nor its outputs; "
+                f"the Loop nodes: {env.bounded_nodes or 'none'}."
+            )
         if env.size_hints:
             raise OnnxValidationError(
                 f"Size hints were given for {sorted(env.size_hints)}, which no node produces; "
@@ -205,9 +225,9 @@ class Model:
                     ) from e
         self._proto = proto_copy
         self.nodes = self.graph.nodes
-        self.initializers: dict[str, np.ndarray] = self.graph.initializers
+        self._file_initializers: dict[str, np.ndarray] = self.graph.initializers
         self._declared = {i.name: i for i in self.graph.inputs}
-        for name, value in self.initializers.items():
+        for name, value in self._file_initializers.items():
             if name in self._declared:
                 expected = self._declared[name]
                 if expected.kind != "tensor" or not (
@@ -217,12 +237,13 @@ class Model:
                         f"The graph input {name!r} is declared {expected.type_text()} but its initializer is "
                         f"{ValueType.of_array(name, value).type_text()}."
                     )
-        self.input_names = tuple(i.name for i in self.graph.inputs if i.name not in self.initializers)
+        self.input_names = tuple(i.name for i in self.graph.inputs if i.name not in self._file_initializers)
         self._declared_outputs = self.graph.outputs
         self.output_names = tuple(o.name for o in self._declared_outputs)
         self._declared_inputs_only = frozenset()
         self._find_weights()
-        self._load_options = {"size_hints": dict(size_hints or {}), "options": self.options}
+        self._load_options = {"size_hints": dict(size_hints or {}), "options": self.options,
+                              "loop_bounds": dict(loop_bounds or {})}
         self._params: dict[str, Any] | None = None  # a pytree's own params (see tree_unflatten)
         self._base = self  # the model a pytree copy was made from (see tree_flatten)
         self._plan_eager_calls()
@@ -270,19 +291,45 @@ class Model:
           known at trace time; passing one traced to :meth:`apply` is an error.
 
         :attr:`all_params` has every float tensor; :meth:`apply` takes any of them.
+
+        The values are those the model computes with: after a training step
+        (``jax.tree.map`` or ``optax.apply_updates`` on the model) they are the updated
+        weights, not the file's.
+
+        Example:
+            >>> trained = optax.apply_updates(model, updates)  # doctest: +SKIP
+            >>> trained.params  # the updated weights, as `trained(x)` computes with  # doctest: +SKIP
         """
-        return {name: as_jax(self._weights[name], what=f"weight {name!r}") for name in self._trainable}
+        return {name: self._weight(name) for name in self._trainable}
 
     @property
     def all_params(self) -> dict[str, jax.Array]:
         """Every float initializer and float ``Constant`` value, by name, as JAX arrays (the
-        shape-deciding ones too): for fine-tuning what :attr:`params` leaves out."""
-        return {name: as_jax(value, what=f"weight {name!r}") for name, value in self._weights.items()}
+        shape-deciding ones too): for fine-tuning what :attr:`params` leaves out. Like
+        :attr:`params`, the values the model computes with."""
+        return {name: self._weight(name) for name in self._weights}
+
+    @property
+    def initializers(self) -> dict[str, np.ndarray | jax.Array]:
+        """The main graph's initializers by name, as the model computes with them: the file's
+        exact numpy arrays (integer, bool and string ones included), with each param replaced
+        by its current value after a training step (a JAX array)."""
+        own = self._params or {}
+        return {name: own[name] if name in own else value for name, value in self._file_initializers.items()}
+
+    def _weight(self, name: str):
+        """A weight as the model computes with it: a pytree copy's own leaf (what
+        ``jax.tree.map`` or optax made, or a pickle restored), else the file's value."""
+        own = self._params or {}
+        if name in own:
+            value = own[name]
+            return as_jax(value, what=f"weight {name!r}") if isinstance(value, (np.ndarray, np.generic)) else value
+        return as_jax(self._weights[name], what=f"weight {name!r}")
 
     def _find_weights(self) -> None:
         """The float tensors a param may replace, and which of them are trainable."""
         self._weights: dict[str, np.ndarray] = {
-            name: value for name, value in self.initializers.items()
+            name: value for name, value in self._file_initializers.items()
             if np.issubdtype(value.dtype, np.inexact) and name not in self._declared_inputs_only
         }
         for node in self.nodes:
@@ -385,7 +432,7 @@ class Model:
 
     def apply(self, params: Mapping[str, Any], *inputs, rng=None, **named_inputs) -> tuple:
         """Like calling the model, with ``params`` in place of the weights of those names."""
-        unknown = sorted(set(params) - set(self._weights) - set(self.initializers))
+        unknown = sorted(set(params) - set(self._weights) - set(self._file_initializers))
         if unknown:
             raise OnnxValidationError(
                 f"`params` names {unknown}, which are not initializers or Constant values of the model."
@@ -420,7 +467,7 @@ class Model:
         op by op on concrete values, as before. ``eager_mode`` says which, and why."""
         self._draws = any(getattr(getattr(n.op, "contract", None), "rng", False) for n in self.graph.walk())
         strings = [t.name for t in (*self.graph.inputs, *self.graph.outputs) if t.dtype is not None and t.dtype.kind in "OUS"]
-        strings += [name for name, value in self.initializers.items() if value.dtype.kind in "OUS"]
+        strings += [name for name, value in self._file_initializers.items() if value.dtype.kind in "OUS"]
         maps = [t.name for t in (*self.graph.inputs, *self.graph.outputs) if _holds_map(t)]
         made = _string_made_inside(self.graph)
         reason = f"the string value {strings[0]!r}, which JAX cannot hold" if strings else \
@@ -431,7 +478,7 @@ class Model:
         self._whole_graph = jax.jit(self._run_graph) if reason is None else None
 
     def _checked_param(self, name: str, value):
-        own = self._weights.get(name, self.initializers.get(name))
+        own = self._weights.get(name, self._file_initializers.get(name))
         if name in self._shape_deciding and any(is_traced(v) for v in jax.tree.leaves(value)):
             raise OnnxValidationError(
                 f"The param {name!r} decides a shape (it reaches {self._shape_deciding[name]}), so its value must "
@@ -453,8 +500,10 @@ class Model:
         """A ``Model`` is a pytree: its leaves are :attr:`params` (the values it runs with),
         its graph is static, so ``jax.grad(loss)(model)`` gives a model of gradients."""
         names = tuple(self._trainable)
-        current = {**self.params, **(self._params or {})}
-        return [current[name] for name in names], (self._base, names)
+        own = self._params or {}
+        # A leaf is kept as it is (a tracer, or whatever `jax.tree.map` put there).
+        leaves = [own[name] if name in own else as_jax(self._weights[name], what=f"weight {name!r}") for name in names]
+        return leaves, (self._base, names)
 
     @classmethod
     def tree_unflatten(cls, aux, leaves):
@@ -474,20 +523,22 @@ class Model:
     def __setstate__(self, state):
         proto = onnx.ModelProto()
         proto.ParseFromString(state["proto"])
-        self.__init__(proto, size_hints=state["load"]["size_hints"], options=state["load"]["options"])
+        self.__init__(proto, size_hints=state["load"]["size_hints"], options=state["load"]["options"],
+                      loop_bounds=state["load"].get("loop_bounds"))
         self._params = state["params"] or None
 
     def to_proto(self, params: Mapping[str, Any] | None = None) -> onnx.ModelProto:
-        """The ONNX model with ``params`` (by default the model's own, e.g. of a pytree copy
-        that optax updated) written into its initializers and Constant values. Every other
-        byte is kept: graph, metadata, opsets, and each weight's element type (a float16 or
-        bfloat16 weight stays one).
+        """The ONNX model with the weights it computes with (those of a pytree copy that
+        optax updated, say), and ``params`` in place of the weights of those names, written
+        into its initializers and Constant values: what :meth:`apply` with ``params`` runs.
+        Every other byte is kept: graph, metadata, opsets, and each weight's element type (a
+        float16 or bfloat16 weight stays one).
 
         Raises:
             OnnxValidationError: for a name that is no weight of the model, or a value of
                 another shape (or not a float array).
         """
-        params = dict(self._params or {}) if params is None else dict(params)
+        params = {**(self._params or {}), **(params or {})}
         unknown = sorted(set(params) - set(self._weights))
         if unknown:
             raise OnnxValidationError(
@@ -517,7 +568,8 @@ class Model:
 
     def save(self, path: str | os.PathLike, params: Mapping[str, Any] | None = None, *,
              external_data: bool | None = None) -> None:
-        """Writes the model with ``params`` (see :meth:`to_proto`) to ``path``.
+        """Writes the model, with the weights it computes with and ``params`` in place of
+        those named there (see :meth:`to_proto`), to ``path``.
 
         Args:
             external_data: store the tensors in a file beside the model (``<name>.data``),
