@@ -62,36 +62,37 @@ def test_a_boolean_index_and_its_sum_are_the_same_eagerly_and_jitted():
         np.testing.assert_array_equal(grad, MASK.astype(np.float32))
 
 
-@pytest.mark.parametrize("reduce", ["ReduceMean", "ReduceMax"])
-def test_a_reduction_that_padding_would_change_is_refused_eagerly_and_jitted(reduce):
-    proto = _model(BOOLEAN_INDEX + [helper.make_node(reduce, ["selected"], ["total"], keepdims=0)],
-                   [vi("total", T.FLOAT, [])])
-    hinted = jaxonnx.load(proto, size_hints={"nz": 8})
-    for model in _both(hinted):
-        with pytest.raises(jaxonnx.OnnxValidationError, match=rf"The size-hinted output 'nz' \(of node 'NonZero_0'\) is "
-                           rf"padded.*reaches node 'Reduce\w+_3' \({reduce}-18\), which computes on its values"):
-            model(X, MASK)
-    np.testing.assert_allclose(jaxonnx.load(proto)(X, MASK)[0], getattr(np, reduce[6:].lower())(X[MASK]))
+@pytest.mark.parametrize("reduce", ["ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ArgMax", "ArgMin"])
+def test_a_reduction_over_the_padded_axis_leaves_the_padding_out(reduce):
+    # Shifted so that the padding (zeros after the gather, then -5) would win every one of these.
+    nodes = BOOLEAN_INDEX + [helper.make_node("Sub", ["selected", "five"], ["shifted"]),
+                             helper.make_node(reduce, ["shifted"], ["total"], keepdims=0)]
+    graph = helper.make_graph(nodes, "g", [vi("x", T.FLOAT, [3, 4]), vi("mask", T.BOOL, [3, 4])],
+                              [vi("total", T.INT64 if reduce.startswith("Arg") else T.FLOAT, [])],
+                              initializer=[numpy_helper.from_array(np.array(5, np.float32), "five")])
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    exact = jaxonnx.load(proto)(X, MASK)[0]
+    np.testing.assert_allclose(exact, getattr(np, reduce[6:].lower() if reduce.startswith("Reduce") else reduce.lower())(X[MASK] - 5))
+    for model in _both(jaxonnx.load(proto, size_hints={"nz": 8})):
+        np.testing.assert_allclose(model(X, MASK)[0], exact, rtol=1e-6)
 
 
-def test_arithmetic_on_padded_indices_is_refused_not_summed_in():
-    # TorchScript's x[r, c].sum(): without the contract, the padded rows became real flat indices.
+def test_flat_index_arithmetic_keeps_the_padding_marked():
+    # TorchScript's x[r, c].sum(): Mul and Add compute on the padded indices; the mark stays.
     proto = _model(FLAT_INDEX + [helper.make_node("ReduceSum", ["selected"], ["total"], keepdims=0)],
-                   [vi("total", T.FLOAT, [])])
-    assert float(jaxonnx.load(proto)(X, MASK)[0]) == float(X[MASK].sum())
-    hinted = jaxonnx.load(proto, size_hints={"nz": 8})
-    for model in _both(hinted):
-        with pytest.raises(jaxonnx.OnnxValidationError, match=r"reaches node 'Mul_5' \(Mul-14\), which computes on "
-                           r"its values: the result would be silently wrong. Ways out: run the model without a size hint"):
-            model(X, MASK)
+                   [vi("selected", T.FLOAT, None), vi("total", T.FLOAT, [])])
+    assert float(jaxonnx.load(proto)(X, MASK)[1]) == float(X[MASK].sum())
+    for model in _both(jaxonnx.load(proto, size_hints={"nz": 8})):
+        selected, total = model(X, MASK)
+        np.testing.assert_array_equal(selected, [0, 3, 6, 9, 0, 0, 0, 0])
+        assert float(total) == float(X[MASK].sum())
 
 
-def test_index_padding_is_not_summed():
+def test_a_sum_of_padded_indices_counts_the_real_ones_only():
     proto = _model([helper.make_node("NonZero", ["mask"], ["nz"]),
                     helper.make_node("ReduceSum", ["nz"], ["total"], keepdims=0)], [vi("total", T.INT64, [])])
     for model in _both(jaxonnx.load(proto, size_hints={"nz": 8})):
-        with pytest.raises(jaxonnx.OnnxValidationError, match="this padding is out-of-range indices, not zeros"):
-            model(X, MASK)
+        assert int(model(X, MASK)[0]) == int(np.nonzero(MASK)[0].sum() + np.nonzero(MASK)[1].sum())
 
 
 def test_gather_and_scatter_treat_padded_indices_as_nothing():
@@ -115,6 +116,69 @@ def test_gather_and_scatter_treat_padded_indices_as_nothing():
         picked, written = model(X, MASK)
         np.testing.assert_array_equal(picked, [0, 3, 6, 9, 0, 0])
         np.testing.assert_array_equal(written, np.where(MASK, 2 * X, X).reshape(-1))
+
+
+def test_the_shape_of_a_padded_value_builds_marked_values():
+    # n = x[mask].shape[0]: ConstantOfShape([n]) and Range(0, n) are n long, of which the real
+    # count are real; their sums and the graph output `n` itself are the real values.
+    nodes = BOOLEAN_INDEX + [
+        helper.make_node("Shape", ["selected"], ["n"]),
+        helper.make_node("ConstantOfShape", ["n"], ["ones"], value=numpy_helper.from_array(np.array([1.0], np.float32))),
+        helper.make_node("ReduceSum", ["ones"], ["count"], keepdims=0),
+        helper.make_node("Squeeze", ["n"], ["n_scalar"]),
+        helper.make_node("Range", ["start", "n_scalar", "step"], ["positions"]),
+        helper.make_node("ReduceSum", ["positions"], ["position_sum"], keepdims=0),
+    ]
+    graph = helper.make_graph(nodes, "g", [vi("x", T.FLOAT, [3, 4]), vi("mask", T.BOOL, [3, 4])],
+                              [vi("n", T.INT64, [1]), vi("count", T.FLOAT, []), vi("position_sum", T.INT64, [])],
+                              initializer=[numpy_helper.from_array(np.array(0, np.int64), "start"),
+                                           numpy_helper.from_array(np.array(1, np.int64), "step")])
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    real = int(MASK.sum())
+    for model in [jaxonnx.load(proto), *_both(jaxonnx.load(proto, size_hints={"nz": 8}))]:
+        n, count, position_sum = model(X, MASK)
+        assert list(np.asarray(n)) == [real] and float(count) == real and int(position_sum) == sum(range(real))
+
+
+def test_top_k_ranks_the_padding_last():
+    nodes = BOOLEAN_INDEX + [helper.make_node("Neg", ["selected"], ["negated"]),  # the padding (0) would rank first
+                             helper.make_node("TopK", ["negated", "three"], ["values", "indices"])]
+    graph = helper.make_graph(nodes, "g", [vi("x", T.FLOAT, [3, 4]), vi("mask", T.BOOL, [3, 4])],
+                              [vi("values", T.FLOAT, None), vi("indices", T.INT64, None)],
+                              initializer=[numpy_helper.from_array(np.array([3], np.int64), "three")])
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    for model in _both(jaxonnx.load(proto, size_hints={"nz": 8})):
+        values, indices = model(X, MASK)
+        np.testing.assert_array_equal(values, [-0.0, -3.0, -6.0])
+        np.testing.assert_array_equal(indices, [0, 1, 2])
+
+
+@pytest.mark.parametrize("node, message", [
+    (helper.make_node("Softmax", ["selected"], ["out"], axis=0), r"has no rule for padded entries \(its contract sets no `padding`\)"),
+    (helper.make_node("CumSum", ["selected", "zero"], ["out"]), r"has no rule for padded entries \(its contract sets no `padding`\)"),
+])
+def test_an_op_without_a_padding_rule_is_refused_naming_the_node(node, message):
+    graph = helper.make_graph(BOOLEAN_INDEX + [node], "g", [vi("x", T.FLOAT, [3, 4]), vi("mask", T.BOOL, [3, 4])],
+                              [vi("out", T.FLOAT, None)],
+                              initializer=[numpy_helper.from_array(np.array(0, np.int64), "zero")])
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    for model in _both(jaxonnx.load(proto, size_hints={"nz": 8})):
+        with pytest.raises(jaxonnx.OnnxValidationError, match=rf"The size-hinted output 'nz' \(of node 'NonZero_0'\) is "
+                           rf"padded past its real length, and its padding reaches node '{node.op_type}_3' "
+                           rf"\({node.op_type}-\d+\), which {message}: the result would be silently wrong"):
+            model(X, MASK)
+
+
+def test_a_subgraph_that_reads_a_padded_value_is_refused():
+    branch = helper.make_graph([helper.make_node("Identity", ["selected"], ["inner"])], "b", [], [vi("inner", T.FLOAT, None)])
+    nodes = BOOLEAN_INDEX + [helper.make_node("If", ["flag"], ["out"], then_branch=branch, else_branch=branch)]
+    graph = helper.make_graph(nodes, "g", [vi("x", T.FLOAT, [3, 4]), vi("mask", T.BOOL, [3, 4])], [vi("out", T.FLOAT, None)],
+                              initializer=[numpy_helper.from_array(np.array(True), "flag")])
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    np.testing.assert_array_equal(jaxonnx.load(proto)(X, MASK)[0], X[MASK])
+    for model in _both(jaxonnx.load(proto, size_hints={"nz": 8})):
+        with pytest.raises(jaxonnx.OnnxValidationError, match=r"reaches node 'If_3' \(If-\d+\), which reads it inside its subgraph"):
+            model(X, MASK)
 
 
 # Unique: a size hint sets the length of Y, indices and counts; inverse_indices keeps the
@@ -149,32 +213,26 @@ def test_unique_without_a_hint_under_jit_says_how_to_give_one():
         jax.jit(model)(LABELS)
 
 
-def test_unique_padding_never_reaches_a_sum_silently():
+def test_unique_padding_is_left_out_of_sums_and_reads_zeros():
     nodes = [
-        helper.make_node("ReduceSum", ["y"], ["y_sum"], keepdims=0),  # zero padding: exact
+        helper.make_node("ReduceSum", ["y"], ["y_sum"], keepdims=0),
         helper.make_node("ReduceSum", ["counts"], ["count_sum"], keepdims=0),
-        helper.make_node("Gather", ["table", "first"], ["picked"]),  # out-of-range padding reads zeros
+        helper.make_node("Gather", ["table", "first"], ["picked"]),  # padded indices read zeros
         helper.make_node("ReduceSum", ["picked"], ["picked_sum"], keepdims=0),
         helper.make_node("Gather", ["table", "inverse"], ["per_label"]),  # inverse_indices is not padded
         helper.make_node("Add", ["inverse", "inverse"], ["twice"]),
+        helper.make_node("ReduceSum", ["first"], ["first_sum"], keepdims=0),  # padding: out-of-range indices, left out
+        helper.make_node("ReduceMean", ["counts"], ["count_mean"], keepdims=0),  # divides by the real count
+        helper.make_node("Gather", ["table", "counts"], ["by_count"]),  # zero padding as indices: marked, reads zeros
     ]
     proto = _unique_model(nodes, [vi("y_sum", T.INT64, []), vi("count_sum", T.INT64, []), vi("picked_sum", T.FLOAT, []),
-                                  vi("per_label", T.FLOAT, None), vi("twice", T.INT64, None)])
+                                  vi("per_label", T.FLOAT, None), vi("twice", T.INT64, None), vi("first_sum", T.INT64, []),
+                                  vi("count_mean", T.INT64, []), vi("by_count", T.FLOAT, None)])
     for model in [jaxonnx.load(proto), *_both(jaxonnx.load(proto, size_hints={"counts": 5}))]:
-        y_sum, count_sum, picked_sum, per_label, twice = model(LABELS)
+        y_sum, count_sum, picked_sum, per_label, twice, first_sum, count_mean, by_count = model(LABELS)
         assert int(y_sum) == 11 and int(count_sum) == 6 and float(picked_sum) == 10 + 20 + 40
         np.testing.assert_array_equal(per_label, [10, 20, 10, 30, 20, 10])
         np.testing.assert_array_equal(twice, [0, 2, 0, 4, 2, 0])
-
-
-@pytest.mark.parametrize("node, message", [
-    (helper.make_node("ReduceSum", ["first"], ["out"], keepdims=0), "this padding is out-of-range indices, not zeros"),
-    (helper.make_node("ReduceMean", ["counts"], ["out"], keepdims=0), "computes on its values"),
-    (helper.make_node("Gather", ["table", "y"], ["out"]), r"takes it as indices, but this padding is zeros \(a real position\)"),
-])
-def test_unique_padding_that_would_change_a_result_is_refused(node, message):
-    proto = _unique_model([node], [vi("out", T.FLOAT if node.op_type == "Gather" else T.INT64, None)])
-    hinted = jaxonnx.load(proto, size_hints={"y": 5})
-    for model in _both(hinted):
-        with pytest.raises(jaxonnx.OnnxValidationError, match=rf"The size-hinted output '\w+' \(of node 'Unique_0'\).*{message}"):
-            model(LABELS)
+        assert int(first_sum) == 0 + 1 + 3 and int(count_mean) == 2
+        np.testing.assert_array_equal(np.asarray(by_count)[:3], [40, 30, 20])  # table[3], table[2], table[1]
+        assert not np.asarray(by_count)[3:].any()  # not table[0], where the padding 0 points

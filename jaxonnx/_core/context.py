@@ -27,9 +27,9 @@ class OpContext:
         rng: a ``jax.random`` key for this node (the caller's key folded with the node's
             position, see :mod:`jaxonnx._core.graph`), or None when the caller passed none.
             Reaches ops whose contract sets ``rng``.
-        padded: the formal names of the inputs that carry the padding of a size-hinted
-            output. Reaches ops whose contract reads padded indices (``padding="reads"`` or
-            ``"drops"``) as the keyword ``padded``.
+        real_length: the graph runner follows the padding of the node's size-hinted outputs
+            (see :mod:`jaxonnx._core.padding`), so the op returns its real length after its
+            outputs. Reaches ops whose contract sets ``size_hint`` as ``real_length=True``.
         options: load-time choices that change an op's behaviour by name, e.g.
             ``{"straight_through": True}`` for quantization-aware training. Reach ops whose
             contract names them in ``options``.
@@ -47,8 +47,8 @@ class OpContext:
     size: int | None = None
     rng: Any = None
     options: dict[str, Any] = dataclasses.field(default_factory=dict)
-    #: The formal inputs that carry a size hint's padding (see :mod:`jaxonnx._core.padding`).
-    padded: frozenset[str] = frozenset()
+    #: The op returns its real length after its outputs (see :mod:`jaxonnx._core.padding`).
+    real_length: bool = False
     #: Gradient's differentiated computation, a function of its ``xs`` and ``zs`` values.
     computation: Any = None
     #: The main input is channels-last and the output is wanted so.

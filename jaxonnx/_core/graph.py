@@ -188,12 +188,13 @@ class Graph:
         values.update(params or {})
         values.update(feed)
         options = dict(options or {})
-        padding: dict[str, padding_rules.Padding] = {}  # the values that carry a size hint's padding
+        padding: dict[str, padding_rules.Marks] = {}  # the values a size hint's padding reaches (padding.py)
         for index, node in zip(self.key_indices, self.nodes):
             if params and node.outputs and node.outputs[0] in params and getattr(node.op, "op_type", "") == "Constant":
                 continue  # a param replaces this Constant's value (paddle2onnx stores weights as Constants)
             run_node(node, values, rng=_node_key(rng, index), options=options, padding=padding, graph_rng=rng)
-        return tuple(layout.channels_first(values[name]) if name else None for name in self.output_names)
+        return tuple(padding_rules.real_output(layout.channels_first(values[name]), padding.get(name)) if name else None
+                     for name in self.output_names)
 
     def walk(self):
         """Every node of the graph and of its subgraphs, depth first."""
@@ -240,9 +241,10 @@ class Subgraph:
 
 
 def run_node(node: Node, values: dict[str, Any], *, rng=None, options: Mapping[str, Any] | None = None,
-             padding: dict[str, padding_rules.Padding] | None = None, graph_rng=None) -> None:
+             padding: dict[str, padding_rules.Marks] | None = None, graph_rng=None) -> None:
     """Runs one node on ``values`` (by name) and stores its outputs there; ``padding``
-    tracks which values carry a size hint's padding (see :mod:`jaxonnx._core.padding`).
+    holds the marks of the values a size hint's padding reaches, and the node's op
+    follows its contract's padding rule on them (see :mod:`jaxonnx._core.padding`).
     ``graph_rng`` is the key of the node's graph, from which a computation cut out for
     Gradient draws as its nodes do in the graph."""
     padding = {} if padding is None else padding
@@ -250,50 +252,44 @@ def run_node(node: Node, values: dict[str, Any], *, rng=None, options: Mapping[s
     attributes = {
         name: _bind(value, values, rng, options) for name, value in node.attributes.items()
     }
-    try:
-        padded = padding_rules.of_inputs(node, padding)
-    except Exception as error:
-        raise node_error(node, args, error) from error
+    marks = [padding.get(name) if name else None for name in node.inputs]
+    marked = any(m is not None for m in marks)
+    for body in node.bodies:
+        read = sorted(name for name in body.outer_names if name in padding)
+        if read:  # a subgraph runs on its own values: no rule follows the padding into it
+            raise node_error(node, args, padding_rules.refusal(
+                node, padding[read[0]].origin(), "reads it inside its subgraph, where no rule follows the padding"))
     computation = None if node.computation is None else Subgraph(node.computation, values, graph_rng, options)
     ctx = OpContext(node=node.path, output_count=len(node.outputs), size=node.size, rng=rng,
-                    options=dict(options or {}), padded=frozenset(padded), computation=computation)
+                    options=dict(options or {}), real_length=padding_rules.asks_real_length(node),
+                    computation=computation)
+
+    def call(arguments):
+        return node.op(*arguments, ctx=ctx, **attributes)
+
+    output_marks = None
     with jax.named_scope(node.name):
         try:
             # Convolution activations stay channels-last where the node allows it (layout.py).
-            results = layout.run(node, args, ctx, attributes) if ctx.options.get("channels_last") and not padded else None
+            results = layout.run(node, args, ctx, attributes) if ctx.options.get("channels_last") and not marked else None
             if results is None:
                 args = [layout.channels_first(a) for a in args]
-                if padded and not all(is_traced(args[i]) for i, name in enumerate(node.inputs) if name in padding):
-                    results = _traced_on_padding(node, args, ctx, attributes, padding)
+                if marked:
+                    results, output_marks = padding_rules.run(node, args, attributes, marks, call)
                 else:
-                    results = node.op(*args, ctx=ctx, **attributes)
+                    results = call(args)
         except Exception as error:
             raise node_error(node, [layout.channels_first(a) for a in args], error) from error
     if not isinstance(results, tuple):
         results = (results,)
-    carried = padding_rules.of_outputs(node, padded)
-    hinted = padding_rules.of_size_hint(node)  # a size-hinted node's outputs start their own padding
+    if ctx.real_length:  # a size-hinted node's outputs start their own marks
+        results, output_marks = padding_rules.of_size_hint(node, results)
     for index, (name, result) in enumerate(zip(node.outputs, results)):
         if name:
             values[name] = result
-            own = carried if hinted is None else hinted[index]
-            if own is not None:
-                padding[name] = own
-
-
-def _traced_on_padding(node: Node, args, ctx: OpContext, attributes, padding):
-    """A consumer of padding, run eagerly, runs as under ``jax.jit``: its padded inputs are
-    traced, so concrete padding indices read zeros or write nothing instead of failing a
-    bounds check, and eager and jitted calls give the same answer."""
-    positions = [i for i, name in enumerate(node.inputs) if name and name in padding]
-
-    def call(*padded_args):
-        full = list(args)
-        for i, value in zip(positions, padded_args):
-            full[i] = value
-        return node.op(*full, ctx=ctx, **attributes)
-
-    return jax.jit(call)(*[args[i] for i in positions])
+            padding.pop(name, None)
+            if output_marks is not None and output_marks[index] is not None:
+                padding[name] = output_marks[index]
 
 
 def _bind(value, values, rng, options):

@@ -1,103 +1,641 @@
-"""The padding contract of size hints: a padded value never reaches a result silently.
+"""Size hints' padding, as marks on positions: a padded entry never counts as a real one.
 
 A size hint (``size_hints=`` of :func:`jaxonnx.load`) gives a data-dependent output a fixed
-length: its real entries first, then padding. NonZero pads with out-of-range indices (each
-dim's size), Compress with zeros; Unique pads `Y` and `counts` with zeros, `indices` with
-out-of-range indices, and `inverse_indices` (whose length is not data-dependent) not at all. The graph runner tracks, at trace time, which values
-carry padding, from the size-hinted output to every consumer, and asks each consumer's
-contract (``padding=`` of :func:`jaxonnx.register`) what it does with it:
+length: its real entries first, then padding. The size-hinted op (NonZero, Compress, Unique,
+NonMaxSuppression) also reports its real length, a scalar computed at run time (the number
+of non-zeros, of selected slices, of unique values, of selected boxes; traced under
+``jax.jit``): the graph runner asks for it through the op's contract (``real_length=True``,
+see :class:`RealLength`). From there the runner carries a :class:`Marks` beside every value
+the padding reaches, and each consumer's contract (``padding=`` of :func:`jaxonnx.register`)
+names the rule below that says what the op means on it.
 
-- ``"keeps"``: the op moves values without computing on them (Identity, Transpose, Cast,
-  Reshape, Squeeze, Unsqueeze, Slice, Split, Concat, Flatten), so its outputs carry the
-  padding on;
-- ``"reads"``: a gather (Gather, GatherND, GatherElements): padded indices read zeros,
-  eagerly and under ``jax.jit`` alike, and its output carries zero padding (padded data
-  passes its own padding on); zero padding as indices is refused (0 is a real position);
-- ``"drops"``: a scatter (ScatterND, ScatterElements, Scatter): padded indices write
-  nothing (zero padding as indices is refused);
-- ``"sums"``: ReduceSum, ReduceL1, ReduceL2, ReduceSumSquare: zero padding adds nothing, so the result is exact (index padding is
-  refused).
+Two kinds of marks:
 
-Any other op that meets padding raises :class:`~jaxonnx.OnnxValidationError` naming the
-size-hinted output, the node it reached and the ways out. A graph output may carry padding:
-that is what the size hint asks for. The same rules hold eagerly and under ``jax.jit``, so
-both give the same answer or the same error.
+- **Positions.** ``Marks.axes[a] = Mark(count, ...)``: the entries at positions ``>= count``
+  along axis ``a`` are not real, *whatever their values*. Arithmetic may change the padded
+  entries' values; the mark stays.
+- **Lengths.** ``Shape`` of a marked value gives the hinted (padded) length, as a static
+  numpy value, so shape arithmetic stays static; ``Marks.lengths`` flags the entries that
+  stand for a padded length and ``Marks.real`` holds the value with the real counts in
+  their place. The values built from such a shape keep the mark on their positions.
+
+The rules (the ``padding=`` kinds):
+
+- ``"elementwise"``: unary, binary and variadic ops with broadcasting, Cast, Where, Clip,
+  comparisons: the output keeps every input's marks (an axis marked by two inputs keeps the
+  smaller count); lengths are computed on the real values too.
+- ``"moves"``: Identity, Transpose, Squeeze, Unsqueeze, Reshape, Flatten, Slice, Split,
+  Expand, Tile...: where each marked position lands is found by running the op, at trace
+  time, on a probe that numbers the positions along the marked axis. A marked axis that
+  comes out whole (or cut to a prefix, ``Slice(x, 0, k)``) keeps its mark; one that is
+  merged, reversed or offset is refused. Reshape's target and Expand's shape may be
+  lengths: the axes they size are marked with the real counts.
+- ``"concat"``: along a marked axis, the real entries of the inputs are moved to the front
+  (in order) and the padding behind them, as the exact concatenation would have them.
+- ``"gather"``, ``"gather_elements"``, ``"gather_nd"``: marked indices read zeros (the
+  output is marked at the same positions); marked data keeps its marks on the axes that
+  are not indexed.
+- ``"scatter"``: marked indices or updates write nothing; the output keeps the data's marks.
+- ``"sum"``, ``"prod"``, ``"max"``, ``"min"``, ``"mean"``: reductions (Reduce*, ArgMax,
+  ArgMin) leave marked entries out of a reduced axis: they count as 0 in a sum, 1 in a
+  product, as the lowest value for a maximum (and ArgMax, ReduceLogSumExp) and the highest
+  for a minimum, and a mean divides by the real count. Axes that are not reduced keep
+  their marks.
+- ``"top_k"``: marked entries rank last; the outputs are marked past ``min(count, K)``.
+  A ``K`` that is a length gives outputs marked at the real ``K``.
+- ``"shape"``, ``"size"``: lengths (above). ``"constant_of_shape"``, ``"range"``: values
+  built from lengths are marked at the real lengths.
+
+Any other op that meets a mark raises :class:`~jaxonnx.OnnxValidationError` naming the
+size-hinted output, the node it reached and the ways out, as does a rule that cannot give
+the exact answer (a merged axis, a subgraph that reads a marked value). A graph output may
+carry position marks (that is what the size hint asks for: the padded value); a graph
+output that is a length gives its real value. Eager calls and ``jax.jit`` follow the same
+rules, so they give the same answer or the same error.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
 
 from jaxonnx._errors import OnnxValidationError
 
+KINDS = ("", "elementwise", "moves", "concat", "gather", "gather_elements", "gather_nd", "scatter",
+         "sum", "prod", "max", "min", "mean", "top_k", "shape", "size", "constant_of_shape", "range")
+
 
 @dataclasses.dataclass(frozen=True)
-class Padding:
-    """Where a value's padding comes from, and what it is."""
+class RealLength:
+    """What a size-hinted op asked for ``real_length=True`` returns after its outputs.
 
-    output: str  # the size-hinted output the padding started at
-    node: str  # the node that wrote it
-    zeros: bool  # padded entries are zeros (Compress, gathers), else out-of-range indices
-
-
-def of_size_hint(node) -> list[Padding | None] | None:
-    """The padding each output of a size-hinted node starts (None for an output whose length
-    the hint does not set), or None when the node has no size hint or its hint bounds a loop.
-
-    The contract's ``size_hint`` says what the padding is: True, out-of-range indices
-    (NonZero); ``"zeros"``, zeros (Compress); or a tuple with one entry per output (Unique):
-    ``"indices"``, ``"zeros"`` or ``""`` (that output's length does not depend on the hint).
+    Attributes:
+        count: the real length: an int, or a traced integer scalar under ``jax.jit``.
+        axes: per output, the axis its padding runs along (None: not padded).
     """
-    kind = node.op.contract.size_hint
-    if node.size is None or kind == "bound":
-        return None
-    if isinstance(kind, tuple):
-        return [Padding(name, node.path, zeros=k == "zeros") if k else None for name, k in zip(node.outputs, kind)]
-    return [Padding(node.outputs[0], node.path, zeros=kind == "zeros")] * len(node.outputs)
+
+    count: Any
+    axes: tuple[int | None, ...]
 
 
-def of_inputs(node, padding: dict[str, Padding]) -> dict[str, Padding]:
-    """The padded inputs of ``node`` by formal name, checked against its op's contract."""
-    padded = {name: padding[name] for name in node.inputs if name and name in padding}
-    if not padded:
-        return {}
-    op = node.op
-    role = getattr(getattr(op, "contract", None), "padding", "")
-    formals = op.formal_names(len(node.inputs)) if hasattr(op, "formal_names") else list(node.inputs)
-    by_formal = {formal: padding[name] for formal, name in zip(formals, node.inputs) if name in padded}
-    origin = next(iter(padded.values()))
-    if role == "sums" and not all(p.zeros for p in padded.values()):
-        _refuse(node, origin, "sums its input, but this padding is out-of-range indices, not zeros")
-    if role == "drops" and "indices" not in by_formal:
-        _refuse(node, origin, "writes padded values at real positions")
-    if role in ("reads", "drops") and "indices" in by_formal and by_formal["indices"].zeros:
-        # Zero padding in indices names element 0, a real position: it would be read or written.
-        _refuse(node, by_formal["indices"], "takes it as indices, but this padding is zeros (a real position), not out-of-range indices")
-    if not role:
-        _refuse(node, origin, "computes on its values")
-    return by_formal
+@dataclasses.dataclass(frozen=True)
+class Mark:
+    """Positions ``>= count`` along an axis are padding, started by a size-hinted output."""
+
+    count: Any  # an int32 scalar, traced under jax.jit
+    output: str  # the size-hinted output it started at
+    node: str  # the node that wrote it
+
+    def __post_init__(self):
+        # One dtype for every count, so that counts compare and combine under strict promotion.
+        object.__setattr__(self, "count", jnp.asarray(self.count).astype(jnp.int32))
 
 
-def of_outputs(node, by_formal: dict[str, Padding]) -> Padding | None:
-    """The padding the node's outputs carry, given its padded inputs."""
-    if not by_formal:
-        return None
-    role = node.op.contract.padding
-    first = next(iter(by_formal.values()))
-    if role == "keeps":
-        return first
-    if role == "reads":
-        # Padded indices read zeros; padded data passes its own padding on to what is read.
-        read = [p for formal, p in by_formal.items() if formal != "indices"]
-        return Padding(first.output, first.node, zeros=all(p.zeros for p in read))
-    return None  # "drops" and "sums" consume the padding
+@dataclasses.dataclass(frozen=True)
+class Marks:
+    """The marks of one value: padded positions by axis, and the entries that are lengths."""
+
+    axes: dict[int, Mark] = dataclasses.field(default_factory=dict)
+    lengths: np.ndarray | None = None  # bool, the value's shape: entries that stand for a padded length
+    real: Any = None  # the value with the real lengths in place of the flagged entries
+    length_origin: Mark | None = None  # the mark whose length the flagged entries hold
+
+    def origin(self) -> Mark:
+        return next(iter(self.axes.values())) if self.axes else self.length_origin
 
 
-def _refuse(node, origin: Padding, what: str):
-    raise OnnxValidationError(
+def _length_marks(lengths: np.ndarray, real, origin: Mark) -> Marks | None:
+    lengths = np.asarray(lengths, bool)
+    return Marks({}, lengths, real, origin) if lengths.any() else None
+
+
+@dataclasses.dataclass
+class Call:
+    """One node call as a rule sees it: the node, its inputs and attributes, each input's
+    marks (None where it has none) and ``run(args)``, which runs the op on other inputs."""
+
+    node: Any
+    args: list
+    attributes: dict
+    marks: list[Marks | None]
+    run: Callable[[Sequence], tuple]
+
+    @property
+    def origin(self) -> Mark:
+        return next(m for m in self.marks if m is not None).origin()
+
+    def refuse(self, what: str):
+        _refuse(self.node, self.origin, what)
+
+
+# --------------------------------------------------------------------------- the runner's side
+
+
+def of_size_hint(node, results: tuple) -> tuple[tuple, list[Marks | None]]:
+    """A size-hinted node's outputs (its :class:`RealLength` taken off) and the marks they start."""
+    *outputs, real = results
+    if not isinstance(real, RealLength):  # the op gave no real length: nothing is padded
+        return tuple(results), [None] * len(results)
+    marks = []
+    for name, axis in zip(node.outputs, real.axes):
+        marks.append(None if axis is None else Marks({axis: Mark(real.count, name, node.path)}))
+    return tuple(outputs), marks + [None] * (len(outputs) - len(marks))
+
+
+def asks_real_length(node) -> bool:
+    """Whether the node's op takes a size hint whose padding is marked (not a loop bound)."""
+    contract = getattr(node.op, "contract", None)
+    return node.size is not None and bool(getattr(contract, "size_hint", False)) and contract.size_hint != "bound"
+
+
+def run(node, args: list, attributes: dict, marks: list[Marks | None], run_op) -> tuple[tuple, list[Marks | None]]:
+    """Runs ``node`` on marked inputs by its contract's rule; returns its outputs and their marks."""
+    call = Call(node, list(args), attributes, list(marks), run_op)
+    kind = getattr(getattr(node.op, "contract", None), "padding", "")
+    rule = _RULES.get(kind)
+    if rule is None:
+        call.refuse("has no rule for padded entries (its contract sets no `padding`)")
+    return rule(call)
+
+
+def real_output(value, marks: Marks | None):
+    """A graph output as the caller gets it: a length gives its real value."""
+    if marks is not None and marks.lengths is not None and not marks.axes:
+        return marks.real
+    return value
+
+
+def _refuse(node, origin: Mark, what: str):
+    raise refusal(node, origin, what)
+
+
+def refusal(node, origin: Mark, what: str) -> OnnxValidationError:
+    """The error for padding that reaches ``node``, which ``what``: no rule gives its meaning."""
+    return OnnxValidationError(
         f"The size-hinted output {origin.output!r} (of node {origin.node!r}) is padded past its real length, "
         f"and its padding reaches node {node.path!r} ({node.op.name}), which {what}: the result would be "
         "silently wrong. Ways out: run the model without a size hint for that output (eagerly, where every "
-        "length is exact), or keep the padded value to ops that respect padding (gathers, scatters, "
-        "ReduceSum of zero padding, and the ops that only move values); see the README's size hints section."
+        "length is exact), or keep the padded value to ops with a padding rule (elementwise ops, ops that "
+        "move values, gathers, scatters, reductions, TopK, Shape); see the README's size hints section."
     )
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def real_mask(shape: tuple[int, ...], axes: dict[int, Mark]):
+    """A bool array broadcastable to ``shape``: True at the real positions."""
+    mask = None
+    for axis, mark in axes.items():
+        along = jnp.arange(shape[axis], dtype=jnp.int32) < mark.count
+        along = along.reshape([-1 if d == axis else 1 for d in range(len(shape))])
+        mask = along if mask is None else mask & along
+    return jnp.ones((1,) * len(shape), bool) if mask is None else mask
+
+
+def _merge(into: dict[int, Mark], axis: int, mark: Mark) -> None:
+    if axis in into and into[axis] is not mark:
+        into[axis] = dataclasses.replace(into[axis], count=jnp.minimum(into[axis].count, mark.count))
+    else:
+        into[axis] = mark
+
+
+def _with_count(mark: Mark, count) -> Mark:
+    return dataclasses.replace(mark, count=count)
+
+
+def _lowest(dtype):
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return False
+    if dtype.kind in "iu":
+        return np.iinfo(dtype).min
+    return -np.inf
+
+
+def _highest(dtype):
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return True
+    if dtype.kind in "iu":
+        return np.iinfo(dtype).max
+    return np.inf
+
+
+def _filled(value, axes: dict[int, Mark], fill):
+    """``value`` with ``fill`` at the marked positions of ``axes``."""
+    return jnp.where(real_mask(value.shape, axes), value, jnp.asarray(fill, value.dtype))
+
+
+def _reals(call: Call) -> list:
+    """The inputs with each length replaced by its real value."""
+    return [m.real if m is not None and m.lengths is not None else a for a, m in zip(call.args, call.marks)]
+
+
+def _length_flags(call: Call, index: int):
+    m = call.marks[index]
+    return None if m is None or m.lengths is None else m.lengths
+
+
+def _length_origin(call: Call) -> Mark:
+    return next(m.length_origin for m in call.marks if m is not None and m.lengths is not None)
+
+
+def _has_lengths(call: Call) -> bool:
+    return any(m is not None and m.lengths is not None for m in call.marks)
+
+
+def _axis_marks(call: Call, index: int) -> dict[int, Mark]:
+    m = call.marks[index]
+    return {} if m is None else m.axes
+
+
+def _only_inputs(call: Call, indices: Sequence[int], what: str) -> None:
+    """Refuses marks on inputs other than ``indices``."""
+    for i, m in enumerate(call.marks):
+        if m is not None and i not in indices:
+            call.refuse(what)
+
+
+def _outputs(results) -> tuple:
+    return results if isinstance(results, tuple) else (results,)
+
+
+# --------------------------------------------------------------------------- rules
+
+
+def _elementwise(call: Call):
+    results = _outputs(call.run(call.args))
+    shape = np.shape(results[0])
+    rank = len(shape)
+    axes: dict[int, Mark] = {}
+    for arg, marks in zip(call.args, call.marks):
+        if marks is None:
+            continue
+        for axis, mark in marks.axes.items():
+            out_axis = axis + rank - np.ndim(arg)
+            if shape[out_axis] != np.shape(arg)[axis]:
+                call.refuse(f"broadcasts the padded axis {axis} to length {shape[out_axis]}")
+            _merge(axes, out_axis, mark)
+    lengths = real = None
+    if _has_lengths(call):
+        lengths = np.zeros(shape, bool)
+        for arg, marks in zip(call.args, call.marks):
+            if marks is not None and marks.lengths is not None:
+                lengths = lengths | np.broadcast_to(marks.lengths, shape)
+        real = _outputs(call.run(_reals(call)))
+    out = []
+    for index, _ in enumerate(results):
+        length = None if lengths is None else _length_marks(lengths, real[index], _length_origin(call))
+        out.append(_combine(dict(axes), length))
+    return results, out
+
+
+def _probe(shape, axis: int, dtype) -> np.ndarray:
+    """Numbers the positions along ``axis``: the probe that shows where they land."""
+    numbers = np.arange(shape[axis]).reshape([-1 if d == axis else 1 for d in range(len(shape))])
+    dtype = np.dtype(dtype)
+    if dtype.kind not in "iuf" or dtype.itemsize < 4:
+        dtype = np.dtype(np.int64)
+    return np.broadcast_to(numbers, shape).astype(dtype)
+
+
+def _landing(probe_out: np.ndarray, length: int) -> int | None:
+    """The output axis along which a probe came out as a prefix of its positions, in order."""
+    shape = probe_out.shape
+    candidates = [b for b in range(len(shape)) if 0 < shape[b] <= length]
+    for b in sorted(candidates, key=lambda b: shape[b] == 1):  # a length-1 axis last: it matches anything
+        expected = np.broadcast_to(np.arange(shape[b]).reshape([-1 if d == b else 1 for d in range(len(shape))]), shape)
+        if np.array_equal(probe_out, expected):
+            return b
+    return None
+
+
+def _moved_marks(call: Call, results: tuple) -> list[dict[int, Mark]]:
+    """Where the data's marked positions land in each output (see ``"moves"``)."""
+    data = call.args[0]
+    out: list[dict[int, Mark]] = [{} for _ in results]
+    for axis, mark in _axis_marks(call, 0).items():
+        if data.shape[axis] == 0:
+            continue  # no positions to mark
+        if any(isinstance(a, jax.core.Tracer) for a in call.args[1:] if a is not None):
+            call.refuse("moves it by traced parameters")
+        probes = _outputs(call.run([_probe(data.shape, axis, data.dtype), *call.args[1:]]))
+        for index, probe_out in enumerate(probes):
+            probe_out = np.asarray(probe_out)
+            if probe_out.size == 0:
+                continue
+            landed = _landing(probe_out, data.shape[axis])
+            if landed is None:
+                call.refuse(f"moves the padded axis {axis} so that its positions are no longer a prefix of one axis")
+            count = mark.count if probe_out.shape[landed] == data.shape[axis] else jnp.minimum(mark.count, probe_out.shape[landed])
+            _merge(out[index], landed, _with_count(mark, count))
+    return out
+
+
+def _moves(call: Call):
+    results = _outputs(call.run(call.args))
+    positions = _moved_marks(call, results)
+    lengths = [None] * len(results)
+    if _length_flags(call, 0) is not None:
+        flags = _outputs(call.run([np.asarray(_length_flags(call, 0), np.int64), *call.args[1:]]))
+        real = _outputs(call.run([call.marks[0].real, *call.args[1:]]))
+        lengths = [_length_marks(np.asarray(f) != 0, r, _length_origin(call)) for f, r in zip(flags, real)]
+    op_type = getattr(call.node.op, "op_type", "")
+    for i in range(1, len(call.args)):
+        flags = _length_flags(call, i)
+        if call.marks[i] is None:
+            continue
+        if flags is None or op_type not in ("Reshape", "Expand"):
+            call.refuse(f"takes it as input {i} (a parameter, not data)")
+        # A length in the target shape: the axis it sizes is marked at the real length.
+        shape = np.shape(results[0])
+        offset = len(shape) - flags.size if op_type == "Expand" else 0
+        target = np.asarray(call.args[i]).reshape(-1)
+        real = call.marks[i].real.reshape(-1)
+        for entry in np.flatnonzero(flags.reshape(-1)):
+            axis = offset + int(entry)
+            if target[entry] <= 0 or shape[axis] != target[entry]:
+                call.refuse(f"sizes axis {axis} by a padded length it does not keep")
+            _merge(positions[0], axis, _with_count(_length_origin(call), real[entry]))
+    return results, [_combine(p, l) for p, l in zip(positions, lengths)]
+
+
+def _combine(axes: dict[int, Mark], lengths: Marks | None) -> Marks | None:
+    if lengths is None:
+        return Marks(axes) if axes else None
+    if not axes:
+        return lengths
+    return dataclasses.replace(lengths, axes=axes)
+
+
+def _concat(call: Call):
+    results = _outputs(call.run(call.args))
+    out = results[0]
+    axis = call.attributes.get("axis", 0)
+    axis = axis + out.ndim if axis < 0 else axis
+    axes: dict[int, Mark] = {}
+    for marks in call.marks:
+        for a, mark in ({} if marks is None else marks.axes).items():
+            if a != axis:
+                _merge(axes, a, mark)
+    along = [m.axes[axis] if m is not None and axis in m.axes else None for m in call.marks]
+    if any(along):
+        # The real entries of each input first, in order, then all the padding: as the exact
+        # concatenation of the real parts would have them.
+        masks = [jnp.arange(a.shape[axis]) < (m.count if m is not None else a.shape[axis]) for a, m in zip(call.args, along)]
+        real = jnp.concatenate(masks)
+        order = jnp.argsort(~real, stable=True)
+        out = jnp.take(jnp.asarray(out), order, axis=axis)
+        count = sum(m.count if m is not None else a.shape[axis] for a, m in zip(call.args, along))
+        axes[axis] = _with_count(next(m for m in along if m is not None), count)
+    lengths = None
+    if _has_lengths(call):
+        flags = [np.zeros(np.shape(a), bool) if _length_flags(call, i) is None else _length_flags(call, i)
+                 for i, a in enumerate(call.args)]
+        lengths = _length_marks(np.concatenate(flags, axis=axis), _outputs(call.run(_reals(call)))[0], _length_origin(call))
+    return (out,), [_combine(axes, lengths)]
+
+
+def _gather(call: Call):
+    data, indices = call.args[0], call.args[1]
+    axis = call.attributes.get("axis", 0)
+    axis = axis + data.ndim if axis < 0 else axis
+    index_axes = _axis_marks(call, 1)
+    if _length_flags(call, 1) is not None:
+        call.refuse("takes a padded length as indices")
+    args = list(call.args)
+    if index_axes:
+        mask = real_mask(indices.shape, index_axes)
+        args[1] = jnp.where(mask, indices, jnp.zeros((), indices.dtype))
+    results = _outputs(call.run(args))
+    out = results[0]
+    axes: dict[int, Mark] = {}
+    if index_axes:
+        shaped = mask.reshape((1,) * axis + mask.shape + (1,) * (data.ndim - axis - 1))
+        out = jnp.where(shaped, out, jnp.zeros((), out.dtype))
+        for a, mark in index_axes.items():
+            _merge(axes, axis + a, mark)
+    for a, mark in _axis_marks(call, 0).items():
+        if a != axis:  # a gathered axis: the indices name real positions
+            _merge(axes, a if a < axis else a + indices.ndim - 1, mark)
+    lengths = None
+    if _length_flags(call, 0) is not None:
+        flags = np.take(_length_flags(call, 0), np.asarray(indices), axis=axis)
+        lengths = _length_marks(flags, _outputs(call.run(_reals(call)))[0], _length_origin(call))
+    return (out,), [_combine(axes, lengths)]
+
+
+def _gather_elements(call: Call):
+    data, indices = call.args[0], call.args[1]
+    axis = call.attributes.get("axis", 0)
+    axis = axis + data.ndim if axis < 0 else axis
+    _no_lengths(call)
+    index_axes = _axis_marks(call, 1)
+    args = list(call.args)
+    mask = real_mask(indices.shape, index_axes)
+    if index_axes:
+        args[1] = jnp.where(mask, indices, jnp.zeros((), indices.dtype))
+    out = _outputs(call.run(args))[0]
+    if index_axes:
+        out = jnp.where(mask, out, jnp.zeros((), out.dtype))
+    axes = dict(index_axes)
+    for a, mark in _axis_marks(call, 0).items():
+        if a != axis and indices.shape[a] == data.shape[a]:
+            _merge(axes, a, mark)
+        elif a != axis:
+            call.refuse(f"reads a part of the padded axis {a}")
+    return (out,), [Marks(axes) if axes else None]
+
+
+def _gather_nd(call: Call):
+    data, indices = call.args[0], call.args[1]
+    batch = call.attributes.get("batch_dims", 0) or 0
+    _no_lengths(call)
+    index_axes = _axis_marks(call, 1)
+    if indices.ndim - 1 in index_axes:
+        call.refuse("marks the coordinates of its index rows as padding")
+    args = list(call.args)
+    mask = real_mask(indices.shape[:-1], index_axes)
+    if index_axes:
+        args[1] = jnp.where(mask[..., None], indices, jnp.zeros((), indices.dtype))
+    out = _outputs(call.run(args))[0]
+    axes = dict(index_axes)
+    if index_axes:
+        out = jnp.where(mask.reshape(mask.shape + (1,) * (out.ndim - mask.ndim)), out, jnp.zeros((), out.dtype))
+    k = indices.shape[-1]
+    for a, mark in _axis_marks(call, 0).items():
+        if a < batch:
+            _merge(axes, a, mark)
+        elif a >= batch + k:
+            _merge(axes, indices.ndim - 1 + a - batch - k, mark)
+    return (out,), [Marks(axes) if axes else None]
+
+
+def _scatter(call: Call):
+    data, indices, updates = call.args[:3]
+    _no_lengths(call)
+    op_type = getattr(call.node.op, "op_type", "")
+    nd = op_type == "ScatterND"
+    rows = indices.shape[:-1] if nd else indices.shape
+    keep = jnp.ones(rows, bool)
+    for i in (1, 2):
+        for a, mark in _axis_marks(call, i).items():
+            if a >= len(rows):
+                call.refuse("marks a part of each update as padding, not whole updates")
+            keep = keep & real_mask(rows, {a: mark})
+    if nd:
+        beyond = np.array(data.shape[: indices.shape[-1]], np.int64)
+        dropped = jnp.where(keep[..., None], indices, jnp.asarray(beyond, indices.dtype))
+    else:
+        axis = call.attributes.get("axis", 0)
+        dropped = jnp.where(keep, indices, jnp.asarray(data.shape[axis], indices.dtype))
+    # Traced, out-of-range indices write nothing (the op's rule); eagerly too, run under jit.
+    results = _outputs(jax.jit(lambda d, i, u: call.run([d, i, u, *call.args[3:]]))(data, dropped, updates))
+    axes = _axis_marks(call, 0)
+    return results, [Marks(dict(axes)) if axes else None for _ in results]
+
+
+def _no_lengths(call: Call) -> None:
+    if _has_lengths(call):
+        call.refuse("takes a padded length as data")
+
+
+def _reduced_axes(call: Call, rank: int) -> tuple[tuple[int, ...], bool]:
+    """The axes a reduction reduces, and whether it keeps them."""
+    keepdims = bool(call.attributes.get("keepdims", 1))
+    if "axis" in call.attributes:  # ArgMax, ArgMin
+        axis = call.attributes["axis"]
+        return (axis + rank if axis < 0 else axis,), keepdims
+    axes = call.attributes.get("axes")
+    if axes is None and len(call.args) > 1 and call.args[1] is not None:
+        axes = np.asarray(call.args[1]).reshape(-1).tolist()
+    if not axes:
+        return (() if call.attributes.get("noop_with_empty_axes", 0) else tuple(range(rank))), keepdims
+    return tuple(sorted(int(a) + rank if a < 0 else int(a) for a in axes)), keepdims
+
+
+def _reduction(kind: str):
+    def rule(call: Call):
+        data = call.args[0]
+        _only_inputs(call, (0,), "takes it as its reduction axes")
+        rank = np.ndim(data)
+        reduced, keepdims = _reduced_axes(call, rank)
+        axes = _axis_marks(call, 0)
+        gone = {a: m for a, m in axes.items() if a in reduced}
+        args = list(call.args)
+        if gone:
+            fill = {"sum": 0, "mean": 0, "prod": 1, "max": _lowest(data.dtype), "min": _highest(data.dtype)}[kind]
+            args[0] = _filled(jnp.asarray(data), gone, fill)
+        if gone and kind == "mean":  # the sum of the real entries over their number
+            total = jnp.sum(args[0], axis=reduced, keepdims=keepdims)
+            count = jnp.asarray(np.prod([data.shape[a] for a in reduced if a not in gone]), total.dtype)
+            for mark in gone.values():
+                count = count * mark.count.astype(total.dtype)
+            integer = jnp.issubdtype(total.dtype, jnp.integer)  # truncated toward zero, as the op's own mean
+            results = (jax.lax.div(total, count) if integer else total / count,)
+        else:
+            results = _outputs(call.run(args))
+        kept: dict[int, Mark] = {}
+        for a, mark in axes.items():
+            if a not in reduced:
+                kept[a if keepdims else a - sum(r < a for r in reduced)] = mark
+        lengths = None
+        if call.marks[0].lengths is not None:
+            flags = np.any(call.marks[0].lengths, axis=reduced, keepdims=keepdims)
+            lengths = _length_marks(flags, _outputs(call.run(_reals(call)))[0], _length_origin(call))
+        return results, [_combine(kept, lengths) for _ in results]
+
+    return rule
+
+
+def _top_k(call: Call):
+    data, k = call.args[0], call.args[1] if len(call.args) > 1 else None
+    axis = call.attributes.get("axis", -1)
+    axis = axis + data.ndim if axis < 0 else axis
+    largest = call.attributes.get("largest", 1)
+    if _length_flags(call, 0) is not None:
+        call.refuse("ranks padded lengths")
+    axes = dict(_axis_marks(call, 0))
+    args = list(call.args)
+    if axis in axes:  # marked entries rank last
+        args[0] = _filled(jnp.asarray(data), {axis: axes[axis]}, _lowest(data.dtype) if largest else _highest(data.dtype))
+    results = _outputs(call.run(args))
+    length = np.shape(results[0])[axis]
+    if axis in axes:
+        axes[axis] = _with_count(axes[axis], jnp.minimum(axes[axis].count, length))
+    if k is not None and call.marks[1] is not None:
+        real_k = jnp.asarray(call.marks[1].real).reshape(-1)[0]
+        _merge(axes, axis, _with_count(_length_origin(call), real_k))
+    return results, [Marks(dict(axes)) if axes else None for _ in results]
+
+
+def _shape(call: Call):
+    _only_inputs(call, (0,), "")
+    results = _outputs(call.run(call.args))
+    data = call.args[0]
+    axes = _axis_marks(call, 0)
+    if not axes:
+        return results, [None]  # the shape of a length: its length is not padded
+    rank = np.ndim(data)
+    start = call.attributes.get("start", 0) or 0
+    end = call.attributes.get("end")
+    dims = list(range(rank))[slice(start, end)]
+    shape = np.asarray(results[0])
+    flags = np.array([d in axes for d in dims], bool)
+    real = jnp.stack([jnp.asarray(axes[d].count if d in axes else n).astype(jnp.asarray(shape).dtype)
+                      for d, n in zip(dims, shape)]) if dims else jnp.asarray(shape)
+    return results, [_length_marks(flags, real, next(iter(axes.values())))]
+
+
+def _size(call: Call):
+    data = call.args[0]
+    axes = _axis_marks(call, 0)
+    results = _outputs(call.run(call.args))
+    if not axes:
+        return results, [None]
+    real = jnp.asarray(1, jnp.asarray(results[0]).dtype)
+    for d, n in enumerate(np.shape(data)):
+        real = real * (axes[d].count if d in axes else n)
+    return results, [_length_marks(np.ones((), bool), real, next(iter(axes.values())))]
+
+
+def _constant_of_shape(call: Call):
+    results = _outputs(call.run(call.args))
+    flags = _length_flags(call, 0)
+    if flags is None:
+        call.refuse("takes it as its value")
+    real = jnp.asarray(call.marks[0].real).reshape(-1)
+    axes = {int(i): _with_count(_length_origin(call), real[i]) for i in np.flatnonzero(flags.reshape(-1))}
+    return results, [Marks(axes)]
+
+
+def _range(call: Call):
+    results = _outputs(call.run(call.args))
+    if any(m is not None and m.lengths is None for m in call.marks):
+        call.refuse("takes a padded value as a bound")
+    start, limit, delta = (jnp.asarray(r).reshape(()) for r in _reals(call)[:3])
+    count = jnp.maximum(jnp.ceil((limit - start) / delta), 0).astype(jnp.int32)
+    return results, [Marks({0: _with_count(_length_origin(call), jnp.minimum(count, np.shape(results[0])[0]))})]
+
+
+_RULES: dict[str, Callable[[Call], tuple[tuple, list]]] = {
+    "elementwise": _elementwise,
+    "moves": _moves,
+    "concat": _concat,
+    "gather": _gather,
+    "gather_elements": _gather_elements,
+    "gather_nd": _gather_nd,
+    "scatter": _scatter,
+    **{kind: _reduction(kind) for kind in ("sum", "prod", "max", "min", "mean")},
+    "top_k": _top_k,
+    "shape": _shape,
+    "size": _size,
+    "constant_of_shape": _constant_of_shape,
+    "range": _range,
+}

@@ -30,6 +30,7 @@ from jaxonnx._errors import (
 )
 
 from jaxonnx._core.context import OpContext
+from jaxonnx._core.padding import KINDS as PADDING_KINDS
 from jaxonnx._core.loading import DEFAULT_DOMAIN, canonical_domain, decode_attribute
 
 
@@ -59,11 +60,11 @@ class OpContract:
             ``jax.random`` key from the caller (``model(..., rng=key)``), or None.
         options: names of load-time options the op takes as keywords (e.g.
             ``"straight_through"``), from :attr:`OpContext.options` when the caller set them.
-        padding: what the op does with the padding of a size-hinted output (see
-            :mod:`jaxonnx._core.padding`): ``"keeps"`` (it moves values without computing on
-            them, so the padding stays padding), ``"reads"`` (a gather: padded indices read
-            zeros), ``"drops"`` (a scatter: padded indices write nothing), ``"sums"`` (zero
-            padding adds nothing); ``""``: a padded input is refused with an error.
+        padding: the rule the graph runner follows when a size hint's padding reaches the
+            op (see :mod:`jaxonnx._core.padding`, which lists them): ``"elementwise"``,
+            ``"moves"``, ``"concat"``, the gathers, ``"scatter"``, the reductions (``"sum"``,
+            ``"prod"``, ``"max"``, ``"min"``, ``"mean"``), ``"top_k"``, ``"shape"``...;
+            ``""``: a padded input is refused with an error naming the node.
         computation: the op differentiates part of its own graph (Gradient), so it takes a
             ``computation`` keyword: the function from the values its ``xs`` and ``zs``
             attributes name to the value its ``y`` attribute names (returning a tuple of
@@ -102,8 +103,8 @@ class OpContract:
         for name in self.options:
             if name in ctx.options:
                 keywords[name] = ctx.options[name]
-        if self.padding in ("reads", "drops"):
-            keywords["padded"] = ctx.padded
+        if self.size_hint and self.size_hint != "bound" and ctx.real_length:
+            keywords["real_length"] = True
         if self.computation:
             keywords["computation"] = ctx.computation
         if self.channels_last and ctx.channels_last:
@@ -591,8 +592,8 @@ class Registry:
     ):
         """See :func:`register`."""
         domain = canonical_domain(domain)
-        if padding not in ("", "keeps", "reads", "drops", "sums"):
-            raise ValueError(f"{op_type}: `padding` is one of 'keeps', 'reads', 'drops', 'sums' or '', got {padding!r}.")
+        if padding not in PADDING_KINDS:
+            raise ValueError(f"{op_type}: `padding` is one of {', '.join(map(repr, PADDING_KINDS))}, got {padding!r}.")
         contract = OpContract(tuple(static), tuple(concrete), size_hint, folds, output_count, rng, tuple(options), padding,
                               computation, channels_last)
 

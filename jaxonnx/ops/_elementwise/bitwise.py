@@ -16,7 +16,7 @@ from jaxonnx.ops._helpers.broadcasting import broadcast_together
 from jaxonnx.ops._helpers.common import namespace
 
 
-@register("BitShift", 11, 28)
+@register("BitShift", 11, 28, padding="elementwise")
 def bit_shift(X, Y, *, direction: str):
     """Implements ONNX BitShift: ``X << Y`` or ``X >> Y`` elementwise, with numpy broadcasting.
 
@@ -68,7 +68,7 @@ def _left_shift(xp, X, count):
     return jax.lax.bitcast_convert_type(xp.left_shift(as_unsigned, count.astype(unsigned)), X.dtype)
 
 
-@register("BitwiseAnd", 18)
+@register("BitwiseAnd", 18, padding="elementwise")
 def bitwise_and(A, B):
     """Implements ONNX BitwiseAnd: the bitwise AND of two integer arrays, with numpy broadcasting.
 
@@ -80,7 +80,7 @@ def bitwise_and(A, B):
     return namespace(A, B).bitwise_and(A, B)
 
 
-@register("BitwiseOr", 18)
+@register("BitwiseOr", 18, padding="elementwise")
 def bitwise_or(A, B):
     """Implements ONNX BitwiseOr: the bitwise OR of two integer arrays, with numpy broadcasting.
 
@@ -92,7 +92,7 @@ def bitwise_or(A, B):
     return namespace(A, B).bitwise_or(A, B)
 
 
-@register("BitwiseXor", 18)
+@register("BitwiseXor", 18, padding="elementwise")
 def bitwise_xor(A, B):
     """Implements ONNX BitwiseXor: the bitwise exclusive OR of two integer arrays, with numpy broadcasting.
 
@@ -104,7 +104,7 @@ def bitwise_xor(A, B):
     return namespace(A, B).bitwise_xor(A, B)
 
 
-@register("BitwiseNot", 18)
+@register("BitwiseNot", 18, padding="elementwise")
 def bitwise_not(X):
     """Implements ONNX BitwiseNot: every bit of ``X`` flipped (``-X - 1`` for signed types).
 

@@ -8,7 +8,7 @@ from jaxonnx._errors import OnnxTypeError
 from jaxonnx.ops._helpers.casting import TYPE_NAMES, cast_to, schema_types
 
 
-@register("Cast", 28, padding="keeps")
+@register("Cast", 28, padding="elementwise")
 def cast(input, *, to: int, saturate: int = 1, round_mode: str = "up"):
     """Implements ONNX Cast: ``input`` converted to the element type ``to``.
 
@@ -37,7 +37,7 @@ def cast(input, *, to: int, saturate: int = 1, round_mode: str = "up"):
 
 
 def _older(version: int):
-    @register("Cast", version, padding="keeps")
+    @register("Cast", version, padding="elementwise")
     def cast_before_28(input, *, to, saturate=1, round_mode="up"):
         return cast_to(input, _target(to, version=version), saturate=saturate, round_mode=round_mode)
 

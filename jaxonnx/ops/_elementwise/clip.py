@@ -9,7 +9,7 @@ from jaxonnx._core.registry import register
 from jaxonnx.ops._helpers.common import namespace
 
 
-@register("Clip", 11, 12, 13)
+@register("Clip", 11, 12, 13, padding="elementwise")
 @np.errstate(all="ignore")  # a folded bound cast to float16 may overflow to inf, as in JAX
 def clip(input, min=None, max=None):
     """Implements ONNX Clip: ``input`` limited to ``[min, max]``.
@@ -39,7 +39,7 @@ def clip(input, min=None, max=None):
     return out
 
 
-@register("Clip", 1, 6)
+@register("Clip", 1, 6, padding="elementwise")
 @np.errstate(all="ignore")
 def _clip_6(input, *, min=None, max=None, consumed_inputs=None):
     # Clip-6's bounds default to -FLT_MAX/FLT_MAX (also for double); Clip-1's to none.

@@ -15,7 +15,7 @@ from jaxonnx.ops._helpers.broadcasting import broadcast_together
 from jaxonnx.ops._helpers.legacy import legacy_binary
 
 
-@register("Equal", 7, 11, 13, 19)
+@register("Equal", 7, 11, 13, 19, padding="elementwise")
 @np.errstate(invalid="ignore")  # numpy warns on nan in bfloat16 (ml_dtypes) comparisons
 def equal(A, B):
     """Implements ONNX Equal: ``A == B`` elementwise (nan equals nothing).
@@ -28,7 +28,7 @@ def equal(A, B):
     return A == B
 
 
-@register("Less", 7, 9, 13)
+@register("Less", 7, 9, 13, padding="elementwise")
 @np.errstate(invalid="ignore")
 def less(A, B):
     """Implements ONNX Less: ``A < B`` elementwise.
@@ -41,7 +41,7 @@ def less(A, B):
     return A < B
 
 
-@register("LessOrEqual", 12, 16)
+@register("LessOrEqual", 12, 16, padding="elementwise")
 @np.errstate(invalid="ignore")
 def less_or_equal(A, B):
     """Implements ONNX LessOrEqual: ``A <= B`` elementwise.
@@ -54,7 +54,7 @@ def less_or_equal(A, B):
     return A <= B
 
 
-@register("Greater", 7, 9, 13)
+@register("Greater", 7, 9, 13, padding="elementwise")
 @np.errstate(invalid="ignore")
 def greater(A, B):
     """Implements ONNX Greater: ``A > B`` elementwise.
@@ -67,7 +67,7 @@ def greater(A, B):
     return A > B
 
 
-@register("GreaterOrEqual", 12, 16)
+@register("GreaterOrEqual", 12, 16, padding="elementwise")
 @np.errstate(invalid="ignore")
 def greater_or_equal(A, B):
     """Implements ONNX GreaterOrEqual: ``A >= B`` elementwise.
@@ -80,8 +80,8 @@ def greater_or_equal(A, B):
     return A >= B
 
 
-register("Equal", 1)(legacy_binary(equal))
-register("Less", 1)(legacy_binary(less))
-register("Greater", 1)(legacy_binary(greater))
+register("Equal", 1, padding="elementwise")(legacy_binary(equal))
+register("Less", 1, padding="elementwise")(legacy_binary(less))
+register("Greater", 1, padding="elementwise")(legacy_binary(greater))
 
 __all__ = ["equal", "less", "less_or_equal", "greater", "greater_or_equal"]

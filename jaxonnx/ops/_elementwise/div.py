@@ -11,7 +11,7 @@ from jaxonnx.ops._helpers.common import namespace
 from jaxonnx.ops._helpers.legacy import legacy_binary
 
 
-@register("Div", 7, 13, 14)
+@register("Div", 7, 13, 14, padding="elementwise")
 @np.errstate(all="ignore")  # folded float division by zero gives inf/nan, as in JAX, without a warning
 def div(A, B):
     """Implements ONNX Div: ``A / B`` with numpy broadcasting, in the dtype of ``A``.
@@ -48,6 +48,6 @@ def div(A, B):
     return xp.where(by_zero, xp.zeros_like(quotient), quotient)
 
 
-register("Div", 1, 6)(legacy_binary(div))
+register("Div", 1, 6, padding="elementwise")(legacy_binary(div))
 
 __all__ = ["div"]

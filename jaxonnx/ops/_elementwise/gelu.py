@@ -8,7 +8,7 @@ from jaxonnx._errors import OnnxValidationError
 from jaxonnx._core.registry import register
 
 
-@register("Gelu", 20, folds=False)
+@register("Gelu", 20, folds=False, padding="elementwise")
 def gelu(X, *, approximate: str = "none"):
     """Implements ONNX Gelu: ``X * Phi(X)``, ``Phi`` the standard normal CDF.
 

@@ -9,7 +9,7 @@ from jaxonnx.ops._helpers.common import namespace
 from jaxonnx.ops._helpers.legacy import legacy_binary
 
 
-@register("And", 7)
+@register("And", 7, padding="elementwise")
 def and_(A, B):
     """Implements ONNX And: the elementwise logical and of bool arrays, with numpy broadcasting.
 
@@ -21,7 +21,7 @@ def and_(A, B):
     return namespace(A, B).logical_and(A, B)
 
 
-@register("Or", 7)
+@register("Or", 7, padding="elementwise")
 def or_(A, B):
     """Implements ONNX Or: the elementwise logical or of bool arrays, with numpy broadcasting.
 
@@ -33,7 +33,7 @@ def or_(A, B):
     return namespace(A, B).logical_or(A, B)
 
 
-@register("Xor", 7)
+@register("Xor", 7, padding="elementwise")
 def xor(A, B):
     """Implements ONNX Xor: the elementwise exclusive or of bool arrays, with numpy broadcasting.
 
@@ -45,7 +45,7 @@ def xor(A, B):
     return namespace(A, B).logical_xor(A, B)
 
 
-@register("Not", 1)
+@register("Not", 1, padding="elementwise")
 def not_(X):
     """Implements ONNX Not: the elementwise logical negation of a bool array.
 
@@ -56,8 +56,8 @@ def not_(X):
     return namespace(X).logical_not(X)
 
 
-register("And", 1)(legacy_binary(and_))
-register("Or", 1)(legacy_binary(or_))
-register("Xor", 1)(legacy_binary(xor))
+register("And", 1, padding="elementwise")(legacy_binary(and_))
+register("Or", 1, padding="elementwise")(legacy_binary(or_))
+register("Xor", 1, padding="elementwise")(legacy_binary(xor))
 
 __all__ = ["and_", "or_", "xor", "not_"]

@@ -12,7 +12,7 @@ from jaxonnx.ops._helpers.legacy import legacy_binary
 
 
 # folds=False: XLA's and numpy's float `pow` differ in the last bit, and an op gives one answer.
-@register("Pow", 7, 12, 13, 15, folds=False)
+@register("Pow", 7, 12, 13, 15, folds=False, padding="elementwise")
 def pow(X, Y):
     """Implements ONNX Pow: ``X ** Y`` with numpy broadcasting, in the dtype of ``X``.
 
@@ -95,6 +95,6 @@ def _wider_float(a, b):
     return b if b.itemsize > a.itemsize else jnp.dtype(jnp.float32)  # float16 with bfloat16
 
 
-register("Pow", 1, folds=False)(legacy_binary(pow, names=("X", "Y")))
+register("Pow", 1, folds=False, padding="elementwise")(legacy_binary(pow, names=("X", "Y")))
 
 __all__ = ["pow"]

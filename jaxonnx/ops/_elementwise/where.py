@@ -9,7 +9,7 @@ from jaxonnx._core.registry import register
 from jaxonnx.ops._helpers.common import namespace
 
 
-@register("Where", 9, 16)
+@register("Where", 9, 16, padding="elementwise")
 def where(condition, X, Y):
     """Implements ONNX Where: elements of ``X`` where ``condition`` is true, else of ``Y``.
 

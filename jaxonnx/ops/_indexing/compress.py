@@ -7,6 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxonnx._errors import OnnxValidationError, StaticValueError
+from jaxonnx._core.padding import RealLength
 from jaxonnx._core.registry import register
 from jaxonnx.ops._helpers.bounds import refuse_at_run_time_if
 from jaxonnx.ops._helpers.common import is_traced, namespace, normalize_axis
@@ -16,7 +17,8 @@ from jaxonnx.ops._helpers.fill import padding_scalar
 
 
 @register("Compress", 11, 28, concrete=("condition",), size_hint="zeros")
-def compress(input, condition, *, axis: int | None = None, size: int | None = None, fill_value=None):
+def compress(input, condition, *, axis: int | None = None, size: int | None = None, fill_value=None,
+             real_length: bool = False):
     """Implements ONNX Compress: the slices of ``input`` along ``axis`` where ``condition`` is true.
 
     The output length depends on the values of ``condition``. A concrete ``condition``
@@ -41,6 +43,8 @@ def compress(input, condition, *, axis: int | None = None, size: int | None = No
             bool dtypes must hold it exactly (not 1000 for int8, not 0.5 for ints); a float
             rounds to the nearest value of a float dtype, but may not overflow it. Defaults
             to 0, or "" for string data.
+        real_length: with ``size``, also return the number of selected slices (a
+            :class:`~jaxonnx._core.padding.RealLength`, for the graph runner's padding marks).
 
     Returns:
         The selected slices, with the dtype of ``input``.
@@ -49,12 +53,21 @@ def compress(input, condition, *, axis: int | None = None, size: int | None = No
         >>> jaxonnx.ops.compress(jnp.array([[1, 2], [3, 4], [5, 6]]), np.array([False, True]), axis=0)
         Array([[3, 4]], dtype=int32)
     """
-    return _compress(input, condition, axis, size=size, fill_value=fill_value, negative_axis=True)
+    out = _compress(input, condition, axis, size=size, fill_value=fill_value, negative_axis=True)
+    return _with_real_length(out, condition, axis, size, real_length)
 
 
 @register("Compress", 9, concrete=("condition",), size_hint="zeros")
-def _compress_9(input, condition, *, axis=None, size=None, fill_value=None):
-    return _compress(input, condition, axis, size=size, fill_value=fill_value, negative_axis=False)
+def _compress_9(input, condition, *, axis=None, size=None, fill_value=None, real_length=False):
+    out = _compress(input, condition, axis, size=size, fill_value=fill_value, negative_axis=False)
+    return _with_real_length(out, condition, axis, size, real_length)
+
+
+def _with_real_length(out, condition, axis, size, real_length):
+    if not real_length or size is None:
+        return out
+    count = jnp.count_nonzero(condition) if is_traced(condition) else np.count_nonzero(np.asarray(condition))
+    return out, RealLength(count, (0 if axis is None else axis % out.ndim,))
 
 
 # Above this many contiguous runs of selected slices, one gather beats many slices (and

@@ -7,6 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxonnx._errors import OnnxValidationError, StaticValueError
+from jaxonnx._core.padding import RealLength
 from jaxonnx._core.registry import register
 from jaxonnx.ops._helpers.bounds import refuse_at_run_time_if
 from jaxonnx.ops._helpers.common import is_traced
@@ -15,7 +16,7 @@ from jaxonnx.ops._helpers.common import is_traced
 
 
 @register("NonZero", 9, 13, concrete=("X",), size_hint=True)
-def non_zero(X, *, size: int | None = None, fill_value=None):
+def non_zero(X, *, size: int | None = None, fill_value=None, real_length: bool = False):
     """Implements ONNX NonZero: the indices of the non-zero elements of ``X``, one row per dim.
 
     Like ``np.array(np.nonzero(X))`` (row-major order), but a scalar gives shape
@@ -37,6 +38,8 @@ def non_zero(X, *, size: int | None = None, fill_value=None):
         size: the static number of columns (needed for a traced ``X``).
         fill_value: the padding index when ``size`` is given; defaults to the dim size
             of each row (out of range, see above).
+        real_length: with ``size``, also return the real number of columns (a
+            :class:`~jaxonnx._core.padding.RealLength`, for the graph runner's padding marks).
 
     Returns:
         An int64 array of shape ``(X.ndim, count)`` (int32 when JAX's x64 mode is off).
@@ -48,6 +51,9 @@ def non_zero(X, *, size: int | None = None, fill_value=None):
         >>> jax.jit(lambda x: jaxonnx.ops.non_zero(x, size=3))(jnp.array([0., 2., 5.]))
         Array([[1, 2, 3]], dtype=int32)
     """
+    if real_length and size is not None:
+        count = jnp.count_nonzero(X) if is_traced(X) else np.count_nonzero(np.asarray(X)) if X.ndim else 0
+        return non_zero(X, size=size, fill_value=fill_value), RealLength(count, (1,))
     if size is not None and (isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 0):
         raise OnnxValidationError(f"needs a non-negative int `size`, got {size!r}.")
     if fill_value is not None and (isinstance(fill_value, bool) or not isinstance(fill_value, (int, np.integer))):

@@ -7,7 +7,7 @@ from jaxonnx._core.registry import register
 from jaxonnx.ops._helpers.indexing import REDUCTIONS, checked_reduction, scatter_elements_along
 
 
-@register("ScatterElements", 18, concrete=("indices",), padding="drops")
+@register("ScatterElements", 18, concrete=("indices",), padding="scatter")
 def scatter_elements(data, indices, updates, *, axis: int = 0, reduction: str = "none", padded=frozenset()):
     """Implements ONNX ScatterElements: ``out[indices[i][j]][j] = updates[i][j]`` for ``axis=0``.
 
@@ -42,13 +42,13 @@ def scatter_elements(data, indices, updates, *, axis: int = 0, reduction: str = 
     return scatter_elements_along(data, indices, updates, axis, reduction)
 
 
-@register("ScatterElements", 16, concrete=("indices",), padding="drops")
+@register("ScatterElements", 16, concrete=("indices",), padding="scatter")
 def _scatter_elements_16(data, indices, updates, *, axis=0, reduction="none", padded=frozenset()):
     reduction = checked_reduction(reduction, REDUCTIONS[:3])
     return scatter_elements(data, indices, updates, axis=axis, reduction=reduction)
 
 
-@register("ScatterElements", 11, 13, concrete=("indices",), padding="drops")
+@register("ScatterElements", 11, 13, concrete=("indices",), padding="scatter")
 def _scatter_elements_11(data, indices, updates, *, axis=0, padded=frozenset()):
     return scatter_elements(data, indices, updates, axis=axis)
 

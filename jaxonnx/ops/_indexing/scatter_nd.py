@@ -8,7 +8,7 @@ from jaxonnx._core.registry import register
 from jaxonnx.ops._helpers.indexing import REDUCTIONS, checked_reduction, nd_indices, scatter
 
 
-@register("ScatterND", 18, concrete=("indices",), padding="drops")
+@register("ScatterND", 18, concrete=("indices",), padding="scatter")
 def scatter_nd(data, indices, updates, *, reduction: str = "none", padded=frozenset()):
     """Implements ONNX ScatterND: a copy of ``data`` with the slices that the rows of
     ``indices`` address replaced by (or combined with) ``updates``.
@@ -62,12 +62,12 @@ def scatter_nd(data, indices, updates, *, reduction: str = "none", padded=frozen
     return scatter(data, nd_indices(indices, data.shape), updates, reduction)
 
 
-@register("ScatterND", 16, concrete=("indices",), padding="drops")
+@register("ScatterND", 16, concrete=("indices",), padding="scatter")
 def _scatter_nd_16(data, indices, updates, *, reduction="none", padded=frozenset()):
     return scatter_nd(data, indices, updates, reduction=checked_reduction(reduction, REDUCTIONS[:3]))
 
 
-@register("ScatterND", 11, 13, concrete=("indices",), padding="drops")
+@register("ScatterND", 11, 13, concrete=("indices",), padding="scatter")
 def _scatter_nd_11(data, indices, updates, *, padded=frozenset()):
     return scatter_nd(data, indices, updates)
 

@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxonnx._core.padding import RealLength
 from jaxonnx._core.registry import register
 from jaxonnx._errors import OnnxValidationError, StaticValueError
 from jaxonnx.ops._helpers.bounds import refuse_at_run_time_if
@@ -18,7 +19,8 @@ from jaxonnx.ops._helpers.fill import padding_scalar
 # Under a size hint: `Y` and `counts` are padded with zeros, `indices` with an out-of-range
 # index, and `inverse_indices` has the length of the input, so it is never padded.
 @register("Unique", 11, 28, concrete=("X",), size_hint=("zeros", "indices", "", "zeros"))
-def unique(X, *, axis: int | None = None, sorted: int = 1, size: int | None = None, fill_value=None):
+def unique(X, *, axis: int | None = None, sorted: int = 1, size: int | None = None, fill_value=None,
+           real_length: bool = False):
     """Implements ONNX Unique: the unique elements (or slices along ``axis``) of ``X``.
 
     Returns the unique values ``Y``; ``indices``, the first occurrence of each in ``X``;
@@ -48,6 +50,8 @@ def unique(X, *, axis: int | None = None, sorted: int = 1, size: int | None = No
         size: the static number of unique values to return (needed for a traced ``X``).
         fill_value: the value of the padding of ``Y`` when ``size`` is given (0 by default,
             "" for strings); the dtype of ``X`` must hold it exactly.
+        real_length: with ``size``, also return the number of unique values (a
+            :class:`~jaxonnx._core.padding.RealLength`, for the graph runner's padding marks).
 
     Returns:
         ``(Y, indices, inverse_indices, counts)``; the last three int64 (int32 when JAX's
@@ -60,6 +64,11 @@ def unique(X, *, axis: int | None = None, sorted: int = 1, size: int | None = No
         >>> jax.jit(lambda x: jaxonnx.ops.unique(x, size=4)[0])(jnp.array([2., 1., 1., 3., 2.]))
         Array([1., 2., 3., 0.], dtype=float32)
     """
+    if real_length and size is not None:
+        outputs = unique(X, axis=axis, sorted=sorted, size=size, fill_value=fill_value)
+        counts = outputs[3]  # a real value occurs at least once; padding counts 0
+        count = jnp.count_nonzero(counts) if isinstance(counts, jax.Array) else np.count_nonzero(counts)
+        return (*outputs, RealLength(count, (0 if axis is None else axis % X.ndim, 0, None, 0)))
     if sorted not in (0, 1):
         raise OnnxValidationError(f"got `sorted`={sorted}; it must be 0 or 1.")
     if size is not None and (isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 0):

@@ -14,7 +14,7 @@ from jaxonnx._core.registry import register
 from jaxonnx.ops._helpers.common import namespace, normalize_axis
 
 
-@register("ArgMax", 12, 13)
+@register("ArgMax", 12, 13, padding="max")
 def arg_max(data, *, axis: int = 0, keepdims: int = 1, select_last_index: int = 0):
     """Implements ONNX ArgMax (version 13): the index of the largest element along ``axis``.
 
@@ -35,7 +35,7 @@ def arg_max(data, *, axis: int = 0, keepdims: int = 1, select_last_index: int = 
     return _arg(data, axis, keepdims, select_last_index, largest=True)
 
 
-@register("ArgMin", 12, 13)
+@register("ArgMin", 12, 13, padding="min")
 def arg_min(data, *, axis: int = 0, keepdims: int = 1, select_last_index: int = 0):
     """Implements ONNX ArgMin (version 13): the index of the smallest element along ``axis``.
 
@@ -48,22 +48,22 @@ def arg_min(data, *, axis: int = 0, keepdims: int = 1, select_last_index: int = 
     return _arg(data, axis, keepdims, select_last_index, largest=False)
 
 
-@register("ArgMax", 11)
+@register("ArgMax", 11, padding="max")
 def _arg_max_11(data, *, axis=0, keepdims=1):
     return _arg(data, axis, keepdims, 0, largest=True)
 
 
-@register("ArgMin", 11)
+@register("ArgMin", 11, padding="min")
 def _arg_min_11(data, *, axis=0, keepdims=1):
     return _arg(data, axis, keepdims, 0, largest=False)
 
 
-@register("ArgMax", 1)
+@register("ArgMax", 1, padding="max")
 def _arg_max_1(data, *, axis=0, keepdims=1):
     return _arg(data, axis, keepdims, 0, largest=True, allow_negative=False)
 
 
-@register("ArgMin", 1)
+@register("ArgMin", 1, padding="min")
 def _arg_min_1(data, *, axis=0, keepdims=1):
     return _arg(data, axis, keepdims, 0, largest=False, allow_negative=False)
 

@@ -157,7 +157,7 @@ def _reduce(op_type, data, axes, keepdims, noop_with_empty_axes=0, *, allow_nega
         return _REDUCTIONS[op_type](namespace(data), data, axes, bool(keepdims))
 
 
-@register("ReduceSum", 13, static=("axes",), padding="sums")
+@register("ReduceSum", 13, static=("axes",), padding="sum")
 def reduce_sum(data, axes=None, *, keepdims: int = 1, noop_with_empty_axes: int = 0):
     """Implements ONNX ReduceSum (version 13): the sum of ``data`` over ``axes``.
 
@@ -179,7 +179,7 @@ def reduce_sum(data, axes=None, *, keepdims: int = 1, noop_with_empty_axes: int 
     return _reduce("ReduceSum", data, axes, keepdims, noop_with_empty_axes)
 
 
-@register("ReduceMean", 18, static=("axes",))
+@register("ReduceMean", 18, static=("axes",), padding="mean")
 def reduce_mean(data, axes=None, *, keepdims: int = 1, noop_with_empty_axes: int = 0):
     """Implements ONNX ReduceMean (version 18): the mean of ``data`` over ``axes``.
 
@@ -195,7 +195,7 @@ def reduce_mean(data, axes=None, *, keepdims: int = 1, noop_with_empty_axes: int
     return _reduce("ReduceMean", data, axes, keepdims, noop_with_empty_axes)
 
 
-@register("ReduceMax", 18, 20, static=("axes",))
+@register("ReduceMax", 18, 20, static=("axes",), padding="max")
 def reduce_max(data, axes=None, *, keepdims: int = 1, noop_with_empty_axes: int = 0):
     """Implements ONNX ReduceMax (version 20): the largest element of ``data`` over ``axes``.
 
@@ -210,7 +210,7 @@ def reduce_max(data, axes=None, *, keepdims: int = 1, noop_with_empty_axes: int 
     return _reduce("ReduceMax", data, axes, keepdims, noop_with_empty_axes)
 
 
-@register("ReduceMin", 18, 20, static=("axes",))
+@register("ReduceMin", 18, 20, static=("axes",), padding="min")
 def reduce_min(data, axes=None, *, keepdims: int = 1, noop_with_empty_axes: int = 0):
     """Implements ONNX ReduceMin (version 20): the smallest element of ``data`` over ``axes``.
 
@@ -226,7 +226,7 @@ def reduce_min(data, axes=None, *, keepdims: int = 1, noop_with_empty_axes: int 
     return _reduce("ReduceMin", data, axes, keepdims, noop_with_empty_axes)
 
 
-@register("ReduceProd", 18, static=("axes",))
+@register("ReduceProd", 18, static=("axes",), padding="prod")
 def reduce_prod(data, axes=None, *, keepdims: int = 1, noop_with_empty_axes: int = 0):
     """Implements ONNX ReduceProd (version 18): the product of ``data`` over ``axes``.
 
@@ -240,7 +240,7 @@ def reduce_prod(data, axes=None, *, keepdims: int = 1, noop_with_empty_axes: int
     return _reduce("ReduceProd", data, axes, keepdims, noop_with_empty_axes)
 
 
-@register("ReduceL2", 18, static=("axes",), padding="sums")
+@register("ReduceL2", 18, static=("axes",), padding="sum")
 def reduce_l2(data, axes=None, *, keepdims: int = 1, noop_with_empty_axes: int = 0):
     """Implements ONNX ReduceL2 (version 18): ``sqrt(sum(data ** 2))`` over ``axes``.
 
@@ -256,7 +256,7 @@ def reduce_l2(data, axes=None, *, keepdims: int = 1, noop_with_empty_axes: int =
     return _reduce("ReduceL2", data, axes, keepdims, noop_with_empty_axes)
 
 
-@register("ReduceL1", 18, static=("axes",), padding="sums")
+@register("ReduceL1", 18, static=("axes",), padding="sum")
 def reduce_l1(data, axes=None, *, keepdims: int = 1, noop_with_empty_axes: int = 0):
     """Implements ONNX ReduceL1 (version 18): ``sum(|data|)`` over ``axes``.
 
@@ -271,7 +271,7 @@ def reduce_l1(data, axes=None, *, keepdims: int = 1, noop_with_empty_axes: int =
     return _reduce("ReduceL1", data, axes, keepdims, noop_with_empty_axes)
 
 
-@register("ReduceSumSquare", 18, static=("axes",), padding="sums")
+@register("ReduceSumSquare", 18, static=("axes",), padding="sum")
 def reduce_sum_square(data, axes=None, *, keepdims: int = 1, noop_with_empty_axes: int = 0):
     """Implements ONNX ReduceSumSquare (version 18): ``sum(data ** 2)`` over ``axes``.
 
@@ -287,7 +287,7 @@ def reduce_sum_square(data, axes=None, *, keepdims: int = 1, noop_with_empty_axe
 
 
 # folds=False (both): numpy's and XLA's exp and log differ in the last bit; an op gives one answer.
-@register("ReduceLogSum", 18, 28, static=("axes",), folds=False)
+@register("ReduceLogSum", 18, 28, static=("axes",), folds=False, padding="sum")
 def reduce_log_sum(data, axes=None, *, keepdims: int = 1, noop_with_empty_axes: int = 0):
     """Implements ONNX ReduceLogSum (version 28): ``log(sum(data))`` over ``axes``.
 
@@ -303,7 +303,7 @@ def reduce_log_sum(data, axes=None, *, keepdims: int = 1, noop_with_empty_axes: 
     return _reduce("ReduceLogSum", data, axes, keepdims, noop_with_empty_axes)
 
 
-@register("ReduceLogSumExp", 18, 28, static=("axes",), folds=False)
+@register("ReduceLogSumExp", 18, 28, static=("axes",), folds=False, padding="max")
 def reduce_log_sum_exp(data, axes=None, *, keepdims: int = 1, noop_with_empty_axes: int = 0):
     """Implements ONNX ReduceLogSumExp (version 28): ``log(sum(exp(data)))`` over ``axes``.
 
@@ -319,13 +319,18 @@ def reduce_log_sum_exp(data, axes=None, *, keepdims: int = 1, noop_with_empty_ax
     return _reduce("ReduceLogSumExp", data, axes, keepdims, noop_with_empty_axes)
 
 
+# What each reduction leaves marked (padded) entries as: see jaxonnx/_core/padding.py.
+_PADDING = {"ReduceSum": "sum", "ReduceL1": "sum", "ReduceL2": "sum", "ReduceSumSquare": "sum", "ReduceLogSum": "sum",
+            "ReduceMean": "mean", "ReduceMax": "max", "ReduceLogSumExp": "max", "ReduceMin": "min", "ReduceProd": "prod"}
+
+
 def _with_axes_attribute(op_type, *since_versions, allow_negative=True, folds=True):
     """Registers ``op_type``'s versions whose ``axes`` is an attribute (no ``noop_with_empty_axes``)."""
 
     def reduce_with_axes_attribute(data, *, axes=None, keepdims=1):
         return _reduce(op_type, data, axes, keepdims, allow_negative=allow_negative)
 
-    padding = "sums" if op_type in ("ReduceSum", "ReduceL1", "ReduceL2", "ReduceSumSquare") else ""  # zero padding adds nothing
+    padding = _PADDING[op_type]
     register(op_type, *since_versions, folds=folds, padding=padding)(reduce_with_axes_attribute)
 
 

@@ -11,7 +11,7 @@ from jaxonnx._core.registry import register
 from jaxonnx.ops._helpers.common import int_list, namespace, normalize_axis
 
 
-@register("TopK", 11, 24, static=("K",))
+@register("TopK", 11, 24, static=("K",), padding="top_k")
 def top_k(X, K, *, axis: int = -1, largest: int = 1, sorted: int = 1):
     """Implements ONNX TopK (version 24): the ``K`` largest (or smallest) elements along ``axis``.
 
@@ -43,12 +43,12 @@ def top_k(X, K, *, axis: int = -1, largest: int = 1, sorted: int = 1):
     return _top_k(X, values[0], axis, largest=bool(largest))
 
 
-@register("TopK", 10, static=("K",))
+@register("TopK", 10, static=("K",), padding="top_k")
 def _top_k_10(X, K, *, axis=-1):
     return top_k(X, K, axis=axis)
 
 
-@register("TopK", 1)
+@register("TopK", 1, padding="top_k")
 def _top_k_1(X, *, k, axis=-1):
     return _top_k(X, k, axis, largest=True)
 

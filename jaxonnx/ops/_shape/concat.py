@@ -7,7 +7,7 @@ from jaxonnx._core.registry import register
 from jaxonnx.ops._helpers.common import namespace, normalize_axis
 
 
-@register("Concat", 11, 13, padding="keeps")
+@register("Concat", 11, 13, padding="concat")
 def concat(*inputs, axis: int):
     """Implements ONNX Concat: ``inputs`` joined along ``axis``.
 
@@ -26,12 +26,12 @@ def concat(*inputs, axis: int):
     return _concat(inputs, axis, allow_negative=True)
 
 
-@register("Concat", 4, padding="keeps")
+@register("Concat", 4, padding="concat")
 def _concat_4(*inputs, axis):
     return _concat(inputs, axis, allow_negative=False)
 
 
-@register("Concat", 1, padding="keeps")
+@register("Concat", 1, padding="concat")
 def _concat_1(*inputs, axis=None):
     # Concat-1's schema has no default, but its text says "Default value is 1".
     return _concat(inputs, 1 if axis is None else axis, allow_negative=False)

@@ -39,7 +39,7 @@ def constant(**attributes) -> np.ndarray:
     return _FORMS[name](value)
 
 
-@register("Identity", 1, 13, 14, 16, 19, 21, 23, 24, 25, padding="keeps")
+@register("Identity", 1, 13, 14, 16, 19, 21, 23, 24, 25, padding="moves")
 def identity(input):
     """Implements ONNX Identity: ``input`` itself.
 

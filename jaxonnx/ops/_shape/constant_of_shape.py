@@ -11,7 +11,7 @@ from jaxonnx.ops._helpers.casting import schema_types
 from jaxonnx.ops._helpers.common import int_list
 
 
-@register("ConstantOfShape", 25, static=("input",))
+@register("ConstantOfShape", 25, static=("input",), padding="constant_of_shape")
 def constant_of_shape(input, *, value=None):
     """Implements ONNX ConstantOfShape: an array of shape ``input`` filled with ``value``.
 
@@ -54,7 +54,7 @@ def _constant_of_shape(input, value, *, version: int):
 
 
 def _older(version: int):
-    @register("ConstantOfShape", version, static=("input",))
+    @register("ConstantOfShape", version, static=("input",), padding="constant_of_shape")
     def constant_of_shape_before_25(input, *, value=None):
         return _constant_of_shape(input, value, version=version)
 

@@ -10,7 +10,7 @@ from jaxonnx._core.registry import register
 from jaxonnx.ops._helpers.common import int_list, namespace
 
 
-@register("Expand", 8, 13, static=("shape",))
+@register("Expand", 8, 13, static=("shape",), padding="moves")
 def expand(input, shape):
     """Implements ONNX Expand: ``input`` broadcast with ``shape`` (numpy's rules, both ways).
 

@@ -14,7 +14,7 @@ _MAX_LENGTH = 2**31 - 1
 _STASH_TYPES = {onnx.TensorProto.FLOAT: np.float32, onnx.TensorProto.DOUBLE: np.float64}
 
 
-@register("Range", 27, static=("start", "limit", "delta"))
+@register("Range", 27, static=("start", "limit", "delta"), padding="range")
 def range(start, limit, delta, *, stash_type: int = onnx.TensorProto.FLOAT):
     """Implements ONNX Range: ``start, start + delta, ...`` up to ``limit`` (exclusive).
 
@@ -58,7 +58,7 @@ def range(start, limit, delta, *, stash_type: int = onnx.TensorProto.FLOAT):
     return (compute(first) + np.arange(count, dtype=compute) * compute(step)).astype(dtype)
 
 
-@register("Range", 11, static=("start", "limit", "delta"))
+@register("Range", 11, static=("start", "limit", "delta"), padding="range")
 def _range_11(start, limit, delta):
     return range(start, limit, delta)
 

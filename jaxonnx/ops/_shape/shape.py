@@ -7,7 +7,7 @@ from jaxonnx._core.registry import register
 from jaxonnx.ops._helpers.common import dims_array
 
 
-@register("Shape", 15, 19, 21, 23, 24, 25)
+@register("Shape", 15, 19, 21, 23, 24, 25, padding="shape")
 def shape(data, *, start: int = 0, end: int | None = None):
     """Implements ONNX Shape: the dims of ``data`` from axis ``start`` to ``end``, as int64.
 
@@ -32,7 +32,7 @@ def shape(data, *, start: int = 0, end: int | None = None):
     return dims_array(data.shape[start:end])
 
 
-@register("Shape", 1, 13)
+@register("Shape", 1, 13, padding="shape")
 def _shape_1(data):
     return shape(data)
 

@@ -45,7 +45,7 @@ def slice_bounds(dim: int, start: int, end: int, step: int) -> builtins.slice:
     return builtins.slice(start, stop if stop >= 0 else None, step)
 
 
-@register("Slice", 11, 13, static=_BOUNDS, padding="keeps")
+@register("Slice", 11, 13, static=_BOUNDS, padding="moves")
 def slice(data, starts, ends, axes=None, steps=None):
     """Implements ONNX Slice (version 13): ``data`` sliced along ``axes``.
 
@@ -72,12 +72,12 @@ def slice(data, starts, ends, axes=None, steps=None):
     return _slice(data, starts, ends, axes, steps, negative_axes=True)
 
 
-@register("Slice", 10, static=_BOUNDS, padding="keeps")
+@register("Slice", 10, static=_BOUNDS, padding="moves")
 def _slice_10(data, starts, ends, axes=None, steps=None):
     return _slice(data, starts, ends, axes, steps, negative_axes=False)
 
 
-@register("Slice", 1, padding="keeps")
+@register("Slice", 1, padding="moves")
 def _slice_1(data, *, starts, ends, axes=None):
     # Slice-1's bounds are attributes, and it has no steps.
     return _slice(data, starts, ends, axes, _NO_STEPS, negative_axes=False)

@@ -18,7 +18,7 @@ from jaxonnx._core.registry import register
 from jaxonnx.ops._helpers.common import int_list, normalize_axis
 
 
-@register("Split", 18, static=("split",), padding="keeps")
+@register("Split", 18, static=("split",), padding="moves")
 def split(input, split=None, *, axis: int = 0, num_outputs: int | None = None):
     """Implements ONNX Split: ``input`` cut into consecutive parts along ``axis``.
 
@@ -46,22 +46,22 @@ def split(input, split=None, *, axis: int = 0, num_outputs: int | None = None):
     return _split(input, _lengths(split), axis, num_outputs=num_outputs, allow_negative=True)
 
 
-@register("Split", 13, static=("split",), output_count=True, padding="keeps")
+@register("Split", 13, static=("split",), output_count=True, padding="moves")
 def _split_13(input, split=None, *, axis=0, output_count=None):
     return _split(input, _lengths(split), axis, output_count=output_count, allow_negative=True)
 
 
-@register("Split", 11, output_count=True, padding="keeps")
+@register("Split", 11, output_count=True, padding="moves")
 def _split_11(input, *, axis=0, split=None, output_count=None):
     return _split(input, split, axis, output_count=output_count, allow_negative=True)
 
 
-@register("Split", 2, output_count=True, padding="keeps")
+@register("Split", 2, output_count=True, padding="moves")
 def _split_2(input, *, axis=0, split=None, output_count=None):
     return _split(input, split, axis, output_count=output_count, allow_negative=False)
 
 
-@register("Split", 1, static=("split",), output_count=True, padding="keeps")
+@register("Split", 1, static=("split",), output_count=True, padding="moves")
 def _split_1(input, split_input=None, *, axis=None, split=None, output_count=None):
     # Split-1 takes `split` as an input (of the data's float type) or as an attribute.
     lengths = split if split_input is None else _whole_numbers(split_input)

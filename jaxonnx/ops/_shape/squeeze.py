@@ -7,7 +7,7 @@ from jaxonnx._core.registry import register
 from jaxonnx.ops._helpers.common import int_list, normalize_axis
 
 
-@register("Squeeze", 13, 21, 23, 24, 25, static=("axes",), padding="keeps")
+@register("Squeeze", 13, 21, 23, 24, 25, static=("axes",), padding="moves")
 def squeeze(data, axes=None):
     """Implements ONNX Squeeze: ``data`` without the size-1 dims listed in ``axes``.
 
@@ -27,12 +27,12 @@ def squeeze(data, axes=None):
     return _squeeze(data, None if axes is None else int_list(axes, name="axes"), allow_negative=True)
 
 
-@register("Squeeze", 11, padding="keeps")
+@register("Squeeze", 11, padding="moves")
 def _squeeze_11(data, *, axes=None):
     return _squeeze(data, axes, allow_negative=True)
 
 
-@register("Squeeze", 1, padding="keeps")
+@register("Squeeze", 1, padding="moves")
 def _squeeze_1(data, *, axes=None):
     return _squeeze(data, axes, allow_negative=False)
 

@@ -9,7 +9,7 @@ from jaxonnx._core.registry import register
 from jaxonnx.ops._helpers.common import int_list, namespace, normalize_axis
 
 
-@register("Tile", 6, 13, static=("repeats",))
+@register("Tile", 6, 13, static=("repeats",), padding="moves")
 def tile(input, repeats):
     """Implements ONNX Tile: ``input`` repeated ``repeats[i]`` times along each axis ``i``.
 
@@ -35,7 +35,7 @@ def tile(input, repeats):
     return _tile(input, reps)
 
 
-@register("Tile", 1, static=("tiles", "axis"))
+@register("Tile", 1, static=("tiles", "axis"), padding="moves")
 def _tile_1(input, tiles, axis):
     # Tile-1's `tiles` and `axis` are scalars of the data's type (a float type).
     count, axis = (_whole_number(v, name) for v, name in ((tiles, "tiles"), (axis, "axis")))

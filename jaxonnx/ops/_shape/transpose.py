@@ -7,7 +7,7 @@ from jaxonnx._core.registry import register
 from jaxonnx.ops._helpers.common import namespace
 
 
-@register("Transpose", 1, 13, 21, 23, 24, 25, padding="keeps")
+@register("Transpose", 1, 13, 21, 23, 24, 25, padding="moves")
 def transpose(data, *, perm=None):
     """Implements ONNX Transpose: the axes of ``data`` permuted by ``perm``.
 

@@ -6,6 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxonnx._core.padding import RealLength
 from jaxonnx._core.registry import register
 from jaxonnx.ops._helpers.bounds import refuse_at_run_time_if
 from jaxonnx._errors import OnnxValidationError, StaticValueError
@@ -17,7 +18,7 @@ _INPUTS = ("boxes", "scores", "max_output_boxes_per_class", "iou_threshold", "sc
 @register("NonMaxSuppression", 10, 11, concrete=_INPUTS, size_hint=True)
 def non_max_suppression(
     boxes, scores, max_output_boxes_per_class=None, iou_threshold=None, score_threshold=None,
-    *, center_point_box=0, size: int | None = None, fill_value=None,
+    *, center_point_box=0, size: int | None = None, fill_value=None, real_length: bool = False,
 ):
     """Implements ONNX NonMaxSuppression: greedy selection of boxes per batch and class.
 
@@ -56,6 +57,8 @@ def non_max_suppression(
             ``max_output_boxes_per_class`` is static).
         fill_value: the padding index of every column when ``size`` is given; defaults to
             each column's dim size (out of range, see above).
+        real_length: with ``size``, also return the number of selected rows (a
+            :class:`~jaxonnx._core.padding.RealLength`, for the graph runner's padding marks).
 
     Returns:
         ``selected_indices``: int64 ``(rows, 3)`` (int32 when JAX's x64 mode is off).
@@ -78,6 +81,12 @@ def non_max_suppression(
             f"needs `scores` of shape (batches, classes, boxes) = ({boxes.shape[0]}, classes, {boxes.shape[1]}) "
             f"for `boxes` of shape {tuple(boxes.shape)}, got {tuple(scores.shape)}."
         )
+    if real_length and size is not None:
+        rows = non_max_suppression(boxes, scores, max_output_boxes_per_class, iou_threshold, score_threshold,
+                                   center_point_box=center_point_box, size=size)
+        # The padding rows hold the number of batches, out of range; selected rows a batch index.
+        count = (jnp if isinstance(rows, jax.Array) else np).count_nonzero(rows[:, 0] < scores.shape[0])
+        return rows, RealLength(count, (0,))
     if center_point_box not in (0, 1):
         raise OnnxValidationError(f"got `center_point_box`={center_point_box}; it must be 0 or 1.")
     if size is not None and (isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 0):
