@@ -22,6 +22,7 @@ from jaxonnx._core.registry import REGISTRY as REGISTRY
 from jaxonnx._core.registry import Registry as Registry
 from jaxonnx._core.context import OpContext as OpContext
 from jaxonnx._core.model import load as load
+from jaxonnx.generation import generate as generate
 from jaxonnx._core.model import unsupported_nodes as unsupported_nodes
 from jaxonnx._core.registry import OpVersion as OpVersion
 from jaxonnx._core.registry import get_op as get_op
@@ -47,6 +48,7 @@ __all__ = [
     "ValueInfo",
     "X64Warning",
     "demo_model_path",
+    "generate",
     "get_op",
     "load",
     "ops",

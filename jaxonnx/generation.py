@@ -1,0 +1,459 @@
+"""Text generation from an ONNX causal language model, the whole decode loop under one ``jax.jit``.
+
+:func:`generate` runs the prompt (prefill) and every decode step in one compiled computation:
+a ``lax.while_loop`` over tokens whose state (the KV cache, the attention mask, the tokens so
+far) keeps one shape from the first token to the last, so nothing is retraced between tokens
+and no Python runs between them. It uses only :class:`jaxonnx.Model`'s public surface: the
+declared inputs and outputs, ``model.run``, and the model's pytree (so ``jax.jit(generate)``
+takes the model as an argument and fine-tuned params flow through).
+
+**Finding the cache.** :func:`find_cache` pairs each past-cache input with the output that
+returns it one token longer, by the exporters' conventions:
+
+- HF Optimum (``text-generation-with-past``) and onnxruntime-genai's builder:
+  ``past_key_values.{i}.key`` / ``.value`` -> ``present.{i}.key`` / ``.value``;
+- PyTorch's dynamo exporter: the flattened inputs ``past_key_values_{i}_{0,1}`` and the
+  outputs after the logits, whatever their names (``cat_7``...), in the same order;
+
+or explicitly: ``generate(..., cache={"past_k0": "present_k0", ...})``.
+
+**Fixed shapes for graphs that grow the cache by Concat (the fixed window).** Such a graph
+takes a past of length ``p`` and returns a present of length ``p + 1``. :func:`generate`
+keeps a window of ``W = prompt + max_new_tokens - 1`` cache slots, the real entries at its
+right end and zero padding on the left. Each step feeds the whole window as the past, with
+an attention mask that is 0 on the padding slots and explicit ``position_ids`` (each row's
+count of real tokens so far), then drops the oldest slot of the present, so the window has
+length ``W`` again. Only padding is ever dropped: after the last step the window holds
+exactly ``prompt + max_new_tokens - 1`` entries. The tokens are the same as a growing cache
+gives because every exported attention adds the mask's large negative value to the padding
+slots' scores before its softmax; ``exp`` of them underflows to exactly 0, so they add
+exactly nothing to the weighted sum, and the positions (hence rotary or learned position
+embeddings) are the ones a growing cache would use. The prompt itself runs once with an
+empty past, exactly as a growing-cache loop starts. ``tests/test_generation.py`` checks the
+tokens against onnxruntime's growing-cache loop for Optimum and dynamo exports of Llama,
+GPT-2, Qwen2, Phi and Gemma, with batches of uneven prompts.
+
+Graphs with no ``position_ids`` input compute positions from the cache's length (Optimum's
+Gemma export does), which a fixed window would shift. Those decode with a growing cache,
+each step traced in turn under the same ``jax.jit`` (exact, but the compile time grows with
+``max_new_tokens`` and the loop cannot stop early).
+
+**Batches of uneven prompts** are left-padded, with ``attention_mask`` 0 on the padding, as
+Hugging Face's ``generate`` takes them; the positions are ``cumsum(mask) - 1`` as there.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import os
+import re
+from collections.abc import Mapping, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxonnx._core.model import Model, load
+from jaxonnx._errors import OnnxValidationError
+
+__all__ = ["CacheLayout", "find_cache", "generate", "load_causal_lm"]
+
+# Past inputs and present outputs by the names Optimum and onnxruntime-genai give them.
+_NAMED_PAST = re.compile(r"^past_key_values[._](\d+)[._](key|value)$")
+_NAMED_PRESENT = re.compile(r"^present[._](\d+)[._](key|value)$")
+# What the dynamo exporter calls the flattened (key, value) pairs of a cache argument, and
+# other spellings of past-cache inputs whose outputs are paired by order.
+_PAST_LIKE = re.compile(r"past|cache", re.IGNORECASE)
+_TOKEN_INPUTS = ("input_ids", "attention_mask", "position_ids")
+
+
+@dataclasses.dataclass(frozen=True)
+class CacheLayout:
+    """How a causal LM graph takes its tokens and its KV cache.
+
+    Attributes:
+        input_ids: the token input, ``(batch, sequence)``.
+        attention_mask: the mask input, ``(batch, past + sequence)``, or None.
+        position_ids: the positions input, ``(batch, sequence)``, or None when the graph
+            computes positions from the cache's length.
+        logits: the output of next-token logits, ``(batch, sequence, vocabulary)``.
+        pairs: ``(past input, present output)`` for every cache tensor.
+        axis: the cache's sequence axis (2 for ``(batch, heads, sequence, head_dim)``).
+        empty_shape: each past input's shape for an empty cache, batch as -1.
+        dtypes: each past input's element type.
+    """
+
+    input_ids: str
+    attention_mask: str | None
+    position_ids: str | None
+    logits: str
+    pairs: tuple[tuple[str, str], ...]
+    axis: int
+    empty_shape: tuple[tuple[int, ...], ...]
+    dtypes: tuple[np.dtype, ...]
+
+    @property
+    def fixed_window(self) -> bool:
+        """Whether the decode loop keeps one cache shape (see the module's docstring)."""
+        return self.position_ids is not None and self.attention_mask is not None
+
+
+def find_cache(model: Model, cache: Mapping[str, str] | None = None) -> CacheLayout:
+    """Finds a causal LM's token inputs, logits, and KV-cache inputs and outputs.
+
+    Args:
+        model: the loaded model.
+        cache: ``{past input: present output}`` for graphs that name their cache otherwise
+            than the exporters ``generate`` knows (see the module's docstring).
+
+    Returns:
+        The model's :class:`CacheLayout`.
+
+    Raises:
+        OnnxValidationError: when the graph has no ``input_ids`` input, inputs that are
+            neither tokens nor cache, or a cache that cannot be paired with outputs.
+
+    Example:
+        >>> layout = find_cache(jaxonnx.load("tests/fixtures/generation/llama_optimum/model.onnx"))
+        >>> layout.pairs[0], layout.axis
+        (('past_key_values.0.key', 'present.0.key'), 2)
+    """
+    inputs = {info.name: info for info in model.inputs}
+    outputs = {info.name: info for info in model.outputs}
+    graph = f"the model {model.graph_name!r}"
+    if "input_ids" not in inputs:
+        raise OnnxValidationError(
+            f"`generate` feeds tokens to an input named 'input_ids', which {graph} lacks; its inputs are "
+            f"{list(inputs)}."
+        )
+    logits = "logits" if "logits" in outputs else next(iter(outputs))
+    if cache is not None:
+        pairs = tuple(dict(cache).items())
+        unknown = [p for p, _ in pairs if p not in inputs] + [q for _, q in pairs if q not in outputs]
+        if unknown:
+            raise OnnxValidationError(
+                f"`cache` names {unknown}, which are not inputs or outputs of {graph}; inputs {list(inputs)}, "
+                f"outputs {list(outputs)}."
+            )
+    else:
+        pairs = _pair_by_name(inputs, outputs) or _pair_by_order(inputs, outputs, logits)
+    others = [name for name in inputs if name not in _TOKEN_INPUTS and name not in dict(pairs)]
+    if others:
+        raise OnnxValidationError(
+            f"{graph} takes {others}, which are neither tokens ({', '.join(_TOKEN_INPUTS)}) nor a KV cache that "
+            "`generate` recognizes; name the cache with `cache={past input: present output}`."
+        )
+    if not pairs:
+        raise OnnxValidationError(
+            f"{graph} has no KV-cache inputs (its inputs are {list(inputs)}); `generate` needs a model exported "
+            "with its past key values as inputs (Optimum's `text-generation-with-past`)."
+        )
+    axes, shapes, dtypes = set(), [], []
+    for past, present in pairs:
+        info = inputs[past]
+        if info.shape is None or len(info.shape) < 3:
+            raise OnnxValidationError(f"The cache input {past!r} of {graph} has shape {info.shape}; `generate` needs "
+                                      "a declared rank of 3 or more (batch first).")
+        symbolic = [axis for axis, dim in enumerate(info.shape) if axis and not isinstance(dim, int)]
+        axis = symbolic[0] if len(symbolic) == 1 else len(info.shape) - 2
+        fixed = [dim for a, dim in enumerate(info.shape) if a not in (0, axis)]
+        if not all(isinstance(dim, int) for dim in fixed):
+            raise OnnxValidationError(
+                f"The cache input {past!r} of {graph} is declared {info.shape}; `generate` needs every dim but the "
+                "batch and the sequence fixed, to build the empty cache of the first step."
+            )
+        axes.add(axis)
+        shapes.append(tuple(-1 if a == 0 else 0 if a == axis else dim for a, dim in enumerate(info.shape)))
+        dtypes.append(np.dtype(info.dtype))
+    if len(axes) != 1:
+        raise OnnxValidationError(f"The cache inputs of {graph} grow along different axes {sorted(axes)}.")
+    return CacheLayout(
+        input_ids="input_ids",
+        attention_mask="attention_mask" if "attention_mask" in inputs else None,
+        position_ids="position_ids" if "position_ids" in inputs else None,
+        logits=logits,
+        pairs=pairs,
+        axis=axes.pop(),
+        empty_shape=tuple(shapes),
+        dtypes=tuple(dtypes),
+    )
+
+
+def _pair_by_name(inputs, outputs) -> tuple[tuple[str, str], ...]:
+    presents = {}
+    for name in outputs:
+        match = _NAMED_PRESENT.match(name)
+        if match:
+            presents[(int(match.group(1)), match.group(2))] = name
+    pairs = []
+    for name in inputs:
+        match = _NAMED_PAST.match(name)
+        if match:
+            key = (int(match.group(1)), match.group(2))
+            if key not in presents:
+                raise OnnxValidationError(
+                    f"The cache input {name!r} has no output 'present.{key[0]}.{key[1]}' to pair with; name the pairs "
+                    "with `cache={past input: present output}`."
+                )
+            pairs.append((name, presents[key]))
+    return tuple(pairs)
+
+
+def _pair_by_order(inputs, outputs, logits) -> tuple[tuple[str, str], ...]:
+    pasts = [name for name in inputs if name not in _TOKEN_INPUTS and _PAST_LIKE.search(name)]
+    presents = [name for name in outputs if name != logits]
+    if not pasts:
+        return ()
+    if len(pasts) != len(presents):
+        raise OnnxValidationError(
+            f"The model has {len(pasts)} cache inputs ({pasts}) but {len(presents)} outputs besides {logits!r} "
+            f"({presents}), so they cannot be paired in order; name the pairs with `cache={{past: present}}`."
+        )
+    return tuple(zip(pasts, presents))
+
+
+# --------------------------------------------------------------------------- choosing tokens
+
+
+def choose_tokens(logits, rng=None, *, temperature=1.0, top_k=None, top_p=None):
+    """The next tokens from ``(batch, vocabulary)`` logits: the argmax without ``rng``, else a
+    draw from ``softmax(logits / temperature)`` restricted, as Hugging Face's warpers do in this
+    order, to the ``top_k`` largest logits (ties with the k-th kept) and then to the smallest
+    set of most probable tokens whose probabilities add up to at least ``top_p``.
+
+    ``temperature``, ``top_k`` and ``top_p`` may be traced.
+
+    Example:
+        >>> choose_tokens(jnp.array([[0.0, 2.0, 1.0]]))
+        Array([1], dtype=int32)
+    """
+    if rng is None:
+        return jnp.argmax(logits, axis=-1)
+    return jax.random.categorical(rng, filtered_logits(logits, temperature=temperature, top_k=top_k, top_p=top_p), axis=-1)
+
+
+def filtered_logits(logits, *, temperature=1.0, top_k=None, top_p=None):
+    """``logits / temperature`` with the tokens outside ``top_k`` and ``top_p`` at ``-inf``
+    (see :func:`choose_tokens`): a draw from its softmax is the sampling distribution."""
+    logits = jnp.asarray(logits)
+    logits = logits / jnp.asarray(temperature, logits.dtype)
+    if top_k is None and top_p is None:
+        return logits
+    descending = -jnp.sort(-logits, axis=-1)
+    if top_k is not None:
+        k = jnp.clip(jnp.asarray(top_k), 1, logits.shape[-1])
+        kth = jnp.take(descending, k - 1, axis=-1)[..., None]
+        logits = jnp.where(logits < kth, -jnp.inf, logits)
+        descending = jnp.where(descending < kth, -jnp.inf, descending)
+    if top_p is not None:
+        probabilities = jax.nn.softmax(descending, axis=-1)
+        before = jnp.cumsum(probabilities, axis=-1) - probabilities
+        kept = jnp.sum(before < jnp.asarray(top_p, probabilities.dtype), axis=-1, keepdims=True)
+        smallest_kept = jnp.take_along_axis(descending, jnp.maximum(kept, 1) - 1, axis=-1)
+        logits = jnp.where(logits < smallest_kept, -jnp.inf, logits)
+    return logits
+
+
+# --------------------------------------------------------------------------- the loop
+
+
+def load_causal_lm(path: str | os.PathLike) -> Model:
+    """Loads ``path`` (an ``.onnx`` file, or a folder with ``model.onnx`` or one ``.onnx``
+    file) as a :class:`Model`, remembering the last few by path and modification time."""
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        candidates = sorted(name for name in os.listdir(path) if name.endswith(".onnx"))
+        if "model.onnx" in candidates:
+            candidates = ["model.onnx"]
+        if len(candidates) != 1:
+            raise OnnxValidationError(
+                f"The folder {path!r} holds {candidates or 'no .onnx files'}; pass the model's file itself."
+            )
+        path = os.path.join(path, candidates[0])
+    path = os.path.abspath(path)
+    return _load_cached(path, os.path.getmtime(path) if os.path.exists(path) else None)
+
+
+@functools.lru_cache(maxsize=4)
+def _load_cached(path: str, mtime) -> Model:
+    del mtime  # part of the cache key: an edited file loads again
+    return load(path)
+
+
+def generate(
+    model,
+    input_ids,
+    max_new_tokens: int,
+    *,
+    attention_mask=None,
+    rng=None,
+    temperature=1.0,
+    top_k=None,
+    top_p=None,
+    eos_token_id=None,
+    pad_token_id=None,
+    cache: Mapping[str, str] | None = None,
+):
+    """Generates tokens from a causal LM with its KV cache, prefill and decode in one compiled loop.
+
+    Args:
+        model: a :class:`jaxonnx.Model`, or a path to its ``.onnx`` file or folder.
+        input_ids: the prompts, ``(batch, prompt)`` integers (or one prompt, ``(prompt,)``);
+            prompts of different lengths are left-padded.
+        max_new_tokens: how many tokens to add (static: it decides the output's shape).
+        attention_mask: ``(batch, prompt)``, 0 on the left padding and 1 on the tokens; all
+            ones by default.
+        rng: a ``jax.random`` key: sample. None: greedy (the argmax at every step).
+        temperature, top_k, top_p: how to sample (see :func:`choose_tokens`); ignored
+            without ``rng``. They may be traced.
+        eos_token_id: a token id (or a list of them) that ends a row: the row's later tokens
+            are ``pad_token_id``, and the loop stops once every row has ended.
+        pad_token_id: what follows a row's end; ``eos_token_id`` (its first) by default.
+        cache: ``{past input: present output}`` for graphs whose cache ``generate`` does
+            not recognize by name (see :func:`find_cache`).
+
+    Returns:
+        ``(batch, prompt + max_new_tokens)`` token ids: the prompts, then the new tokens
+        (a 1-D array for a 1-D ``input_ids``).
+
+    ``jax.jit(generate, static_argnames="max_new_tokens")`` compiles once per shape of the
+    prompts (and per choice of greedy or sampled, and of which options are None); the
+    model is an argument, so fine-tuned params need no recompilation.
+
+    Example:
+        >>> model = jaxonnx.load("tests/fixtures/generation/llama_optimum/model.onnx")
+        >>> generate(model, jnp.array([[5, 6, 7]]), 4).shape
+        (1, 7)
+    """
+    if not isinstance(model, Model):
+        model = load_causal_lm(model)
+    layout = find_cache(model, cache)
+    if isinstance(max_new_tokens, (bool, np.bool_)) or not isinstance(max_new_tokens, (int, np.integer)) \
+            or max_new_tokens < 1:
+        raise OnnxValidationError(f"`max_new_tokens` must be a positive int (static), got {max_new_tokens!r}.")
+    input_ids = jnp.asarray(input_ids)
+    one_prompt = input_ids.ndim == 1
+    if one_prompt:
+        input_ids = input_ids[None]
+        attention_mask = None if attention_mask is None else jnp.asarray(attention_mask)[None]
+    if input_ids.ndim != 2 or not jnp.issubdtype(input_ids.dtype, jnp.integer) or input_ids.shape[1] == 0:
+        raise OnnxValidationError(
+            f"`input_ids` must be non-empty integer prompts of shape (batch, prompt), got {input_ids.dtype}{list(input_ids.shape)}."
+        )
+    if attention_mask is None:
+        attention_mask = jnp.ones(input_ids.shape, jnp.int32)
+    attention_mask = jnp.asarray(attention_mask)
+    if attention_mask.shape != input_ids.shape:
+        raise OnnxValidationError(
+            f"`attention_mask` has shape {list(attention_mask.shape)}, `input_ids` {list(input_ids.shape)}; they must agree."
+        )
+    _check_left_padded(attention_mask, layout)
+    eos = None if eos_token_id is None else jnp.asarray(eos_token_id).reshape(-1)
+    if pad_token_id is None:
+        pad_token_id = 0 if eos is None else eos[0]
+    tokens = _generate(model, layout, input_ids, attention_mask, rng, temperature, top_k, top_p, eos,
+                       jnp.asarray(pad_token_id), int(max_new_tokens))
+    return tokens[0] if one_prompt else tokens
+
+
+def _check_left_padded(mask, layout: CacheLayout) -> None:
+    if isinstance(mask, jax.core.Tracer):
+        return  # documented: left padding is the caller's promise under a trace
+    mask = np.asarray(mask)
+    ones = mask != 0
+    right_padded = np.any(ones[:, :-1] & ~ones[:, 1:])
+    if right_padded or not np.all(ones.any(axis=1)):
+        raise OnnxValidationError(
+            "`attention_mask` must pad prompts on the left (each row's zeros before its ones) and give every row a "
+            f"token; got {mask.tolist() if mask.size <= 64 else 'a mask that does not'}."
+        )
+    if layout.attention_mask is None and not ones.all():
+        raise OnnxValidationError("The model takes no attention_mask, so it cannot decode padded prompts.")
+
+
+@functools.partial(jax.jit, static_argnames=("layout", "max_new_tokens"))
+def _generate(model, layout, input_ids, attention_mask, rng, temperature, top_k, top_p, eos, pad, max_new_tokens):
+    tokens, _ = _decode(model, layout, input_ids, attention_mask, rng, temperature, top_k, top_p, eos, pad, max_new_tokens)
+    return tokens
+
+
+def _decode(model, layout, input_ids, attention_mask, rng, temperature, top_k, top_p, eos, pad, max_new_tokens):
+    """The prompts and their new tokens, and how many decode steps ran (prefill included)."""
+    batch, prompt = input_ids.shape
+    ids_dtype = _dtype(model, layout.input_ids)
+    mask_dtype = _dtype(model, layout.attention_mask) if layout.attention_mask else None
+    positions_dtype = _dtype(model, layout.position_ids) if layout.position_ids else None
+    input_ids = input_ids.astype(ids_dtype)
+    mask = (attention_mask != 0).astype(mask_dtype or jnp.int32)
+    pad = pad.astype(ids_dtype)
+
+    def step(ids, step_mask, positions, past, key):
+        feed = {layout.input_ids: ids, **dict(zip((p for p, _ in layout.pairs), past))}
+        if layout.attention_mask:
+            feed[layout.attention_mask] = step_mask
+        if layout.position_ids:
+            feed[layout.position_ids] = positions.astype(positions_dtype)
+        outputs = model.run(feed)
+        logits = outputs[layout.logits][:, -1]
+        token = choose_tokens(logits, key, temperature=temperature, top_k=top_k, top_p=top_p).astype(ids_dtype)
+        return token, tuple(outputs[present] for _, present in layout.pairs)
+
+    def key_at(index):
+        return None if rng is None else jax.random.fold_in(rng, index)
+
+    def ended(token):
+        return jnp.zeros(token.shape, bool) if eos is None else jnp.isin(token, eos.astype(ids_dtype))
+
+    empty = tuple(jnp.zeros(tuple(batch if d == -1 else d for d in shape), dtype)
+                  for shape, dtype in zip(layout.empty_shape, layout.dtypes))
+    prompt_positions = jnp.where(mask != 0, jnp.cumsum(mask, axis=-1) - 1, 1)
+    token, present = step(input_ids, mask, prompt_positions, empty, key_at(0))
+    finished = ended(token)
+    new = jnp.full((batch, max_new_tokens), pad, ids_dtype).at[:, 0].set(token)
+
+    if not layout.fixed_window:
+        # Positions from the cache's length: a growing cache, each step traced in turn.
+        for index in range(1, max_new_tokens):
+            step_mask = jnp.concatenate([mask, jnp.ones((batch, 1), mask.dtype)], axis=-1)
+            token, present = step(new[:, index - 1 : index], step_mask, None, present, key_at(index))
+            token = jnp.where(finished, pad, token)
+            finished = finished | ended(token)
+            new, mask = new.at[:, index].set(token), step_mask
+        return jnp.concatenate([input_ids, new], axis=-1), jnp.asarray(max_new_tokens)
+
+    window = prompt + max_new_tokens - 1
+    axis = layout.axis
+    padding = window - prompt
+
+    def left_pad(x):
+        widths = [(0, 0)] * x.ndim
+        widths[axis] = (padding, 0)
+        return jnp.pad(x, widths)
+
+    cache = tuple(left_pad(x) for x in present)
+    window_mask = jnp.pad(mask, ((0, 0), (padding, 0)))
+
+    def not_done(state):
+        index, _, _, _, finished = state
+        return (index < max_new_tokens) & ~jnp.all(finished)
+
+    def decode_step(state):
+        index, new, cache, window_mask, finished = state
+        step_mask = jnp.concatenate([window_mask, jnp.ones((batch, 1), window_mask.dtype)], axis=-1)
+        positions = jnp.sum(window_mask, axis=-1, keepdims=True)
+        previous = jax.lax.dynamic_slice_in_dim(new, index - 1, 1, axis=1)
+        token, present = step(previous, step_mask, positions, cache, key_at(index))
+        token = jnp.where(finished, pad, token)
+        new = jax.lax.dynamic_update_slice_in_dim(new, token[:, None], index, axis=1)
+        cache = tuple(jax.lax.slice_in_dim(x, 1, None, axis=axis) for x in present)  # the oldest slot: padding
+        return index + 1, new, cache, step_mask[:, 1:], finished | ended(token)
+
+    state = (jnp.asarray(1), new, cache, window_mask, finished)
+    index, new, _, _, _ = jax.lax.while_loop(not_done, decode_step, state)
+    return jnp.concatenate([input_ids, new], axis=-1), index
+
+
+def _dtype(model: Model, name: str):
+    info = next(i for i in model.inputs if i.name == name)
+    return jax.dtypes.canonicalize_dtype(info.dtype)
