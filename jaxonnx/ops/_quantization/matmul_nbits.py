@@ -38,10 +38,11 @@ _SCHEMA = microsoft_schema(
     ],
 )
 
-#: Up to this many rows of ``A`` the product is a fused multiply-and-sum over the packed
-#: weights (XLA reads the bytes once and never writes the float weights); above it the
-#: weights are dequantized once and multiplied by XLA's dot. See benchmarks/matmul_nbits_results.md.
-GEMV_ROWS = 8
+#: The float weights dequantized at once, in bytes: the weight matrix is taken in chunks of
+#: rows of ``W`` this large, each dequantized into the cache and multiplied at once (a
+#: ``lax.map``), instead of the whole float matrix being written out and read back. At
+#: decode shapes that is 5x faster (see benchmarks/matmul_nbits_results.md).
+CHUNK_BYTES = 1 << 20
 
 
 @register("MatMulNBits", 1, domain="com.microsoft", schema=_SCHEMA, concrete=("g_idx",))
@@ -127,8 +128,7 @@ def matmul_nbits(
     scales = _per_block(scales, N, k_blocks, "scales")
     zero = _zero_points(zero_points, N, k_blocks, bits, scales.dtype)
     groups = _groups(g_idx, K, k_blocks, block_size)
-    codes = unpack_low_bits_first(B, bits).reshape(N, k_blocks * block_size)
-    y = _product(A, codes, scales, zero, groups, K=K, block_size=block_size)
+    y = _product(A, B, scales, zero, groups, K=K, block_size=block_size, bits=bits)
     if bias is not None:
         y = y + bias.astype(np.float32).reshape(1, N)
     return y.astype(A.dtype).reshape(out_shape)
@@ -177,39 +177,81 @@ def _groups(g_idx, k: int, k_blocks: int, block_size: int):
     return g_idx
 
 
-def _product(A, codes, scales, zero, groups, *, K: int, block_size: int):
-    """``A @ W^T`` in float32, ``W`` dequantized from ``codes`` (N x k_blocks * block_size)."""
+def _product(A, codes, scales, zero, groups, *, K: int, block_size: int, bits: int):
+    """``A @ W^T`` in float32, ``W`` dequantized from the packed ``codes`` (N, k_blocks, blob)."""
     xp = namespace(A, codes, scales, zero, groups)
-    n, padded = codes.shape
-    scales = scales.astype(np.float32)
-    zero = zero.astype(np.float32) if not isinstance(zero, int) else np.float32(zero)
+    n, k_blocks, blob = codes.shape
+    per_byte = 8 // bits
+    padded = k_blocks * block_size
     a = A.astype(np.float32).reshape(-1, K)
+    # Scales and zero points per block, as (N, k_blocks, 1, 1), or per row of W^T with g_idx
+    # as (N, k_blocks, blob, per_byte): either way they broadcast against the codes below.
+    scales = scales.astype(np.float32)
+    zero = np.float32(zero) if isinstance(zero, int) else zero.astype(np.float32)
     if groups is None:
-        if xp is not np and a.shape[0] <= GEMV_ROWS:
-            return _blockwise_gemv(a, codes, scales, zero, K=K, block_size=block_size)
-        # (q - zero) * scale, block by block, then the padding of the last block dropped.
-        blocks = codes.reshape(n, -1, block_size).astype(np.float32)
-        zero_b = zero[..., None] if not np.isscalar(zero) and zero.ndim else zero
-        weights = ((blocks - zero_b) * scales[..., None]).reshape(n, padded)[:, :K]
+        scales = scales.reshape(n, k_blocks, 1, 1)
+        zero = zero if zero.ndim == 0 else zero.reshape(n, k_blocks, 1, 1)
     else:
+        groups = xp.concatenate([groups, xp.zeros(padded - K, groups.dtype)]) if padded != K else groups
         take = (lambda v: v[:, groups]) if xp is np else (lambda v: jnp.take(v, groups, axis=1, mode="clip"))
-        zero_k = take(zero) if not np.isscalar(zero) and zero.ndim else zero
-        weights = (codes[:, :K].astype(np.float32) - zero_k) * take(scales)
-    if xp is np:
-        return a @ weights.T
-    return jax.lax.dot_general(a, weights, (((1,), (1,)), ((), ())), precision=jax.lax.Precision.HIGHEST)
-
-
-def _blockwise_gemv(a, codes, scales, zero, *, K: int, block_size: int):
-    """``A @ W^T`` for a few rows as one fused multiply-and-sum: XLA reads each packed byte
-    once and never writes the float weights out (a dot would take them as an operand)."""
-    n, padded = codes.shape
+        scales = take(scales).reshape(n, k_blocks, blob, per_byte)
+        zero = zero if zero.ndim == 0 else take(zero).reshape(n, k_blocks, blob, per_byte)
     if padded != K:
-        a = jnp.pad(a, ((0, 0), (0, padded - K)))
-    a = a.reshape(a.shape[0], 1, -1, block_size)
-    zero_b = zero[..., None] if not np.isscalar(zero) and zero.ndim else zero
-    weights = (codes.reshape(n, -1, block_size).astype(np.float32) - zero_b) * scales[..., None]
-    return jnp.sum(a * weights[None], axis=(2, 3))
+        a = xp.concatenate([a, xp.zeros((a.shape[0], padded - K), np.float32)], axis=1)
+    if xp is np:
+        values = unpack_low_bits_first(codes, bits).reshape(n, k_blocks, blob, per_byte).astype(np.float32)
+        weights = ((values - zero) * scales).reshape(n, padded)
+        return a @ weights.T
+    return _chunked_product(a, codes, scales, zero, bits=bits)
+
+
+def _chunked_product(a, codes, scales, zero, *, bits: int):
+    """``a @ W^T`` with ``W`` dequantized chunk by chunk of its rows (see :data:`CHUNK_BYTES`).
+
+    Within a chunk the codes are taken apart by their position in the byte (the ``p``-th
+    value of every byte at once, a shift and a mask), so that no interleaving copy is
+    needed: the ``p``-th values multiply the ``p``-th columns of each ``per_byte`` columns of ``a``.
+    """
+    n, k_blocks, blob = codes.shape
+    per_byte = 8 // bits
+    rows = int(min(n, max(1, CHUNK_BYTES // (4 * k_blocks * blob * per_byte))))
+    chunks = -(-n // rows)
+    m = a.shape[0]
+    a_phases = [a.reshape(m, k_blocks, blob, per_byte)[..., p].reshape(m, -1) for p in range(per_byte)]
+
+    def by_chunk(v):
+        """``v``'s rows of W grouped in chunks (padded with zeros), or a scalar as it is."""
+        if v.ndim == 0:
+            return v
+        if chunks * rows != n:
+            v = jnp.concatenate([v, jnp.zeros((chunks * rows - n,) + v.shape[1:], v.dtype)])
+        return v.reshape((chunks, rows) + v.shape[1:])
+
+    def chunk_product(chunk_codes, chunk_scales, chunk_zero):
+        y = None
+        for p in range(per_byte):
+            values = chunk_codes if bits == 8 else (chunk_codes >> np.uint8(bits * p)) & np.uint8((1 << bits) - 1)
+            weights = (values.astype(np.float32) - _at_position(chunk_zero, p)) * _at_position(chunk_scales, p)
+            part = jax.lax.dot_general(
+                a_phases[p], weights.reshape(rows, -1), (((1,), (1,)), ((), ())), precision=jax.lax.Precision.HIGHEST
+            )
+            y = part if y is None else y + part
+        return y
+
+    zero_chunks = by_chunk(zero)
+    if zero_chunks.ndim == 0:  # the default zero point, a constant
+        per_chunk = jax.lax.map(lambda args: chunk_product(*args, zero_chunks), (by_chunk(codes), by_chunk(scales)))
+    else:
+        per_chunk = jax.lax.map(lambda args: chunk_product(*args), (by_chunk(codes), by_chunk(scales), zero_chunks))
+    return jnp.moveaxis(per_chunk, 0, 1).reshape(m, chunks * rows)[:, :n]
+
+
+def _at_position(v, p: int):
+    """The scales or zero points of the ``p``-th value of each byte: ``v`` is ``(..., 1)``
+    (one per block) or ``(..., per_byte)`` (one per row of W^T), or a scalar."""
+    if v.ndim == 0:
+        return v
+    return v[..., 0] if v.shape[-1] == 1 else v[..., p]
 
 
 __all__ = ["matmul_nbits"]
