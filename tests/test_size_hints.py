@@ -6,6 +6,9 @@ and means."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import jax
 import numpy as np
 import pytest
@@ -236,3 +239,40 @@ def test_unique_padding_is_left_out_of_sums_and_reads_zeros():
         assert int(first_sum) == 0 + 1 + 3 and int(count_mean) == 2
         np.testing.assert_array_equal(np.asarray(by_count)[:3], [40, 30, 20])  # table[3], table[2], table[1]
         assert not np.asarray(by_count)[3:].any()  # not table[0], where the padding 0 points
+
+
+# --------------------------------------------------------------------------- exports
+# Boolean and integer indexing as torch.onnx.export writes it, with both exporters
+# (tools/export_size_hint_fixtures.py): two input sets with different selection counts,
+# and torch's outputs for each.
+
+FIXTURES = Path(__file__).parent / "fixtures" / "size_hints"
+MANIFEST = json.loads((FIXTURES / "manifest.json").read_text())
+
+
+def _real_part(got, want):
+    """``got``'s real entries (the leading ones, as many as torch computed) and the rest."""
+    got = np.asarray(got)
+    if got.shape == want.shape:
+        return got, None
+    assert got.shape[1:] == want.shape[1:] and got.shape[0] >= want.shape[0], (got.shape, want.shape)
+    return got[: want.shape[0]], got[want.shape[0]:]
+
+
+@pytest.mark.parametrize("x64", [True, False], ids=["x64", "x32"])
+@pytest.mark.parametrize("name", sorted(MANIFEST))
+def test_exports_run_eagerly_and_jitted_as_torch_computes_them(name, x64):
+    entry = MANIFEST[name]
+    arrays = np.load(FIXTURES / f"{name}.npz")
+    with jax.enable_x64(x64):
+        model = jaxonnx.load(str(FIXTURES / f"{name}.onnx"), size_hints=entry["size_hints"])
+        jitted = jax.jit(model)
+        for index in (0, 1):
+            inputs = [arrays[f"in{index}_{n}"] for n in entry["inputs"]]
+            for run in (model, jitted):
+                for output, got in zip(entry["outputs"], run(*inputs)):
+                    want = arrays[f"out{index}_{output}"]
+                    real, padding = _real_part(got, want)
+                    np.testing.assert_allclose(real, want, rtol=1e-6, atol=0, err_msg=f"{name} {output} set {index}")
+                    if padding is not None and name.startswith(("select", "index_pairs")):
+                        assert not padding.any()  # a gather reads zeros at padded indices

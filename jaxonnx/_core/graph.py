@@ -255,7 +255,7 @@ def run_node(node: Node, values: dict[str, Any], *, rng=None, options: Mapping[s
     marks = [padding.get(name) if name else None for name in node.inputs]
     marked = any(m is not None for m in marks)
     for body in node.bodies:
-        read = sorted(name for name in body.outer_names if name in padding)
+        read = sorted(name for name in body.outer_names if name in padding and padding[name].counted is None)
         if read:  # a subgraph runs on its own values: no rule follows the padding into it
             raise node_error(node, args, padding_rules.refusal(
                 node, padding[read[0]].origin(), "reads it inside its subgraph, where no rule follows the padding"))
@@ -283,7 +283,10 @@ def run_node(node: Node, values: dict[str, Any], *, rng=None, options: Mapping[s
     if not isinstance(results, tuple):
         results = (results,)
     if ctx.real_length:  # a size-hinted node's outputs start their own marks
-        results, output_marks = padding_rules.of_size_hint(node, results)
+        results, output_marks, counted = padding_rules.of_size_hint(node, results)
+        for index, marks in counted.items():
+            if node.inputs[index] not in padding:
+                padding[node.inputs[index]] = marks
     for index, (name, result) in enumerate(zip(node.outputs, results)):
         if name:
             values[name] = result

@@ -81,6 +81,7 @@ class RealLength:
 
     count: Any
     axes: tuple[int | None, ...]
+    counted: int | None = None  # the input whose non-zero entries ``count`` counts (NonZero's X)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -104,6 +105,9 @@ class Marks:
     lengths: np.ndarray | None = None  # bool, the value's shape: entries that stand for a padded length
     real: Any = None  # the value with the real lengths in place of the flagged entries
     length_origin: Mark | None = None  # the mark whose length the flagged entries hold
+    # The value (a mask) whose non-zero entries a mark's real length counts, and its padded
+    # length: its sum over all axes is that length (dynamo writes ``x[mask] = v`` so).
+    counted: tuple[Mark, int] | None = None
 
     def origin(self) -> Mark:
         return next(iter(self.axes.values())) if self.axes else self.length_origin
@@ -136,15 +140,20 @@ class Call:
 # --------------------------------------------------------------------------- the runner's side
 
 
-def of_size_hint(node, results: tuple) -> tuple[tuple, list[Marks | None]]:
-    """A size-hinted node's outputs (its :class:`RealLength` taken off) and the marks they start."""
+def of_size_hint(node, results: tuple) -> tuple[tuple, list[Marks | None], dict[int, Marks]]:
+    """A size-hinted node's outputs (its :class:`RealLength` taken off), the marks they
+    start, and the marks of its inputs whose non-zero entries the real length counts."""
     *outputs, real = results
     if not isinstance(real, RealLength):  # the op gave no real length: nothing is padded
-        return tuple(results), [None] * len(results)
+        return tuple(results), [None] * len(results), {}
     marks = []
     for name, axis in zip(node.outputs, real.axes):
         marks.append(None if axis is None else Marks({axis: Mark(real.count, name, node.path)}))
-    return tuple(outputs), marks + [None] * (len(outputs) - len(marks))
+    counted = {}
+    if real.counted is not None:
+        mark = next(m for m in marks if m is not None)
+        counted[real.counted] = Marks(counted=(next(iter(mark.axes.values())), node.size))
+    return tuple(outputs), marks + [None] * (len(outputs) - len(marks)), counted
 
 
 def asks_real_length(node) -> bool:
@@ -155,12 +164,43 @@ def asks_real_length(node) -> bool:
 
 def run(node, args: list, attributes: dict, marks: list[Marks | None], run_op) -> tuple[tuple, list[Marks | None]]:
     """Runs ``node`` on marked inputs by its contract's rule; returns its outputs and their marks."""
+    counted = [None if m is None else m.counted for m in marks]
+    marks = [None if m is None or (not m.axes and m.lengths is None) else m for m in marks]
+    if all(m is None for m in marks):  # only counted masks: their values are all real
+        results = _outputs(run_op(args))
+        return _counted_outputs(node, args, attributes, counted, results)
     call = Call(node, list(args), attributes, list(marks), run_op)
     kind = getattr(getattr(node.op, "contract", None), "padding", "")
     rule = _RULES.get(kind)
     if rule is None:
         call.refuse("has no rule for padded entries (its contract sets no `padding`)")
     return rule(call)
+
+
+_KEEP_COUNT = ("Identity", "Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze", "Cast", "CastLike")
+
+
+def _counted_outputs(node, args, attributes, counted, results):
+    """A counted mask (see ``Marks.counted``) stays counted through the ops that keep its
+    non-zero entries, and its sum over all axes is a length: the hinted length, with the
+    count as its real value, as ``Shape`` of the padded value gives it."""
+    op_type = getattr(node.op, "op_type", "")
+    source = counted[0]
+    if source is None:
+        return results, [None] * len(results)
+    value = args[0]
+    if op_type in _KEEP_COUNT:
+        kept = np.dtype(value.dtype) == np.bool_ or np.dtype(results[0].dtype) == np.bool_ or op_type not in ("Cast", "CastLike")
+        return results, [Marks(counted=source) if kept else None] + [None] * (len(results) - 1)
+    if op_type == "ReduceSum":
+        call = Call(node, list(args), attributes, [], lambda a: a)
+        reduced, _ = _reduced_axes(call, np.ndim(value))
+        if len(reduced) == np.ndim(value) and np.ndim(value) > 0:
+            mark, length = source
+            real = results[0]
+            static = np.full(np.shape(real), length, np.dtype(real.dtype))
+            return (static,), [Marks({}, np.ones(np.shape(real), bool), real, mark)]
+    return results, [None] * len(results)
 
 
 def real_output(value, marks: Marks | None):
@@ -228,7 +268,9 @@ def _highest(dtype):
 
 
 def _filled(value, axes: dict[int, Mark], fill):
-    """``value`` with ``fill`` at the marked positions of ``axes``."""
+    """``value`` with ``fill`` (a number, ``"lowest"`` or ``"highest"``) at the marked positions of ``axes``."""
+    value = jnp.asarray(value)  # numpy int64 becomes int32 with x64 off: the fill follows
+    fill = {"lowest": _lowest, "highest": _highest}[fill](value.dtype) if isinstance(fill, str) else fill
     return jnp.where(real_mask(value.shape, axes), value, jnp.asarray(fill, value.dtype))
 
 
@@ -351,6 +393,9 @@ def _moves(call: Call):
         flags = _length_flags(call, i)
         if call.marks[i] is None:
             continue
+        if flags is not None and op_type == "Slice" and i == 2:
+            _sliced_to_length(call, flags, positions[0])
+            continue
         if flags is None or op_type not in ("Reshape", "Expand"):
             call.refuse(f"takes it as input {i} (a parameter, not data)")
         # A length in the target shape: the axis it sizes is marked at the real length.
@@ -364,6 +409,20 @@ def _moves(call: Call):
                 call.refuse(f"sizes axis {axis} by a padded length it does not keep")
             _merge(positions[0], axis, _with_count(_length_origin(call), real[entry]))
     return results, [_combine(p, l) for p, l in zip(positions, lengths)]
+
+
+def _sliced_to_length(call: Call, flags: np.ndarray, positions: dict[int, Mark]) -> None:
+    """``Slice(data, 0, n)`` with ``n`` a padded length (``x[:len(y)]``): the real ``n`` entries
+    are real, the rest of the hinted length padding."""
+    data, starts = call.args[0], np.asarray(call.args[1]).reshape(-1)
+    axes = np.arange(len(starts)) if len(call.args) < 4 or call.args[3] is None else np.asarray(call.args[3]).reshape(-1)
+    steps = np.ones(len(starts), int) if len(call.args) < 5 or call.args[4] is None else np.asarray(call.args[4]).reshape(-1)
+    real = jnp.asarray(call.marks[2].real).reshape(-1)
+    for entry in np.flatnonzero(flags.reshape(-1)):
+        axis = int(axes[entry]) % data.ndim
+        if starts[entry] != 0 or steps[entry] != 1:
+            call.refuse(f"slices axis {axis} up to a padded length from another start or by another step")
+        _merge(positions, axis, _with_count(_length_origin(call), real[entry]))
 
 
 def _combine(axes: dict[int, Mark], lengths: Marks | None) -> Marks | None:
@@ -412,13 +471,13 @@ def _gather(call: Call):
     args = list(call.args)
     if index_axes:
         mask = real_mask(indices.shape, index_axes)
-        args[1] = jnp.where(mask, indices, jnp.zeros((), indices.dtype))
+        args[1] = jnp.where(mask, indices, 0)
     results = _outputs(call.run(args))
     out = results[0]
     axes: dict[int, Mark] = {}
     if index_axes:
         shaped = mask.reshape((1,) * axis + mask.shape + (1,) * (data.ndim - axis - 1))
-        out = jnp.where(shaped, out, jnp.zeros((), out.dtype))
+        out = jnp.where(shaped, out, 0)
         for a, mark in index_axes.items():
             _merge(axes, axis + a, mark)
     for a, mark in _axis_marks(call, 0).items():
@@ -440,10 +499,10 @@ def _gather_elements(call: Call):
     args = list(call.args)
     mask = real_mask(indices.shape, index_axes)
     if index_axes:
-        args[1] = jnp.where(mask, indices, jnp.zeros((), indices.dtype))
+        args[1] = jnp.where(mask, indices, 0)
     out = _outputs(call.run(args))[0]
     if index_axes:
-        out = jnp.where(mask, out, jnp.zeros((), out.dtype))
+        out = jnp.where(mask, out, 0)
     axes = dict(index_axes)
     for a, mark in _axis_marks(call, 0).items():
         if a != axis and indices.shape[a] == data.shape[a]:
@@ -463,11 +522,11 @@ def _gather_nd(call: Call):
     args = list(call.args)
     mask = real_mask(indices.shape[:-1], index_axes)
     if index_axes:
-        args[1] = jnp.where(mask[..., None], indices, jnp.zeros((), indices.dtype))
+        args[1] = jnp.where(mask[..., None], indices, 0)
     out = _outputs(call.run(args))[0]
     axes = dict(index_axes)
     if index_axes:
-        out = jnp.where(mask.reshape(mask.shape + (1,) * (out.ndim - mask.ndim)), out, jnp.zeros((), out.dtype))
+        out = jnp.where(mask.reshape(mask.shape + (1,) * (out.ndim - mask.ndim)), out, 0)
     k = indices.shape[-1]
     for a, mark in _axis_marks(call, 0).items():
         if a < batch:
@@ -489,12 +548,12 @@ def _scatter(call: Call):
             if a >= len(rows):
                 call.refuse("marks a part of each update as padding, not whole updates")
             keep = keep & real_mask(rows, {a: mark})
+    indices = jnp.asarray(indices)
     if nd:
-        beyond = np.array(data.shape[: indices.shape[-1]], np.int64)
-        dropped = jnp.where(keep[..., None], indices, jnp.asarray(beyond, indices.dtype))
+        beyond = jnp.asarray(np.array(data.shape[: indices.shape[-1]]), indices.dtype)
+        dropped = jnp.where(keep[..., None], indices, beyond)
     else:
-        axis = call.attributes.get("axis", 0)
-        dropped = jnp.where(keep, indices, jnp.asarray(data.shape[axis], indices.dtype))
+        dropped = jnp.where(keep, indices, data.shape[call.attributes.get("axis", 0)])
     # Traced, out-of-range indices write nothing (the op's rule); eagerly too, run under jit.
     results = _outputs(jax.jit(lambda d, i, u: call.run([d, i, u, *call.args[3:]]))(data, dropped, updates))
     axes = _axis_marks(call, 0)
@@ -530,8 +589,8 @@ def _reduction(kind: str):
         gone = {a: m for a, m in axes.items() if a in reduced}
         args = list(call.args)
         if gone:
-            fill = {"sum": 0, "mean": 0, "prod": 1, "max": _lowest(data.dtype), "min": _highest(data.dtype)}[kind]
-            args[0] = _filled(jnp.asarray(data), gone, fill)
+            fill = {"sum": 0, "mean": 0, "prod": 1, "max": "lowest", "min": "highest"}[kind]
+            args[0] = _filled(data, gone, fill)
         if gone and kind == "mean":  # the sum of the real entries over their number
             total = jnp.sum(args[0], axis=reduced, keepdims=keepdims)
             count = jnp.asarray(np.prod([data.shape[a] for a in reduced if a not in gone]), total.dtype)
@@ -564,7 +623,7 @@ def _top_k(call: Call):
     axes = dict(_axis_marks(call, 0))
     args = list(call.args)
     if axis in axes:  # marked entries rank last
-        args[0] = _filled(jnp.asarray(data), {axis: axes[axis]}, _lowest(data.dtype) if largest else _highest(data.dtype))
+        args[0] = _filled(data, {axis: axes[axis]}, "lowest" if largest else "highest")
     results = _outputs(call.run(args))
     length = np.shape(results[0])[axis]
     if axis in axes:

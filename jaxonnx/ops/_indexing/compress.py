@@ -67,7 +67,7 @@ def _with_real_length(out, condition, axis, size, real_length):
     if not real_length or size is None:
         return out
     count = jnp.count_nonzero(condition) if is_traced(condition) else np.count_nonzero(np.asarray(condition))
-    return out, RealLength(count, (0 if axis is None else axis % out.ndim,))
+    return out, RealLength(count, (0 if axis is None else axis % out.ndim,), counted=1)
 
 
 # Above this many contiguous runs of selected slices, one gather beats many slices (and

@@ -53,7 +53,7 @@ def non_zero(X, *, size: int | None = None, fill_value=None, real_length: bool =
     """
     if real_length and size is not None:
         count = jnp.count_nonzero(X) if is_traced(X) else np.count_nonzero(np.asarray(X)) if X.ndim else 0
-        return non_zero(X, size=size, fill_value=fill_value), RealLength(count, (1,))
+        return non_zero(X, size=size, fill_value=fill_value), RealLength(count, (1,), counted=0)
     if size is not None and (isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 0):
         raise OnnxValidationError(f"needs a non-negative int `size`, got {size!r}.")
     if fill_value is not None and (isinstance(fill_value, bool) or not isinstance(fill_value, (int, np.integer))):
