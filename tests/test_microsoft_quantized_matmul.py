@@ -250,3 +250,56 @@ def test_matmul_nbits_gradients_match_finite_differences(zero, rows):
         analytic = float(np.sum(np.asarray(grad, np.float64) * direction))
         scale = np.sum(np.abs(np.asarray(grad, np.float64) * direction)) + 1e-12
         assert abs(analytic - numeric) <= 1e-5 * scale, (argnum, analytic, numeric)
+
+
+# --- MatMulBnb4 ----------------------------------------------------------------------------
+
+_NF4 = np.array([-1.0, -0.6961928009986877, -0.5250730514526367, -0.39491748809814453, -0.28444138169288635,
+                 -0.18477343022823334, -0.09105003625154495, 0.0, 0.07958029955625534, 0.16093020141124725,
+                 0.24611230194568634, 0.33791524171829224, 0.44070982933044434, 0.5626170039176941,
+                 0.7229568362236023, 1.0], np.float32)
+# FP4: sign, 2 exponent bits (bias 3), 1 mantissa bit; the values over 12, the largest.
+_FP4 = np.array([0, 0.0625, 8, 12, 4, 6, 2, 3], np.float64) / 12
+_FP4 = np.concatenate([_FP4, -_FP4]).astype(np.float32)
+
+
+def _bnb4_case(*, lead=(3,), K=24, N=5, block_size=16, quant_type=1, transB=1):
+    size = N * K
+    codes = _rng.integers(0, 16, size + size % 2)
+    B = ((codes[0::2] << 4) | codes[1::2]).astype(np.uint8)  # the first code in the high nibble
+    absmax = _rng.uniform(0.5, 2.0, -(-size // block_size)).astype(np.float32)
+    table = _NF4 if quant_type else _FP4
+    W = (table[codes[:size]].astype(np.float64) * np.repeat(absmax.astype(np.float64), block_size)[:size]).reshape(N, K)
+    A = _rng.standard_normal(lead + ((K if transB else N),)).astype(np.float32)
+    attributes = {"K": K, "N": N, "block_size": block_size, "quant_type": quant_type, "transB": transB}
+    return [A, B, absmax], attributes, W
+
+
+_BNB4_CASES = {
+    "nf4": dict(),
+    "fp4": dict(quant_type=0),
+    "nf4_odd_size_block64_batched": dict(K=21, N=7, block_size=64, lead=(2, 3)),
+    "fp4_block32_decode": dict(K=96, N=40, block_size=32, lead=(1,), quant_type=0),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_BNB4_CASES))
+def test_matmul_bnb4_equals_onnxruntime(case, run_onnxruntime):
+    inputs, attributes, W = _bnb4_case(**_BNB4_CASES[case])
+    model, feed = _node_model("MatMulBnb4", inputs, attributes, TensorProto.FLOAT)
+    (expected,) = run_onnxruntime(model, feed)
+    magnitude = np.abs(inputs[0].astype(np.float64)) @ np.abs(W).T
+    for actual in _three_ways(model, feed, "MatMulBnb4", inputs, attributes):
+        _assert_within_rounding(actual, expected, magnitude)
+    _assert_within_rounding(actual.astype(np.float64), inputs[0].astype(np.float64) @ W.T, magnitude)
+
+
+def test_matmul_bnb4_untransposed_follows_the_text(run_onnxruntime):
+    """transB=0 (the backward pass): Y = A @ W. onnxruntime's CPU kernel multiplies by the
+    transposed weight whatever transB says (its GEMM call is hard-wired to CblasTrans) and
+    reads it with the wrong stride; this follows the text."""
+    inputs, attributes, W = _bnb4_case(transB=0, K=16, N=16)
+    magnitude = np.abs(inputs[0].astype(np.float64)) @ np.abs(W)
+    model, feed = _node_model("MatMulBnb4", inputs, attributes, TensorProto.FLOAT)
+    for actual in _three_ways(model, feed, "MatMulBnb4", inputs, attributes):
+        _assert_within_rounding(actual, (inputs[0].astype(np.float64) @ W).astype(np.float32), magnitude)

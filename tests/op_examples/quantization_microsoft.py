@@ -206,3 +206,29 @@ EXAMPLES.update({
                 {"K": 64, "N": 4, "bits": 8, "block_size": 16}, reference=_matmul_nbits, rtol=1e-5, atol=1e-5),
     ],
 })
+
+
+_BNB4_VALUES = {  # onnxruntime's tables: FP4 (sign, 2 exponent bits, 1 mantissa bit, over 12) and NF4
+    0: np.concatenate([v := np.array([0, 0.0625, 8, 12, 4, 6, 2, 3]) / 12, -v]),
+    1: np.array([-1.0, -0.6961928009986877, -0.5250730514526367, -0.39491748809814453, -0.28444138169288635,
+                 -0.18477343022823334, -0.09105003625154495, 0.0, 0.07958029955625534, 0.16093020141124725,
+                 0.24611230194568634, 0.33791524171829224, 0.44070982933044434, 0.5626170039176941,
+                 0.7229568362236023, 1.0]),
+}
+
+
+def _matmul_bnb4(A, B, absmax, *, K, N, block_size, quant_type, transB=1, training_mode=0):
+    size = N * K
+    codes = np.stack([B >> 4, B & 15], axis=-1).reshape(-1)[:size]  # the first code in the high nibble
+    W = (_BNB4_VALUES[quant_type][codes] * np.repeat(absmax.astype(np.float64), block_size)[:size]).reshape(N, K)
+    return [(A.astype(np.float64) @ (W.T if transB else W)).astype(A.dtype)]
+
+
+EXAMPLES.update({
+    "MatMulBnb4": [
+        Example([_rng.standard_normal((3, 20)).astype(_F), _codes(_U8, (50,)), _rng.uniform(0.5, 2, 7).astype(_F)],
+                {"K": 20, "N": 5, "block_size": 16, "quant_type": 1}, reference=_matmul_bnb4),
+        Example([_rng.standard_normal((2, 2, 5)).astype(_F), _codes(_U8, (53,)), _rng.uniform(0.5, 2, 4).astype(_F)],
+                {"K": 21, "N": 5, "block_size": 32, "quant_type": 0, "transB": 0}, reference=_matmul_bnb4),
+    ],
+})
