@@ -303,3 +303,126 @@ def test_matmul_bnb4_untransposed_follows_the_text(run_onnxruntime):
     model, feed = _node_model("MatMulBnb4", inputs, attributes, TensorProto.FLOAT)
     for actual in _three_ways(model, feed, "MatMulBnb4", inputs, attributes):
         _assert_within_rounding(actual, (inputs[0].astype(np.float64) @ W).astype(np.float32), magnitude)
+
+
+# --- GatherBlockQuantized ------------------------------------------------------------------
+
+
+def _initializer_model(op_type, inputs, constant, attributes, output_type):
+    """A one-node model whose inputs at the positions in ``constant`` are initializers (the
+    sub-byte and float8 types onnxruntime's Python feeds do not take)."""
+    names = [f"in{i}" if x is not None else "" for i, x in enumerate(inputs)]
+    while names and not names[-1]:
+        names.pop()
+    feed = {n: np.asarray(x) for i, (n, x) in enumerate(zip(names, inputs)) if n and i not in constant}
+    initializers = [numpy_helper.from_array(np.asarray(inputs[i]), names[i]) for i in constant if inputs[i] is not None]
+    node = helper.make_node(op_type, names, ["y"], domain=_MS, **attributes)
+    graph = helper.make_graph(
+        [node], "node",
+        [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(x.dtype), x.shape) for n, x in feed.items()],
+        [helper.make_tensor_value_info("y", output_type, None)], initializers,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid(_MS, 1)])
+    model.ir_version = 10
+    return model, feed
+
+
+def _gather_case(*, kind="int4", shape=(7, 40), gather_axis=0, quantize_axis=1, block_size=16, zero=True, bits=4,
+                 index_shape=(2, 3), index_type=np.int64, scale_type=np.float32, broadcast_axis=None):
+    """Random GatherBlockQuantized inputs, attributes, and the float64 dequantized table."""
+    import ml_dtypes
+
+    rank = len(shape)
+    q = quantize_axis % rank
+    length = shape[q]
+    block = block_size or length
+    scale_shape = list(shape)
+    scale_shape[q] = -(-length // block)
+    if broadcast_axis is not None:
+        scale_shape[broadcast_axis] = 1
+    scales = _rng.uniform(0.05, 1.0, scale_shape).astype(scale_type)
+    spread = np.repeat(scales.astype(np.float64), block, axis=q)[(slice(None),) * q + (slice(0, length),)]
+    zero_points = None
+    if kind in ("int4", "uint4"):
+        low, high = (-8, 7) if kind == "int4" else (0, 15)
+        dtype = getattr(ml_dtypes, kind)
+        values = _rng.integers(low, high + 1, shape)
+        data = values.astype(dtype)
+        zero_values = np.zeros(scale_shape, np.int64)
+        if zero:
+            zero_values = _rng.integers(low, high + 1, scale_shape)
+            zero_points = zero_values.astype(dtype)
+        table = (values - np.repeat(zero_values, block, axis=q)[(slice(None),) * q + (slice(0, length),)]) * spread
+    elif kind == "uint8":
+        values = _rng.integers(0, 1 << bits, shape)
+        data = _pack_low_bits_first(values, bits) if bits < 8 else values.astype(np.uint8)
+        zero_values = np.full(scale_shape, 1 << (bits - 1))
+        if zero:
+            zero_values = _rng.integers(0, 1 << bits, scale_shape)
+            per_byte = 8 // bits
+            width = -(-scale_shape[-1] // per_byte) * per_byte
+            padded = np.zeros(scale_shape[:-1] + [width], np.int64)
+            padded[..., : scale_shape[-1]] = zero_values
+            zero_points = _pack_low_bits_first(padded, bits) if bits < 8 else zero_values.astype(np.uint8)
+        table = (values - np.repeat(zero_values, block, axis=q)[(slice(None),) * q + (slice(0, length),)]) * spread
+    else:
+        dtype = getattr(ml_dtypes, kind)
+        data = _rng.uniform(-4, 4, shape).astype(dtype)
+        table = data.astype(np.float64) * spread
+    size = shape[gather_axis % rank]
+    indices = _rng.integers(-size - 2, size + 2, index_shape).astype(index_type)
+    attributes = {"gather_axis": gather_axis, "quantize_axis": quantize_axis, "block_size": block_size}
+    if kind == "uint8":
+        attributes["bits"] = bits
+    return [data, indices, scales, zero_points], attributes, table
+
+
+def _gathered(table, indices, axis):
+    axis %= table.ndim
+    size = table.shape[axis]
+    valid = (indices >= -size) & (indices < size)
+    out = np.take(table, np.where(valid, indices % size, 0), axis=axis)
+    mask = valid.reshape((1,) * axis + valid.shape + (1,) * (table.ndim - axis - 1))
+    return np.where(mask, out, 0.0)
+
+
+_GATHER_CASES = {
+    "int4": dict(),
+    "int4_no_zero_int32_indices": dict(zero=False, index_type=np.int32),
+    "uint4_quantize_axis0_gather_axis1": dict(kind="uint4", gather_axis=1, quantize_axis=0, shape=(48, 5)),
+    "int4_rank3_same_axes": dict(shape=(3, 40, 4), gather_axis=1, quantize_axis=1, block_size=16, index_shape=(5,)),
+    "int4_rank3_negative_axes_float16": dict(shape=(6, 3, 32), gather_axis=-3, quantize_axis=-1, block_size=32,
+                                             scale_type=np.float16),
+    **{f"uint8_bits{bits}_{'zero' if zero else 'default'}": dict(kind="uint8", bits=bits, zero=zero, shape=(9, 64), block_size=16)
+       for bits in (2, 4, 8) for zero in (True, False)},
+    "uint8_bits4_odd_blocks": dict(kind="uint8", bits=4, shape=(5, 48), block_size=32),
+    "float8e4m3fn": dict(kind="float8_e4m3fn", zero=False),
+    "float8e5m2_whole_axis_broadcast": dict(kind="float8_e5m2", zero=False, block_size=0, broadcast_axis=0),
+    "float4e2m1": dict(kind="float4_e2m1fn", zero=False, shape=(6, 32), block_size=16),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_GATHER_CASES))
+def test_gather_block_quantized_equals_onnxruntime(case, run_onnxruntime):
+    inputs, attributes, table = _gather_case(**_GATHER_CASES[case])
+    scales = inputs[2]
+    model, feed = _initializer_model("GatherBlockQuantized", inputs, (0, 3), attributes,
+                                     helper.np_dtype_to_tensor_dtype(scales.dtype))
+    (expected,) = run_onnxruntime(model, feed)
+    text = _gathered(table, inputs[1], attributes["gather_axis"]).astype(scales.dtype)
+    np.testing.assert_array_equal(expected, text)  # one rounding of an exact product: exact
+    for actual in _three_ways(model, feed, "GatherBlockQuantized", inputs, attributes):
+        assert actual.dtype == expected.dtype
+        np.testing.assert_array_equal(actual, expected)
+
+
+def test_gather_block_quantized_gradient_flows_to_scales():
+    inputs, attributes, _ = _gather_case(zero=True)
+    data, indices, scales, zero_points = inputs
+    op = jaxonnx.get_op("GatherBlockQuantized", 1, _MS)
+    cotangent = _rng.standard_normal(indices.shape + (40,)).astype(np.float32)
+    grad = jax.grad(lambda s: jnp.sum(op(data, indices, s, zero_points, **attributes) * cotangent))(jnp.asarray(scales))
+    # Linear in the scales: the gradient is the sum over the gathered rows of (q - z) times the cotangent.
+    direction = _rng.standard_normal(scales.shape).astype(np.float32)
+    numeric = np.sum(np.asarray(op(data, indices, direction, zero_points, **attributes), np.float64) * cotangent)
+    np.testing.assert_allclose(float(np.sum(np.asarray(grad, np.float64) * direction)), numeric, rtol=1e-5)

@@ -232,3 +232,48 @@ EXAMPLES.update({
                 {"K": 21, "N": 5, "block_size": 32, "quant_type": 0, "transB": 0}, reference=_matmul_bnb4),
     ],
 })
+
+
+def _gather_block_quantized(data, indices, scales, zero_points=None, *, bits=4, block_size=128, quantize_axis=1,
+                            gather_axis=0):
+    rank = data.ndim
+    q, g = quantize_axis % rank, gather_axis % rank
+    packed = data.dtype == np.uint8
+    values = _unpack(data, bits) if packed else data.astype(np.int64)
+    if zero_points is None:
+        zero = np.full(scales.shape, 2 ** (bits - 1) if packed else 0)
+    else:
+        zero = _unpack(zero_points, bits)[..., : scales.shape[-1]] if packed else zero_points.astype(np.int64)
+    length = values.shape[q]
+
+    def spread(v):
+        return np.repeat(v, block_size, axis=q)[(slice(None),) * q + (slice(0, length),)]
+
+    table = (values - spread(zero)) * spread(scales.astype(np.float64))
+    size = table.shape[g]
+    valid = (indices >= -size) & (indices < size)
+    out = np.take(table, np.where(valid, indices % size, 0), axis=g)
+    mask = valid.reshape((1,) * g + valid.shape + (1,) * (rank - g - 1))
+    return [np.where(mask, out, 0).astype(scales.dtype)]
+
+
+def _int4_table(shape, dtype_name):
+    import ml_dtypes
+
+    low, high = (-8, 7) if dtype_name == "int4" else (0, 15)
+    return _rng.integers(low, high + 1, shape).astype(getattr(ml_dtypes, dtype_name))
+
+
+EXAMPLES.update({
+    "GatherBlockQuantized": [
+        # int4 embeddings, quantized along the hidden axis, with zero points; indices out of range read zeros.
+        Example([_int4_table((6, 40), "int4"), np.array([[0, 5, -1], [7, -7, 2]], np.int64),
+                 _rng.uniform(0.1, 1, (6, 3)).astype(_F), _int4_table((6, 3), "int4")], {"block_size": 16},
+                reference=_gather_block_quantized),
+        Example([_int4_table((32, 3), "uint4"), np.array([1, 0], np.int32), _rng.uniform(0.1, 1, (2, 3)).astype(_F)],
+                {"block_size": 16, "quantize_axis": 0, "gather_axis": 1}, reference=_gather_block_quantized),
+        # uint8 packed two 4-bit values a byte, zero points packed likewise.
+        Example([_codes(_U8, (5, 24)), np.array([4, 0, 9], np.int64), _rng.uniform(0.1, 1, (5, 3)).astype(_F),
+                 _codes(_U8, (5, 2))], {"block_size": 16}, reference=_gather_block_quantized),
+    ],
+})
