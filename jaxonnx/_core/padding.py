@@ -347,14 +347,19 @@ def _probe(shape, axis: int, dtype) -> np.ndarray:
     return np.broadcast_to(numbers, shape).astype(dtype)
 
 
-def _landing(probe_out: np.ndarray, length: int) -> int | None:
-    """The output axis along which a probe came out as a prefix of its positions, in order."""
+def _landing(probe_out: np.ndarray) -> tuple[int, int] | None:
+    """The output axis along which a probe came out as a prefix of its positions, in order,
+    each repeated ``block`` times (an axis merged with the whole axes after it: Flatten,
+    Reshape); None when there is none."""
     shape = probe_out.shape
-    candidates = [b for b in range(len(shape)) if 0 < shape[b] <= length]
-    for b in sorted(candidates, key=lambda b: shape[b] == 1):  # a length-1 axis last: it matches anything
-        expected = np.broadcast_to(np.arange(shape[b]).reshape([-1 if d == b else 1 for d in range(len(shape))]), shape)
-        if np.array_equal(probe_out, expected):
-            return b
+    for b in sorted(range(len(shape)), key=lambda b: shape[b] == 1):  # a length-1 axis last: it matches anything
+        along = np.moveaxis(probe_out, b, 0).reshape(shape[b], -1)
+        if shape[b] == 0 or not (along == along[:, :1]).all():
+            continue  # the probe varies along another axis
+        numbers = along[:, 0]
+        block = int(np.argmax(numbers != 0)) if (numbers != 0).any() else shape[b]
+        if block and np.array_equal(numbers, np.arange(shape[b]) // block):
+            return b, block
     return None
 
 
@@ -372,10 +377,13 @@ def _moved_marks(call: Call, results: tuple) -> list[dict[int, Mark]]:
             probe_out = np.asarray(probe_out)
             if probe_out.size == 0:
                 continue
-            landed = _landing(probe_out, data.shape[axis])
+            landed = _landing(probe_out)
             if landed is None:
                 call.refuse(f"moves the padded axis {axis} so that its positions are no longer a prefix of one axis")
-            count = mark.count if probe_out.shape[landed] == data.shape[axis] else jnp.minimum(mark.count, probe_out.shape[landed])
+            landed, block = landed
+            count = mark.count * block
+            if probe_out.shape[landed] < data.shape[axis] * block:  # cut to a prefix
+                count = jnp.minimum(count, probe_out.shape[landed])
             _merge(out[index], landed, _with_count(mark, count))
     return out
 
