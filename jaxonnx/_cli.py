@@ -1,4 +1,4 @@
-"""The ``jaxonnx`` command line: a demo, ``run``, ``check`` and ``bench``.
+"""The ``jaxonnx`` command line: a demo, ``run``, ``check``, ``bench`` and ``generate`` (``_cli_generate.py``).
 
 The command owns its process, so it turns on JAX's 64-bit types (ONNX models use
 int64 throughout) and tunes glibc's allocator for large outputs (``tune_cpu_allocator``);
@@ -20,12 +20,15 @@ import time
 
 import numpy as np
 
+from jaxonnx import _cli_generate
+
 _DESCRIPTION = """Run ONNX models as JAX functions.
 
   jaxonnx                      run the bundled demo model (load, run, jit, a gradient)
   jaxonnx run MODEL.onnx       run a model on random or given inputs
   jaxonnx check MODEL.onnx     op counts, unsupported ops, each node's resolved version
   jaxonnx bench MODEL.onnx     compile and per-call time of the jitted model, beside onnxruntime
+  jaxonnx generate MODEL_DIR   text from a causal LM: --prompt "..." (or --prompt-ids 1,2,3)
 
 run and bench make a random value for every input not given with --input NAME=FILE.npy,
 from its declared shape: set symbolic dims with --dim NAME=N (they default to 1), whole
@@ -55,6 +58,7 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--rtol", type=float, help="relative tolerance of the output check (default by dtype: 1e-4 for float32)")
     bench.add_argument("--atol", type=float, help="absolute tolerance of the output check (default by dtype: 1e-5 for float32)")
     bench.add_argument("--no-onnxruntime", action="store_true", help="time jaxonnx only")
+    _cli_generate.add_parser(commands)
     return parser
 
 
@@ -93,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         with _quiet_callback_logs():
-            commands = {"run": _run, "check": _check, "bench": _bench}
+            commands = {"run": _run, "check": _check, "bench": _bench, "generate": _cli_generate.run}
             code = commands[args.command](args) if args.command in commands else _demo()
             sys.stdout.flush()  # a closed pipe raises here, inside the `except` below
             return code

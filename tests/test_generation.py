@@ -1,0 +1,316 @@
+"""jaxonnx.generate on causal LMs that other tools exported, against onnxruntime's KV-cache loop.
+
+The fixtures (``tests/fixtures/generation/``, made by ``tools/export_generation_fixtures.py``)
+are tiny random Llama, GPT-2, Qwen2, Phi and Gemma models exported by HF Optimum
+(``text-generation-with-past``) and by torch's dynamo exporter. The reference is a plain
+onnxruntime loop whose cache grows by one token a step, as Optimum's own ``generate`` runs
+them; the manifest also holds torch's ``generate`` tokens for the same prompts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+import onnxruntime
+import pytest
+import scipy.stats
+
+import jaxonnx
+from jaxonnx.generation import _decode, filtered_logits, find_cache
+
+FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "generation")
+with open(os.path.join(FIXTURES, "manifest.json")) as _file:
+    MANIFEST = json.load(_file)
+NAMES = sorted(name for name, entry in MANIFEST.items() if "error" not in entry)
+NEW_TOKENS = 8
+SIGNIFICANCE = 1e-3  # a chi-square test at this level fails once in a thousand seeds, and would fail a wrong sampler
+
+
+def _path(name: str) -> str:
+    return os.path.join(FIXTURES, name, "model.onnx")
+
+
+def _prompts(name: str) -> tuple[np.ndarray, np.ndarray]:
+    entry = MANIFEST[name]
+    return np.array(entry["prompt_ids"]), np.array(entry["prompt_mask"])
+
+
+class OnnxruntimeLM:
+    """onnxruntime's decode loop with a growing cache: the reference."""
+
+    def __init__(self, name: str):
+        self.session = onnxruntime.InferenceSession(_path(name), providers=["CPUExecutionProvider"])
+        self.layout = find_cache(jaxonnx.load(_path(name)))
+        self.names = {i.name for i in self.session.get_inputs()}
+
+    def logits(self, ids, mask, positions, cache):
+        feed = {"input_ids": ids, "attention_mask": mask, "position_ids": positions, **cache}
+        outputs = dict(zip([o.name for o in self.session.get_outputs()],
+                           self.session.run(None, {k: v for k, v in feed.items() if k in self.names})))
+        return outputs[self.layout.logits][:, -1], {past: outputs[present] for past, present in self.layout.pairs}
+
+    def empty_cache(self, batch):
+        return {past: np.zeros([batch if d == -1 else d for d in shape], dtype)
+                for (past, _), shape, dtype in zip(self.layout.pairs, self.layout.empty_shape, self.layout.dtypes)}
+
+    def generate(self, ids, mask, new_tokens, *, eos=(), pad=0):
+        """Greedy tokens as Hugging Face's generate gives them: finished rows pad; stops when all ended."""
+        cache = self.empty_cache(len(ids))
+        positions = np.where(mask == 1, np.cumsum(mask, -1) - 1, 1)
+        step_ids, finished, tokens = ids, np.zeros(len(ids), bool), []
+        for _ in range(new_tokens):
+            logits, cache = self.logits(step_ids, mask, positions, cache)
+            token = np.where(finished, pad, logits.argmax(-1))
+            finished |= np.isin(token, eos)
+            tokens.append(token)
+            if finished.all():
+                break
+            positions = mask.sum(-1, keepdims=True)
+            step_ids, mask = token[:, None], np.concatenate([mask, np.ones_like(mask[:, :1])], -1)
+        tokens += [np.full(len(ids), pad)] * (new_tokens - len(tokens))
+        return np.stack(tokens, -1)
+
+
+@pytest.fixture(scope="module")
+def llama():
+    return jaxonnx.load(_path("llama_optimum"))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_greedy_tokens_equal_onnxruntime_on_uneven_prompts(name):
+    ids, mask = _prompts(name)
+    new_tokens = 4 if not find_cache(jaxonnx.load(_path(name))).fixed_window else NEW_TOKENS
+    out = np.asarray(jaxonnx.generate(_path(name), ids, new_tokens, attention_mask=mask))
+    np.testing.assert_array_equal(out[:, : ids.shape[1]], ids)
+    expected = OnnxruntimeLM(name).generate(ids, mask, new_tokens)
+    np.testing.assert_array_equal(out[:, ids.shape[1]:], expected)
+    # ... which are torch's own generate tokens for these prompts (recorded at export).
+    np.testing.assert_array_equal(out[:, ids.shape[1]:], np.array(MANIFEST[name]["torch_greedy"])[:, :new_tokens])
+
+
+def test_cache_found_by_each_exporters_names():
+    optimum = find_cache(jaxonnx.load(_path("gpt2_optimum")))
+    assert optimum.pairs[1] == ("past_key_values.0.value", "present.0.value") and optimum.fixed_window
+    dynamo = find_cache(jaxonnx.load(_path("phi_dynamo")))
+    assert dynamo.pairs[0] == ("past_key_values_0_0", MANIFEST["phi_dynamo"]["outputs"][1])
+    assert dynamo.logits == MANIFEST["phi_dynamo"]["outputs"][0] and dynamo.axis == 2
+    assert not find_cache(jaxonnx.load(_path("gemma_optimum"))).fixed_window  # no position_ids input
+
+
+def test_cache_given_explicitly(llama):
+    pairs = {f"past_key_values.{i}.{kind}": f"present.{i}.{kind}" for i in range(2) for kind in ("value", "key")}
+    layout = find_cache(llama, pairs)
+    assert dict(layout.pairs) == pairs
+    ids, mask = _prompts("llama_optimum")
+    np.testing.assert_array_equal(jaxonnx.generate(llama, ids, 3, attention_mask=mask, cache=pairs),
+                                  jaxonnx.generate(llama, ids, 3, attention_mask=mask))
+    with pytest.raises(jaxonnx.OnnxValidationError, match=r"`cache` names \['present.9.key'\]"):
+        find_cache(llama, {"past_key_values.0.key": "present.9.key"})
+
+
+def test_eos_ends_rows_and_the_loop(llama):
+    ids, mask = _prompts("llama_optimum")
+    free = np.asarray(jaxonnx.generate(llama, ids, NEW_TOKENS, attention_mask=mask))[:, ids.shape[1]:]
+    eos = int(free[0, 2])  # row 0 ends at its third token, the others where (if) they meet it
+    reference = OnnxruntimeLM("llama_optimum")
+    out = np.asarray(jaxonnx.generate(llama, ids, NEW_TOKENS, attention_mask=mask, eos_token_id=eos, pad_token_id=0))
+    np.testing.assert_array_equal(out[:, ids.shape[1]:], reference.generate(ids, mask, NEW_TOKENS, eos=[eos], pad=0))
+    assert out[0, ids.shape[1] + 2] == eos and not out[0, ids.shape[1] + 3:].any()
+    # Every row's first token ends it: the loop runs no decode step after the prompt.
+    firsts = [int(t) for t in free[:, 0]]
+    tokens, steps = _decode(llama, find_cache(llama), jnp.asarray(ids), jnp.asarray(mask), None, 1.0, None, None,
+                            jnp.asarray(firsts), jnp.asarray(7), NEW_TOKENS)
+    assert int(steps) == 1
+    np.testing.assert_array_equal(np.asarray(tokens)[:, ids.shape[1]:], [[t] + [7] * (NEW_TOKENS - 1) for t in firsts])
+    # Without it, all steps run.
+    _, steps = _decode(llama, find_cache(llama), jnp.asarray(ids), jnp.asarray(mask), None, 1.0, None, None,
+                       None, jnp.asarray(0), NEW_TOKENS)
+    assert int(steps) == NEW_TOKENS
+
+
+def test_one_prompt_and_right_padding_refused(llama):
+    ids, mask = _prompts("llama_optimum")
+    row = ids[2]  # the longest prompt, unpadded
+    np.testing.assert_array_equal(jaxonnx.generate(llama, row, 5), jaxonnx.generate(llama, row[None], 5)[0])
+    with pytest.raises(jaxonnx.OnnxValidationError, match="pad prompts on the left"):
+        jaxonnx.generate(llama, ids, 2, attention_mask=mask[:, ::-1])
+    with pytest.raises(jaxonnx.OnnxValidationError, match="`max_new_tokens` must be a positive int"):
+        jaxonnx.generate(llama, ids, 0, attention_mask=mask)
+
+
+def test_jit_of_generate_traces_once_per_shape_signature(llama):
+    traces = []
+
+    def counted(model, ids, mask, new_tokens):
+        traces.append(ids.shape)
+        return jaxonnx.generate(model, ids, new_tokens, attention_mask=mask)
+
+    compiled = jax.jit(counted, static_argnames="new_tokens")
+    ids, mask = _prompts("llama_optimum")
+    first = compiled(llama, ids, mask, 4)
+    again = compiled(llama, (ids + 1) % 128 * mask, mask, 4)  # other values, same shapes
+    assert len(traces) == 1 and not np.array_equal(first, again)
+    np.testing.assert_array_equal(again, jaxonnx.generate(llama, (ids + 1) % 128 * mask, 4, attention_mask=mask))
+    # New params (a fine-tuned model) are leaves of the model's pytree: no retrace either.
+    tuned = jax.tree.map(lambda w: w * 1.5, llama)
+    compiled(tuned, ids, mask, 4)
+    assert len(traces) == 1
+    compiled(llama, ids[:, 1:], mask[:, 1:], 4)  # a new prompt length is a new shape signature
+    assert len(traces) == 2
+    # One compiled loop: the prefill, then one while loop whose body runs the graph once.
+    jaxpr = jax.make_jaxpr(lambda m, i, a: jaxonnx.generate(m, i, 6, attention_mask=a))(llama, ids, mask)
+    assert [eqn.primitive.name for eqn in _all_eqns(jaxpr.jaxpr)].count("while") == 1
+
+
+def _all_eqns(jaxpr):
+    """Every equation of a jaxpr, those of the jaxprs in its equations' params included."""
+    for eqn in jaxpr.eqns:
+        yield eqn
+        for value in eqn.params.values():
+            for sub in value if isinstance(value, (tuple, list)) else [value]:
+                inner = getattr(sub, "jaxpr", sub)
+                if hasattr(inner, "eqns"):
+                    yield from _all_eqns(inner)
+
+
+def test_sampling_is_reproducible_by_key(llama):
+    ids, mask = _prompts("llama_optimum")
+    key = jax.random.key(3)
+    one = jaxonnx.generate(llama, ids, 6, attention_mask=mask, rng=key, temperature=2.0)
+    two = jaxonnx.generate(llama, ids, 6, attention_mask=mask, rng=key, temperature=2.0)
+    other = jaxonnx.generate(llama, ids, 6, attention_mask=mask, rng=jax.random.key(4), temperature=2.0)
+    np.testing.assert_array_equal(one, two)
+    assert not np.array_equal(one, other)
+    # jax.vmap over keys is a loop over keys.
+    keys = jax.random.split(key, 3)
+    mapped = jax.vmap(lambda k: jaxonnx.generate(llama, ids, 3, attention_mask=mask, rng=k, temperature=2.0))(keys)
+    for k, row in zip(keys, mapped):
+        np.testing.assert_array_equal(row, jaxonnx.generate(llama, ids, 3, attention_mask=mask, rng=k, temperature=2.0))
+
+
+def _chi_square_p_value(counts: np.ndarray, probabilities: np.ndarray) -> float:
+    """Pearson's test of counts against probabilities, bins expecting fewer than 5 pooled."""
+    expected = probabilities * counts.sum()
+    small = expected < 5
+    observed = np.append(counts[~small], counts[small].sum())
+    expected = np.append(expected[~small], expected[small].sum())
+    keep = expected > 0
+    statistic = float(((observed[keep] - expected[keep]) ** 2 / expected[keep]).sum())
+    return float(scipy.stats.chi2.sf(statistic, keep.sum() - 1))
+
+
+def _numpy_filtered(logits, temperature, top_k=None, top_p=None):
+    """Hugging Face's TemperatureLogitsWarper, TopKLogitsWarper and TopPLogitsWarper, in numpy."""
+    logits = logits / temperature
+    if top_k is not None:
+        logits = np.where(logits < np.sort(logits)[-top_k], -np.inf, logits)
+    if top_p is not None:
+        order = np.argsort(logits, kind="stable")  # ascending, as HF sorts
+        probabilities = np.exp(logits[order] - logits.max())
+        probabilities /= probabilities.sum()
+        removed = np.cumsum(probabilities) <= 1 - top_p
+        removed[-1] = False
+        logits = logits.copy()
+        logits[order[removed]] = -np.inf
+    return logits
+
+
+def _softmax(logits):
+    e = np.exp(logits - logits.max())
+    return e / e.sum()
+
+
+@pytest.mark.parametrize("options", [{}, {"top_k": 5}, {"top_p": 0.6}, {"top_k": 8, "top_p": 0.8}], ids=str)
+def test_sampled_tokens_follow_the_distribution(llama, options):
+    """Frequencies of the first and (given the first) second sampled token against onnxruntime's logits."""
+    ids, mask = _prompts("llama_optimum")
+    temperature, rows = 2.0, 3000
+    prompt = np.repeat(ids[2:], rows, axis=0)
+    out = np.asarray(jaxonnx.generate(llama, prompt, 2, attention_mask=np.ones_like(prompt), rng=jax.random.key(11),
+                                      temperature=temperature, **options))
+    reference = OnnxruntimeLM("llama_optimum")
+    logits, _ = reference.logits(ids[2:], mask[2:], np.arange(ids.shape[1])[None], reference.empty_cache(1))
+    probabilities = _softmax(_numpy_filtered(logits[0].astype(np.float64), temperature, **options))
+    first = out[:, ids.shape[1]]
+    counts = np.bincount(first, minlength=probabilities.size)
+    assert not counts[probabilities == 0].any(), "a token outside top_k / top_p was drawn"
+    assert _chi_square_p_value(counts, probabilities) > SIGNIFICANCE
+    # The second token, in the rows whose first token was the commonest: the decode loop samples too.
+    common = np.argmax(counts)
+    logits, _ = reference.logits(np.append(ids[2:], [[common]], 1), np.ones((1, ids.shape[1] + 1), np.int64),
+                                 np.arange(ids.shape[1] + 1)[None], reference.empty_cache(1))
+    probabilities = _softmax(_numpy_filtered(logits[0].astype(np.float64), temperature, **options))
+    counts = np.bincount(out[first == common, ids.shape[1] + 1], minlength=probabilities.size)
+    assert counts.sum() > 300 and not counts[probabilities == 0].any()
+    assert _chi_square_p_value(counts, probabilities) > SIGNIFICANCE
+
+
+def test_a_wrong_distribution_fails_the_chi_square_test():
+    """The test above can fail: draws at temperature 2 against the probabilities at 1."""
+    logits = np.random.default_rng(0).normal(0, 2, 64)
+    draws = np.asarray(jax.random.categorical(jax.random.key(0), jnp.asarray(logits / 2), shape=(3000,)))
+    counts = np.bincount(draws, minlength=64)
+    assert _chi_square_p_value(counts, _softmax(logits / 2)) > SIGNIFICANCE
+    assert _chi_square_p_value(counts, _softmax(logits)) < 1e-12
+
+
+@pytest.mark.parametrize("options", [{"top_k": 1}, {"top_k": 7}, {"top_p": 0.3}, {"top_p": 0.95}, {"top_k": 10, "top_p": 0.5}], ids=str)
+def test_filtered_logits_are_huggingfaces_warpers(options):
+    logits = np.random.default_rng(1).normal(0, 3, (4, 50))
+    logits[1, :5] = logits[1, 5]  # ties at the threshold are kept, as HF keeps them
+    got = np.asarray(filtered_logits(jnp.asarray(logits), temperature=1.5, **options))
+    expected = np.stack([_numpy_filtered(row, 1.5, **options) for row in logits])
+    np.testing.assert_array_equal(np.isinf(got), np.isinf(expected))
+    np.testing.assert_allclose(got[~np.isinf(got)], expected[~np.isinf(expected)], rtol=1e-15)
+
+
+def test_traced_sampling_options(llama):
+    """temperature, top_k and top_p are traced: one compilation for several values."""
+    traces = []
+
+    @jax.jit
+    def sample(model, top_k, top_p, temperature):
+        traces.append(1)
+        return jaxonnx.generate(model, jnp.asarray([[5, 6, 7]]), 3, rng=jax.random.key(0), top_k=top_k,
+                                top_p=top_p, temperature=temperature)
+
+    greedy = np.asarray(jaxonnx.generate(llama, jnp.asarray([[5, 6, 7]]), 3))
+    np.testing.assert_array_equal(sample(llama, 1, 1.0, 1.0), greedy)  # top_k=1 is greedy
+    sample(llama, 5, 0.9, 0.7)
+    assert len(traces) == 1
+    chex.assert_trees_all_equal(sample(llama, 128, 1e-9, 3.0), greedy)  # a tiny top_p keeps the argmax only
+
+
+# --------------------------------------------------------------------------- the command line
+
+
+def test_command_line_with_token_ids(capsys):
+    from jaxonnx._cli import main
+
+    folder = os.path.join(FIXTURES, "llama_optimum")
+    assert main(["generate", folder, "--prompt-ids", "5,6,7", "--prompt-ids", "9", "--max-new-tokens", "4",
+                 "--eos-token-id", "-1"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    expected = OnnxruntimeLM("llama_optimum").generate(np.array([[5, 6, 7], [0, 0, 9]]), np.array([[1, 1, 1], [0, 0, 1]]), 4)
+    assert lines == ["5,6,7," + ",".join(map(str, expected[0])), "9," + ",".join(map(str, expected[1]))]
+    assert main(["generate", folder, "--prompt-ids", "5,x"]) == 2
+    assert "--prompt-ids takes comma-separated integers" in capsys.readouterr().err
+
+
+def test_command_line_with_text(capsys):
+    tokenizers = pytest.importorskip("tokenizers", reason="the `generate` extra's tokenizers package")
+    from jaxonnx._cli import main
+
+    folder = os.path.join(FIXTURES, "llama_optimum")
+    tokenizer = tokenizers.Tokenizer.from_file(os.path.join(folder, "tokenizer.json"))
+    prompt = "the quick brown fox"
+    assert main(["generate", folder, "--prompt", prompt, "--max-new-tokens", "6"]) == 0
+    ids = tokenizer.encode(prompt).ids
+    tokens = OnnxruntimeLM("llama_optimum").generate(np.array([ids]), np.ones((1, len(ids)), np.int64), 6, eos=[2])[0]
+    new = list(tokens[: list(tokens).index(2) + 1]) if 2 in tokens else list(tokens)  # config.json's eos is 2
+    assert capsys.readouterr().out == tokenizer.decode(ids + new, skip_special_tokens=True) + "\n"
