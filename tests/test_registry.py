@@ -15,7 +15,15 @@ from jaxonnx import OnnxTypeError, OnnxValidationError, UnsupportedOpError
 from jaxonnx._core import registry as _registry
 from jaxonnx._core.dtypes import onnx_type_name
 
-OUR_OPS = tuple(jaxonnx.supported_ops())  # every registered op of the default domain, from the registry
+#: Versions of the default domain that onnx does not define and onnxruntime does
+#: (SimplifiedLayerNormalization-1, its contrib LayerNormalization-1): each declares its schema.
+ONNXRUNTIME_VERSIONS = {
+    (op, version) for op, versions in jaxonnx.supported_ops().items() for version in versions
+    if jaxonnx.get_op(op, version).own_schema is not None
+}
+#: Every registered op of the default domain that onnx defines, from the registry.
+OUR_OPS = tuple(op for op, versions in jaxonnx.supported_ops().items()
+                if any((op, v) not in ONNXRUNTIME_VERSIONS for v in versions))
 #: The registered ops of the other domains onnx defines (ai.onnx.ml, ai.onnx.preview, ...):
 #: (domain, op). Domains onnx does not define (com.microsoft) declare their own schemas.
 _ONNX_DOMAINS = {s.domain for s in onnx.defs.get_all_schemas_with_history()} - {""}
@@ -35,7 +43,24 @@ def onnx_since_versions(op: str, domain: str = "") -> list[int]:
 def test_registered_versions_are_exactly_onnxs_since_versions(op):
     # A new onnx release that adds a version (a new type, a changed signature) fails here
     # until the version is registered (and, where its signature changed, adapted).
-    assert jaxonnx.supported_ops()[op] == tuple(onnx_since_versions(op))
+    onnxs = tuple(v for v in jaxonnx.supported_ops()[op] if (op, v) not in ONNXRUNTIME_VERSIONS)
+    assert onnxs == tuple(onnx_since_versions(op))
+
+
+def test_the_default_domain_versions_onnx_lacks_are_onnxruntimes():
+    # onnxruntime declares these in the default domain (and runs models with them there);
+    # each is registered with onnxruntime's schema, below onnx's first version of the op.
+    import onnxruntime.capi.onnxruntime_pybind11_state as onnxruntime_schemas
+
+    assert ONNXRUNTIME_VERSIONS == {("LayerNormalization", 1), ("SimplifiedLayerNormalization", 1)}
+    declared = {(s.name, s.since_version): s for s in onnxruntime_schemas.get_all_operator_schema() if s.domain == ""}
+    for op, version in ONNXRUNTIME_VERSIONS:
+        ours, theirs = jaxonnx.get_op(op, version).schema, declared[op, version]
+        assert ours.domain == "" and ours.since_version == version
+        assert [f.name for f in ours.inputs] == [f.name for f in theirs.inputs]
+        assert [f.name for f in ours.outputs] == [f.name for f in theirs.outputs]
+        assert set(ours.attributes) == set(theirs.attributes)
+        assert all(version < v for v in onnx_since_versions(op))
 
 
 @pytest.mark.parametrize("domain, op", OTHER_DOMAIN_OPS)
@@ -56,6 +81,7 @@ def test_the_documented_version_lists():
 @pytest.mark.parametrize("op", OUR_OPS)
 def test_resolution_is_the_largest_since_version_not_above_the_opset(op):
     versions = onnx_since_versions(op)
+    # (Below onnx's first version, onnxruntime's own version resolves: LayerNormalization-1.)
     for opset in range(versions[0], onnx.defs.onnx_opset_version() + 6):
         expected = max(v for v in versions if v <= opset)
         resolved = jaxonnx.get_op(op, opset)

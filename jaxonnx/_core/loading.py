@@ -7,8 +7,10 @@ outside the model's folder, short files, malformed tensors and attributes.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
+import threading
 from typing import Any
 
 import numpy as np
@@ -129,8 +131,12 @@ def _declarations_the_checker_reads(proto: onnx.ModelProto):
     return restore
 
 
-def check_model(proto: onnx.ModelProto) -> None:
+def check_model(proto: onnx.ModelProto, schemas=()) -> None:
     """Runs onnx's checker on the model, with two stand-ins for the check only.
+
+    ``schemas``: ops of the default domain that onnx does not define but the registry does
+    (onnxruntime's SimplifiedLayerNormalization-1 and LayerNormalization-1), declared to onnx
+    for the check only, so that the checker checks their nodes as it checks onnx's own.
 
     Every external tensor is swapped for an empty stand-in of the same name and type (a
     zero-length first dim): the checker needs none of the data; given the data it would
@@ -154,7 +160,8 @@ def check_model(proto: onnx.ModelProto) -> None:
                 tensor.name, tensor.data_type = saved.name, saved.data_type
                 tensor.dims.extend(dims)
     try:
-        onnx.checker.check_model(proto)
+        with _declared_to_onnx(schemas):
+            onnx.checker.check_model(proto)
     except (onnx.checker.ValidationError, ValueError) as e:
         raise ModelLoadError(f"The ONNX model does not pass onnx's checker: {e}") from None
     except Exception as e:  # noqa: BLE001  (e.g. protobuf's EncodeError, MemoryError)
@@ -163,6 +170,30 @@ def check_model(proto: onnx.ModelProto) -> None:
         for tensor, saved in swapped:
             tensor.CopyFrom(saved)
         restore_declarations()
+
+
+_DECLARING = threading.Lock()
+
+
+@contextlib.contextmanager
+def _declared_to_onnx(schemas):
+    """``schemas`` in onnx's schema registry while the block runs (one block at a time: the
+    registry is onnx's, global), then removed again, so that onnx itself is left unchanged."""
+    if not schemas:
+        yield
+        return
+    with _DECLARING:
+        added = []
+        try:
+            for schema in schemas:
+                if not onnx.defs.has(schema.name, schema.since_version, schema.domain) or onnx.defs.get_schema(
+                        schema.name, schema.since_version, schema.domain).since_version != schema.since_version:
+                    onnx.defs.register_schema(schema)
+                    added.append(schema)
+            yield
+        finally:
+            for schema in added:
+                onnx.defs.deregister_schema(schema.name, schema.since_version, schema.domain)
 
 
 def external_location(tensor: onnx.TensorProto) -> str:

@@ -200,7 +200,7 @@ class Model:
                                                             claimed_bounds=set(), bounded_nodes=[]))
         if problems:
             raise UnsupportedOpError(unsupported_message(problems, self.opsets))
-        check_model(proto_copy)
+        check_model(proto_copy, schemas=_schemas_onnx_lacks(env.registry))
         read_external_data(external, root)
         self.graph = Graph.prepare(graph, env)
         unclaimed_bounds = sorted(set(env.loop_bounds) - env.claimed_bounds)
@@ -629,6 +629,13 @@ class Model:
         """``(node path, op type, resolved version)`` for every node, subgraphs included, in
         graph order (a subgraph's nodes after the node that holds it)."""
         return [(n.path, getattr(n.op, "op_type", n.name.split("_")[0]), n.op.name) for n in self.graph.walk()]
+
+
+def _schemas_onnx_lacks(registry) -> list:
+    """The schemas registered beside ops of the default domain (versions onnx does not define,
+    such as onnxruntime's SimplifiedLayerNormalization-1), for onnx's checker."""
+    return [op.own_schema for name, versions in registry.supported_ops("").items() for version in versions
+            if (op := registry.get_op(name, version, "")).own_schema is not None]
 
 
 def _holds_map(declared) -> bool:

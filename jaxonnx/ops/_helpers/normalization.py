@@ -33,3 +33,33 @@ def broadcast_to_rank(value, rank: int, *, name: str, shape, target):
             f"dims of `X` (shape {tuple(shape)})."
         )
     return value.reshape((1,) * (rank - value.ndim) + tuple(value.shape))
+
+
+def contrib_work_type(dtype):
+    """The type onnxruntime's contrib normalizations compute in: float32, or double for double data."""
+    return np.dtype(np.float64) if np.dtype(dtype) == np.float64 else np.dtype(np.float32)
+
+
+def contrib_normalize(x, axes, epsilon, *, simplified: bool):
+    """onnxruntime's contrib normalizations (SkipLayerNormalization, SimplifiedLayerNormalization,
+    the first LayerNormalization, ...): ``x`` normalized over ``axes`` in float32 (double stays
+    double), before the scale.
+
+    Simplified (RMS): ``x / sqrt(mean(x * x) + epsilon)``, and the mean is zero, as
+    onnxruntime writes it. Otherwise ``(x - mean) / sqrt(var + epsilon)``, the population
+    variance computed from the centered values (onnxruntime's skip kernels take ``E[x^2] -
+    mean^2``: equal up to rounding, this is the more accurate form).
+
+    Returns:
+        ``(normalized, mean, inv_std)`` in the work type, the statistics with the ``axes``
+        kept as size-1 dims.
+    """
+    if epsilon < 0:
+        raise OnnxValidationError(f"got `epsilon`={epsilon}; it must be >= 0.")
+    x = x.astype(contrib_work_type(x.dtype))
+    if simplified:
+        inv = inverse_std(jnp.mean(x * x, axis=axes, keepdims=True), epsilon)
+        return x * inv, jnp.zeros_like(inv), inv
+    mean, centered, variance = moments(x, axes)
+    inv = inverse_std(variance, epsilon)
+    return centered * inv, mean, inv

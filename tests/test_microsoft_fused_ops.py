@@ -1,0 +1,232 @@
+"""onnxruntime's normalizations and fusions against onnxruntime: SimplifiedLayerNormalization
+and LayerNormalization-1 (which onnxruntime declares in the default domain),
+SkipLayerNormalization, SkipSimplifiedLayerNormalization, EmbedLayerNormalization,
+QEmbedLayerNormalization, the Gelus, FusedMatMul, FusedGemm and FusedConv (com.microsoft).
+
+Each case is one node on random shapes, run by onnxruntime's CPU provider and by jaxonnx
+(loaded as a model, eagerly and under ``jax.jit``), every output compared. GroupNorm,
+SkipGroupNorm, BiasSplitGelu, BiasAdd and NhwcConv have only CUDA kernels in onnxruntime:
+tests/op_examples/nn_microsoft.py checks them against numpy references of the text, and
+here NhwcConv against onnxruntime's Conv.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import onnx
+import pytest
+from jax.test_util import check_grads
+from onnx import helper
+
+import jaxonnx
+
+_rng = np.random.default_rng(32)
+MS = "com.microsoft"
+
+
+def _normal(*shape, dtype=np.float32):
+    return _rng.standard_normal(shape).astype(dtype)
+
+
+def _ids(high, *shape):
+    return _rng.integers(0, high, shape).astype(np.int32)
+
+
+def _dims(count, low=2, high=7):
+    return [int(d) for d in _rng.integers(low, high, count)]
+
+
+def _node_model(op_type, inputs, attributes, outputs, *, domain=MS, opset=17):
+    """One node; ``outputs``: how many the node declares, or a list of bools (False: left out)."""
+    names = [f"in{i}" if x is not None else "" for i, x in enumerate(inputs)]
+    feed = {n: np.asarray(x) for n, x in zip(names, inputs) if n}
+    wanted = [True] * outputs if isinstance(outputs, int) else outputs
+    output_names = [f"out{i}" if keep else "" for i, keep in enumerate(wanted)]
+    node = helper.make_node(op_type, names, output_names, domain=domain, **attributes)
+    graph = helper.make_graph(
+        [node], "node",
+        [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(x.dtype), x.shape) for n, x in feed.items()],
+        [onnx.ValueInfoProto(name=n) for n in output_names if n],
+    )
+    opsets = [helper.make_opsetid("", opset)] + ([helper.make_opsetid(domain, 1)] if domain else [])
+    model = helper.make_model(graph, opset_imports=opsets)
+    model.ir_version = 8
+    return model, feed, [n for n in output_names if n]
+
+
+def _tolerance(dtype):
+    # float32: a few float32 roundings of values of order 1 (the kernels sum in other orders);
+    # float16: a few float16 roundings.
+    return {"rtol": 2e-3, "atol": 2e-3} if np.dtype(dtype).itemsize == 2 else {"rtol": 1e-5, "atol": 2e-6}
+
+
+def _assert_matches_onnxruntime(run_onnxruntime, op_type, inputs, attributes=None, outputs=1, *, domain=MS, opset=17):
+    model, feed, names = _node_model(op_type, inputs, attributes or {}, outputs, domain=domain, opset=opset)
+    expected = run_onnxruntime(model, feed)
+    loaded = jaxonnx.load(model)
+    for run in (loaded.run, jax.jit(loaded.run)):
+        actual = run(feed)
+        for name, want in zip(names, expected):
+            got = np.asarray(actual[name])
+            assert got.shape == want.shape and got.dtype == want.dtype, (name, got.shape, got.dtype, want.shape, want.dtype)
+            if want.dtype.kind == "f":
+                np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), err_msg=name,
+                                           **_tolerance(want.dtype))
+            else:
+                np.testing.assert_array_equal(got, want, err_msg=name)
+    return expected
+
+
+# ------------------------------------------------------------------------------ the norms
+
+
+def _norm_cases():
+    cases = {}
+    for dtype in (np.float32, np.float16):
+        batch, sequence, hidden = _dims(3)
+        x = _normal(batch, sequence, hidden * 4, dtype=dtype)
+        h = x.shape[-1]
+        name = np.dtype(dtype).name
+        cases[f"skip_layer_norm_{name}"] = (
+            "SkipLayerNormalization", [x, _normal(*x.shape, dtype=dtype), _normal(h, dtype=dtype), _normal(h, dtype=dtype),
+                                       _normal(h, dtype=dtype)], {}, 4)
+        cases[f"skip_simplified_{name}"] = (
+            "SkipSimplifiedLayerNormalization", [x, _normal(*x.shape, dtype=dtype), _normal(h, dtype=dtype),
+                                                 _normal(h, dtype=dtype)], {"epsilon": 1e-6}, 4)
+    x = _normal(*_dims(3))
+    h = x.shape[-1]
+    cases["skip_layer_norm_skip_without_batch"] = ("SkipLayerNormalization", [x, _normal(*x.shape[1:]), _normal(h)],
+                                                   {"epsilon": 1e-5}, 4)
+    cases["skip_layer_norm_skip_of_batch_one"] = ("SkipLayerNormalization", [x, _normal(1, *x.shape[1:]), _normal(h),
+                                                                             _normal(h)], {}, 4)
+    cases["skip_layer_norm_2d_bias_without_beta"] = ("SkipLayerNormalization", [x[0], _normal(*x.shape[1:]), _normal(h), None,
+                                                                                _normal(h)], {}, 4)
+    cases["skip_layer_norm_output_and_sum"] = ("SkipLayerNormalization", [x, _normal(*x.shape), _normal(h)], {},
+                                               [True, False, False, True])
+    cases["skip_simplified_2d"] = ("SkipSimplifiedLayerNormalization", [x[0], _normal(*x.shape[1:]), _normal(h)], {}, 4)
+    cases["skip_simplified_skip_without_batch"] = ("SkipSimplifiedLayerNormalization", [x, _normal(*x.shape[1:]), _normal(h)],
+                                                   {}, [True, False, True, False])
+    batch, sequence, hidden = _dims(3, 2, 9)
+    vocab, positions = 13, sequence + 3
+    tables = [_normal(vocab, hidden), _normal(positions, hidden), _normal(3, hidden), _normal(hidden), _normal(hidden)]
+    ids, segments = _ids(vocab, batch, sequence), _ids(3, batch, sequence)
+    mask = (_rng.random((batch, sequence)) < 0.7).astype(np.int32)
+    cases["embed_layer_norm"] = ("EmbedLayerNormalization", [ids, segments, *tables, mask], {}, 3)
+    cases["embed_layer_norm_no_segment_no_mask"] = ("EmbedLayerNormalization", [ids, None, tables[0], tables[1], None,
+                                                                                tables[3], tables[4]], {"epsilon": 1e-5}, 2)
+    cases["embed_layer_norm_position_ids"] = ("EmbedLayerNormalization", [ids, segments, *tables, mask,
+                                                                          _ids(positions, batch, sequence)], {}, 3)
+    cases["embed_layer_norm_position_ids_of_batch_one"] = (
+        "EmbedLayerNormalization", [ids, segments, *tables, None, _ids(positions, 1, sequence)], {"mask_index_type": 0}, 3)
+    cases["embed_layer_norm_output_only"] = ("EmbedLayerNormalization", [ids, segments, *tables], {"mask_index_type": 0}, 1)
+    for dtype in (np.uint8, np.int8):
+        info = np.iinfo(dtype)
+
+        def codes(*shape):
+            return _rng.integers(info.min, info.max + 1, shape).astype(dtype)
+
+        quantized = [codes(vocab, hidden), codes(positions, hidden), codes(3, hidden), codes(hidden), codes(hidden)]
+        scales = [np.array(s, np.float32) for s in _rng.uniform(0.005, 0.1, 5)]
+        zeros = [np.array(z, dtype) for z in _rng.integers(info.min // 4, info.max // 4, 5)]
+        inputs = [ids, segments, *quantized, mask, *scales, *zeros]
+        cases[f"qembed_layer_norm_{np.dtype(dtype).name}"] = ("QEmbedLayerNormalization", inputs, {}, 2)
+        without_segments = list(inputs)
+        for i in (1, 4, 10, 15):
+            without_segments[i] = None
+        without_segments[7] = None
+        cases[f"qembed_layer_norm_no_segment_no_mask_{np.dtype(dtype).name}"] = (
+            "QEmbedLayerNormalization", without_segments, {"epsilon": 1e-5}, 2)
+    return cases
+
+
+_NORM_CASES = _norm_cases()
+
+
+@pytest.mark.parametrize("case", sorted(_NORM_CASES))
+def test_norm_equals_onnxruntime(case, run_onnxruntime):
+    op_type, inputs, attributes, outputs = _NORM_CASES[case]
+    _assert_matches_onnxruntime(run_onnxruntime, op_type, inputs, attributes, outputs)
+
+
+def _default_domain_cases():
+    cases = {}
+    for x_type, scale_type in ((np.float32, np.float32), (np.float16, np.float16), (np.float16, np.float32),
+                               (np.float32, np.float16), (np.float64, np.float64)):
+        shape = _dims(3)
+        name = f"{np.dtype(x_type).name}_{np.dtype(scale_type).name}"
+        x, scale, bias = _normal(*shape, dtype=x_type), _normal(shape[-1], dtype=scale_type), _normal(shape[-1], dtype=scale_type)
+        cases[f"simplified_{name}"] = ("SimplifiedLayerNormalization", [x, scale], {}, 2)
+        cases[f"layer_norm_1_{name}"] = ("LayerNormalization", [x, scale, bias], {}, 3)
+    x = _normal(*_dims(4))
+    cases["simplified_axis_1"] = ("SimplifiedLayerNormalization", [x, _normal(*x.shape[1:])], {"axis": 1, "epsilon": 1e-3}, 2)
+    cases["simplified_axis_-2"] = ("SimplifiedLayerNormalization", [x, _normal(*x.shape[2:])], {"axis": -2}, 2)
+    cases["layer_norm_1_axis_2_no_bias"] = ("LayerNormalization", [x, _normal(*x.shape[2:])], {"axis": 2, "epsilon": 1e-3}, 3)
+    return cases
+
+
+_DEFAULT_DOMAIN_CASES = _default_domain_cases()
+
+
+@pytest.mark.parametrize("case", sorted(_DEFAULT_DOMAIN_CASES))
+def test_default_domain_norm_equals_onnxruntime(case, run_onnxruntime):
+    # onnxruntime declares both in the default domain at version 1; a model of opset 16
+    # resolves LayerNormalization to onnxruntime's version (onnx's starts at 17).
+    op_type, inputs, attributes, outputs = _DEFAULT_DOMAIN_CASES[case]
+    _assert_matches_onnxruntime(run_onnxruntime, op_type, inputs, attributes, outputs, domain="", opset=16)
+
+
+def test_layer_normalization_resolves_to_onnxruntimes_version_below_opset_17():
+    assert jaxonnx.get_op("LayerNormalization", 16).since_version == 1
+    assert jaxonnx.get_op("LayerNormalization", 16).schema.inputs[1].type_str == "V"  # Scale of its own type
+    assert jaxonnx.get_op("LayerNormalization", 17).since_version == 17
+    assert jaxonnx.get_op("SimplifiedLayerNormalization", 21).since_version == 1
+
+
+def test_skip_simplified_writes_a_zero_mean_as_onnxruntime(run_onnxruntime):
+    x = _normal(3, 5, 16) + 2.0  # a mean far from zero: an RMS norm still has no mean output
+    mean = _assert_matches_onnxruntime(run_onnxruntime, "SkipSimplifiedLayerNormalization",
+                                       [x, _normal(3, 5, 16), _normal(16)], {}, 4)[1]
+    np.testing.assert_array_equal(mean, np.zeros((3, 5, 1), np.float32))
+
+
+def test_embed_layer_norm_refuses_ids_outside_a_table():
+    word, position, gamma = _normal(5, 4), _normal(3, 4), _normal(4)
+    op = jaxonnx.get_op("EmbedLayerNormalization", 1, MS)
+    with pytest.raises(jaxonnx.OnnxValidationError, match=r"input_ids\[0, 1\]=5, outside the 5 rows of `word_embedding`"):
+        op(np.array([[0, 5]], np.int32), None, word, position, None, gamma, gamma)
+    with pytest.raises(jaxonnx.OnnxValidationError, match=r"position_ids\[0, 0\]=-1, outside the 3 rows"):
+        op(np.array([[0, 1]], np.int32), None, word, position, None, gamma, gamma, None, np.array([[-1, 0]], np.int32))
+    with pytest.raises(jaxonnx.OnnxValidationError, match="`segment_ids` and `segment_embedding` both or neither"):
+        op(np.array([[0, 1]], np.int32), np.array([[0, 1]], np.int32), word, position, None, gamma, gamma)
+
+
+@pytest.mark.parametrize("op_type, beta", [("SkipLayerNormalization", True), ("SkipSimplifiedLayerNormalization", False)])
+def test_skip_norm_gradients_are_exact(op_type, beta):
+    # The output and the sum, in float64 (the float32 statistics are left out: their rounding
+    # would swamp the finite differences).
+    x, skip, gamma, bias = _normal(2, 3, 6), _normal(3, 6), _normal(6), _normal(6)
+    op = jaxonnx.get_op(op_type, 1, MS)
+    extra = [_normal(6)] if beta else []
+
+    def outputs(x, skip, gamma, bias):
+        y, _, _, total = op(x, skip, gamma, *[jnp.asarray(e, jnp.float64) for e in extra], bias, epsilon=1e-5)
+        return y, total
+
+    args = [jnp.asarray(a, jnp.float64) for a in (x, skip, gamma, bias)]
+    check_grads(jax.jit(outputs), args, order=1, modes=("rev", "fwd"), atol=1e-6, rtol=1e-6)
+
+
+def test_onnxs_checker_checks_onnxruntimes_default_domain_nodes_and_onnx_is_left_unchanged():
+    # The registry's own default-domain schemas are declared to onnx's checker while it checks
+    # (so a wrong attribute is still refused, as for onnx's ops), and removed afterwards.
+    x, scale = _normal(2, 4), _normal(4)
+    model, feed, _ = _node_model("SimplifiedLayerNormalization", [x, scale], {"epsilon": 1e-3}, 1, domain="", opset=14)
+    jaxonnx.load(model)
+    assert not onnx.defs.has("SimplifiedLayerNormalization")
+    assert not onnx.defs.has("LayerNormalization", 16)  # onnx defines it from 17 only, as before
+    wrong, _, _ = _node_model("SimplifiedLayerNormalization", [x, scale], {"epsilon": 1e-3, "axes": [1]}, 1,
+                              domain="", opset=14)
+    with pytest.raises(jaxonnx.ModelLoadError, match="onnx's checker.*axes"):
+        jaxonnx.load(wrong)
