@@ -426,3 +426,85 @@ def test_gather_block_quantized_gradient_flows_to_scales():
     direction = _rng.standard_normal(scales.shape).astype(np.float32)
     numeric = np.sum(np.asarray(op(data, indices, direction, zero_points, **attributes), np.float64) * cotangent)
     np.testing.assert_allclose(float(np.sum(np.asarray(grad, np.float64) * direction)), numeric, rtol=1e-5)
+
+
+# --- MatMulIntegerToFloat, DynamicQuantizeMatMul -------------------------------------------
+
+
+def _codes(dtype, shape, *, half=False):
+    info = np.iinfo(dtype)
+    low, high = (info.min // 2, info.max // 2) if half else (info.min, info.max)
+    return _rng.integers(low, high + 1, shape).astype(dtype)
+
+
+def _integer_to_float_case(*, a_type=np.uint8, b_type=np.int8, lead=(3,), K=11, N=4, per_column=True, zero=True, bias=True,
+                           batched_b=False):
+    # uint8 by int8 in 7 bits: onnxruntime's AVX2 u8s8 kernel saturates pairs of products in int16 beyond that.
+    A = _codes(a_type, lead + (K,))
+    B = _codes(b_type, ((2,) if batched_b else ()) + (K, N), half=a_type != b_type)
+    a_scale = np.float32(_rng.uniform(0.01, 0.1))
+    b_scale = _rng.uniform(0.01, 0.1, (N,) if per_column else ()).astype(np.float32)
+    a_zero = _codes(a_type, ()) if zero else None
+    b_zero = (_codes(b_type, (N,) if per_column else (), half=a_type != b_type)) if zero else None
+    b = _rng.standard_normal(N).astype(np.float32) if bias else None
+    return [A, B, a_scale, b_scale, a_zero, b_zero, b]
+
+
+_ITF_CASES = {
+    "u8u8_per_column": dict(b_type=np.uint8),
+    "u8s8_per_column": dict(),
+    "s8s8_per_tensor": dict(a_type=np.int8, per_column=False),
+    "u8s8_no_zero_no_bias_batched": dict(zero=False, bias=False, lead=(2, 3)),
+    "u8u8_batched_b": dict(b_type=np.uint8, batched_b=True, lead=(2, 5), per_column=False),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_ITF_CASES))
+def test_matmul_integer_to_float_equals_onnxruntime(case, run_onnxruntime):
+    inputs = _integer_to_float_case(**_ITF_CASES[case])
+    A, B, a_scale, b_scale, a_zero, b_zero, bias = inputs
+    model, feed = _node_model("MatMulIntegerToFloat", inputs, {}, TensorProto.FLOAT)
+    (expected,) = run_onnxruntime(model, feed)
+    acc = (A.astype(np.int64) - (0 if a_zero is None else int(a_zero))) @ (B.astype(np.int64) - (0 if b_zero is None else b_zero.astype(np.int64)))
+    magnitude = np.abs(acc) * float(a_scale) * b_scale.astype(np.float64) + (0 if bias is None else np.abs(bias))
+    for actual in _three_ways(model, feed, "MatMulIntegerToFloat", inputs, {}):
+        _assert_within_rounding(actual, expected, magnitude)
+
+
+@pytest.mark.parametrize("case", ["int8_per_column_bias", "uint8_per_tensor", "int8_batched_zero_column"])
+def test_dynamic_quantize_matmul_equals_onnxruntime(case, run_onnxruntime):
+    b_type = np.uint8 if "uint8" in case else np.int8
+    per_column = "per_column" in case or "zero_column" in case
+    lead = (2, 5) if "batched" in case else (4,)
+    K, N = 13, 6
+    A = (_rng.standard_normal(lead + (K,)) * 3).astype(np.float32)
+    if "zero_column" in case:
+        A[..., 0] = 0.0
+    # int8 weights in 7 bits: A is uint8 here, and onnxruntime's AVX2 u8s8 kernel saturates beyond that.
+    B = _codes(b_type, (K, N), half=b_type == np.int8)
+    b_scale = _rng.uniform(0.01, 0.1, (N,) if per_column else ()).astype(np.float32)
+    b_zero = _codes(b_type, (N,) if per_column else (), half=b_type == np.int8) if "bias" not in case else None
+    bias = _rng.standard_normal(N).astype(np.float32) if "bias" in case else None
+    inputs = [A, B, b_scale, b_zero, bias]
+    model, feed = _node_model("DynamicQuantizeMatMul", inputs, {}, TensorProto.FLOAT)
+    (expected,) = run_onnxruntime(model, feed)
+    zero = 0 if b_zero is None else b_zero.astype(np.float64)
+    magnitude = np.abs(A.astype(np.float64)) @ np.abs(B - zero) * b_scale + (0 if bias is None else np.abs(bias))
+    for actual in _three_ways(model, feed, "DynamicQuantizeMatMul", inputs, {}):
+        _assert_within_rounding(actual, expected, magnitude)
+    # The float product, within A's uint8 rounding (half a step of a_scale per element).
+    a_scale = (max(A.max(), 0) - min(A.min(), 0)) / 255
+    exact = A.astype(np.float64) @ ((B - zero) * b_scale) + (0 if bias is None else bias)
+    assert np.all(np.abs(actual - exact) <= a_scale / 2 * np.abs(B - zero).sum(0) * b_scale * 1.0001 + 1e-5 * magnitude)
+
+
+def test_matmul_integer_to_float_swapped_scales_as_onnxruntime(run_onnxruntime):
+    """onnxruntime's fusions may write a per-column scale as `a_scale`; its kernel swaps it back."""
+    A, B, a_scale, b_scale, a_zero, b_zero, bias = _integer_to_float_case(zero=False)
+    inputs = [A, B, b_scale, np.asarray(a_scale), None, None, bias]
+    model, feed = _node_model("MatMulIntegerToFloat", inputs, {}, TensorProto.FLOAT)
+    (expected,) = run_onnxruntime(model, feed)
+    acc = A.astype(np.int64) @ B.astype(np.int64)
+    magnitude = np.abs(acc) * float(a_scale) * b_scale.astype(np.float64) + np.abs(bias)
+    for actual in _three_ways(model, feed, "MatMulIntegerToFloat", inputs, {}):
+        _assert_within_rounding(actual, expected, magnitude)

@@ -277,3 +277,35 @@ EXAMPLES.update({
                  _codes(_U8, (5, 2))], {"block_size": 16}, reference=_gather_block_quantized),
     ],
 })
+
+
+def _matmul_integer_to_float(A, B, a_scale, b_scale, a_zero_point=None, b_zero_point=None, bias=None):
+    acc = (A.astype(np.int64) - (0 if a_zero_point is None else np.int64(a_zero_point))) @ (
+        B.astype(np.int64) - (0 if b_zero_point is None else b_zero_point.astype(np.int64)))
+    multiplier = (np.float32(a_scale) * b_scale.astype(np.float32)).astype(np.float64)  # rounded once, as onnxruntime
+    return [(acc * multiplier + (0 if bias is None else bias.astype(np.float64))).astype(np.float32)]
+
+
+def _dynamic_quantize_matmul(A, B, b_scale, b_zero_point=None, bias=None):
+    low, high = np.float32(min(A.min(), 0)), np.float32(max(A.max(), 0))
+    scale = np.float32(1) if low == high else (high - low) / np.float32(255)
+    zero = np.uint8(np.rint(np.clip(-low / scale, 0, 255)))
+    q = np.clip(np.rint(A / scale) + np.float32(zero), 0, 255).astype(np.uint8)
+    return _matmul_integer_to_float(q, B, scale, b_scale, zero, b_zero_point, bias)
+
+
+EXAMPLES.update({
+    "MatMulIntegerToFloat": [
+        Example([_codes(_U8, (3, 7)), _codes(_I8, (7, 4)), _F(0.05), _rng.uniform(0.01, 0.1, 4).astype(_F), _U8(128),
+                 _codes(_I8, (4,)), _rng.standard_normal(4).astype(_F)], reference=_matmul_integer_to_float),
+        Example([_codes(_I8, (2, 3, 5)), _codes(_I8, (5, 2)), _F(0.125), _F(0.0625)], reference=_matmul_integer_to_float),
+    ],
+    "DynamicQuantizeMatMul": [
+        # A's extremes are no ties, so its quantization (and the gradient through its scale) is smooth here.
+        Example([np.array([[-1.3, 0.4, 2.2], [0.7, -0.2, 1.1]], _F), _codes(_I8, (3, 4)),
+                 _rng.uniform(0.01, 0.1, 4).astype(_F), None, _rng.standard_normal(4).astype(_F)],
+                reference=_dynamic_quantize_matmul, grad=False),
+        Example([_rng.standard_normal((2, 2, 6)).astype(_F), _codes(_U8, (6, 3)), _F(0.03), _U8(120)],
+                reference=_dynamic_quantize_matmul, grad=False),
+    ],
+})
