@@ -16,6 +16,8 @@ import numpy as np
 from jaxonnx._core.dtypes import jax_dtype, numpy_dtype
 from jaxonnx._core.registry import register
 from jaxonnx._errors import OnnxValidationError
+from jaxonnx.ops._helpers.attention import softmax as _softmax
+from jaxonnx.ops._helpers.attention import split_heads as _split_heads
 from jaxonnx.ops._helpers.common import is_traced
 
 _SOFTMAX_PRECISIONS = {1: "float", 10: "float16", 11: "double", 16: "bfloat16"}
@@ -230,16 +232,6 @@ def _attention(Q, K, V, attn_mask, past_key, past_value, nonpad, *, is_causal, k
     return y, present_key, present_value, qk_output.astype(dtype)
 
 
-def _split_heads(x, heads, name, attribute):
-    """A 3-D ``(batch, sequence, heads * size)`` input as 4-D ``(batch, heads, sequence, size)``."""
-    if heads is None or heads <= 0 or x.shape[2] % heads:
-        raise OnnxValidationError(
-            f"needs `{attribute}` > 0 dividing the hidden size of the 3-D `{name}` (shape {tuple(x.shape)}), "
-            f"got {attribute}={heads}."
-        )
-    return x.reshape(x.shape[0], x.shape[1], heads, x.shape[2] // heads).transpose(0, 2, 1, 3)
-
-
 def _checked_nonpad(nonpad, batch, total, mask):
     if nonpad.ndim != 1 or nonpad.shape[0] != batch:
         raise OnnxValidationError(f"needs `nonpad_kv_seqlen` of shape ({batch},), got {tuple(nonpad.shape)}.")
@@ -314,17 +306,6 @@ def _allowed(q_len, total, past_len, nonpad, is_causal, left, right):
     if nonpad is not None:
         allowed = both(allowed, keys < nonpad.astype(keys.dtype).reshape(-1, 1, 1, 1))
     return allowed
-
-
-def _softmax(x):
-    """Softmax over the last axis in the type of ``x``; a row of -inf gives zeros, not NaN."""
-    shift = jnp.max(x, axis=-1, keepdims=True, initial=-np.inf)  # no keys at all: zeros
-    # The shift only keeps exp from overflowing (its gradient is zero); a row of -inf has
-    # no finite maximum, so it shifts by 0.
-    shift = jax.lax.stop_gradient(jnp.where(jnp.isneginf(shift), jnp.zeros((), x.dtype), shift))
-    exp = jnp.exp(x - shift)
-    total = jnp.sum(exp, axis=-1, keepdims=True)
-    return exp / jnp.where(total == 0, jnp.ones((), x.dtype), total)
 
 
 __all__ = ["attention"]

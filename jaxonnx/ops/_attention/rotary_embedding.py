@@ -7,6 +7,7 @@ import numpy as np
 
 from jaxonnx._core.registry import register
 from jaxonnx._errors import OnnxValidationError
+from jaxonnx.ops._helpers.attention import rotate
 from jaxonnx.ops._helpers.common import is_traced
 
 
@@ -62,18 +63,7 @@ def rotary_embedding(X, cos_cache, sin_cache, position_ids=None, *, interleaved:
         )
     cos, sin = _at_positions(cos_cache, sin_cache, position_ids, batch, length, dim // 2)
     cos, sin = cos[:, :, None, :], sin[:, :, None, :]  # one for every head
-    rotate, keep = x[..., :dim], x[..., dim:]
-    if interleaved:
-        x1, x2 = rotate[..., 0::2], rotate[..., 1::2]
-    else:
-        x1, x2 = rotate[..., : dim // 2], rotate[..., dim // 2 :]
-    real = cos * x1 - sin * x2
-    imag = sin * x1 + cos * x2
-    if interleaved:
-        rotated = jnp.stack([real, imag], axis=-1).reshape(rotate.shape)
-    else:
-        rotated = jnp.concatenate([real, imag], axis=-1)
-    y = jnp.concatenate([rotated, keep], axis=-1)
+    y = rotate(x, cos, sin, interleaved=interleaved)
     return y.reshape(X.shape) if X.ndim == 3 else y.transpose(0, 2, 1, 3)
 
 

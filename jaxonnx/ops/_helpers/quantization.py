@@ -422,11 +422,12 @@ def saturate_rounded(v, target: str):
     return _as_integer(xp.clip(round_half_to_even(v), low, high), target, xp)
 
 
-def microsoft_schema(name: str, doc: str, inputs, outputs, type_constraints, attributes=()):
+def microsoft_schema(name: str, doc: str, inputs, outputs, type_constraints, attributes=(), differentiable=()):
     """The ``onnx.defs.OpSchema`` of the com.microsoft op ``name`` (version 1), as
     onnxruntime declares it: ``inputs`` and ``outputs`` are ``(name, type)`` or ``(name,
     type, "optional" | "variadic")``; ``type_constraints`` ``(parameter, [types])``;
-    ``attributes`` ``onnx.defs.OpSchema.Attribute`` values."""
+    ``attributes`` ``onnx.defs.OpSchema.Attribute`` values; ``differentiable`` names the
+    inputs marked differentiable (the registry's gradient checks take those)."""
     schema = onnx.defs.OpSchema
     options = {
         "": schema.FormalParameterOption.Single,
@@ -437,8 +438,10 @@ def microsoft_schema(name: str, doc: str, inputs, outputs, type_constraints, att
     def formal(spec):
         formal_name, type_str, *option = spec
         option = option[0] if option else ""
+        category = schema.DifferentiationCategory
         return schema.FormalParameter(
-            formal_name, type_str, param_option=options[option], is_homogeneous=option != "variadic"
+            formal_name, type_str, param_option=options[option], is_homogeneous=option != "variadic",
+            differentiation_category=category.Differentiable if formal_name in differentiable else category.Unknown,
         )
 
     return schema(

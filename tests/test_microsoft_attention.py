@@ -1,0 +1,306 @@
+"""onnxruntime's com.microsoft attention ops (RotaryEmbedding, GroupQueryAttention,
+MultiHeadAttention, Attention, QAttention) against onnxruntime's CPU kernels: single nodes
+on random shapes, eagerly and under ``jax.jit``, and GroupQueryAttention in a decode loop
+over a fixed-size shared cache under one ``jax.jit``."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from onnx import helper
+
+import jaxonnx
+
+_rng = np.random.default_rng(57)
+_F = np.float32
+
+
+def _normal(*shape, dtype=_F):
+    return _rng.standard_normal(shape).astype(dtype)
+
+
+def _node_model(op_type, inputs, attributes, output_count):
+    """A one-node com.microsoft model; ``inputs`` are arrays or None (omitted)."""
+    names = [f"in{i}" if x is not None else "" for i, x in enumerate(inputs)]
+    while names and not names[-1]:
+        names.pop()
+    feed = {n: np.asarray(x) for n, x in zip(names, inputs) if n}
+    outputs = [f"out{i}" for i in range(output_count)]
+    node = helper.make_node(op_type, names, outputs, domain="com.microsoft", **attributes)
+    graph = helper.make_graph(
+        [node], "node",
+        [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(x.dtype), x.shape) for n, x in feed.items()],
+        [helper.make_empty_tensor_value_info(o) for o in outputs],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid("com.microsoft", 1)])
+    model.ir_version = 10
+    return model, feed
+
+
+def _check(op_type, inputs, attributes, run_onnxruntime, *, output_count=1, rtol=2e-5, atol=2e-5, compare=None,
+           static=()):
+    """The node through ``jaxonnx.load``, eagerly and under ``jax.jit`` (inputs named in
+    ``static`` closed over as numpy), equals onnxruntime; ``compare(index, actual,
+    expected)`` may pick the rows that onnxruntime defines. Returns onnxruntime's outputs."""
+    model, feed = _node_model(op_type, inputs, attributes, output_count)
+    expected = run_onnxruntime(model, feed)
+    loaded = jaxonnx.load(model)
+    fixed = {n: v for n, v in feed.items() if int(n[2:]) in static}
+
+    @jax.jit
+    def jitted(traced):
+        return loaded.run({**traced, **fixed})
+
+    eager = loaded.run(feed)
+    under_jit = jitted({n: v for n, v in feed.items() if n not in fixed})
+    for results in (eager, under_jit):
+        for index, want in enumerate(expected):
+            got = np.asarray(results[f"out{index}"])
+            assert got.shape == want.shape and got.dtype == want.dtype, (index, got.shape, want.shape, got.dtype)
+            if compare is not None:
+                got, want = compare(index, got, want)
+            np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, err_msg=f"output {index}")
+    return expected
+
+
+# RotaryEmbedding -------------------------------------------------------------------------
+
+def _caches(rows, half):
+    angles = np.arange(rows)[:, None] * (1.0 / 10000 ** (np.arange(half) / half))[None, :]
+    return np.cos(angles).astype(_F), np.sin(angles).astype(_F)
+
+
+_ROTARY_CASES = {
+    # (input shape, position_ids, cache rows, cache width, attributes)
+    "3d": ((2, 5, 32), "2d", 12, 8, {}),
+    "3d_heads": ((2, 5, 48), "2d", 12, 8, {"num_heads": 3}),
+    "3d_interleaved": ((2, 5, 32), "2d", 12, 8, {"interleaved": 1}),
+    "3d_offset": ((2, 5, 32), "offset", 12, 8, {}),
+    "4d": ((2, 3, 5, 16), "2d", 12, 8, {}),
+    "4d_interleaved_offset": ((1, 2, 4, 16), "offset", 9, 8, {"interleaved": 1}),
+    "partial_dim": ((2, 4, 64), "2d", 10, 4, {"num_heads": 4, "rotary_embedding_dim": 8}),
+    "partial_dim_interleaved": ((2, 2, 4, 16), "2d", 10, 4, {"num_heads": 2, "rotary_embedding_dim": 8, "interleaved": 1}),
+    "packed_batching": ((1, 6, 32), "2d", 8, 8, {"is_packed_batching": 1}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_ROTARY_CASES))
+def test_rotary_embedding_equals_onnxruntime(case, run_onnxruntime):
+    shape, positions, rows, half, attributes = _ROTARY_CASES[case]
+    length = shape[-2] if len(shape) == 4 else shape[1]
+    if positions == "offset":
+        position_ids = np.array([rows - length], np.int64)
+    else:
+        position_ids = _rng.integers(0, rows, (shape[0], length)).astype(np.int64)
+    cos, sin = _caches(rows, half)
+    _check("RotaryEmbedding", [_normal(*shape), position_ids, cos, sin], attributes, run_onnxruntime)
+
+
+# GroupQueryAttention ---------------------------------------------------------------------
+
+_HEADS = {"num_heads": 4, "kv_num_heads": 2}
+_GQA_HEAD = 32
+
+
+def _i32(*values):
+    return np.array(values, np.int32)
+
+
+def _gqa_inputs(length, seqlens, total, past=None, *, batch=None, packed=False):
+    """query, key, value, past_key, past_value, seqlens_k, total_sequence_length."""
+    batch = len(seqlens) if batch is None else batch
+    heads, kv_heads, size = _HEADS["num_heads"], _HEADS["kv_num_heads"], _GQA_HEAD
+    if packed:
+        qkv = [_normal(batch, length, (heads + 2 * kv_heads) * size), None, None]
+    else:
+        qkv = [_normal(batch, length, heads * size), _normal(batch, length, kv_heads * size),
+               _normal(batch, length, kv_heads * size)]
+    caches = [None, None] if past is None else [_normal(batch, kv_heads, past, size), _normal(batch, kv_heads, past, size)]
+    return qkv + caches + [_i32(*seqlens), np.array(total, np.int32)]
+
+
+def _with(inputs, **extra):
+    """The inputs with optional ones set by name (cos_cache=7 ... query_seqlens=16)."""
+    slots = {"cos_cache": 7, "sin_cache": 8, "position_ids": 9, "attention_bias": 10, "head_sink": 11,
+             "q_norm_weight": 14, "k_norm_weight": 15, "query_seqlens": 16}
+    inputs = list(inputs) + [None] * (17 - len(inputs))
+    for name, value in extra.items():
+        inputs[slots[name]] = value
+    return inputs
+
+
+_COS, _SIN = _caches(24, 16)
+_COS_PARTIAL, _SIN_PARTIAL = _caches(24, 8)
+
+_GQA_CASES = {
+    # name: (inputs, attributes, outputs, the valid query rows per batch entry or None)
+    "prompt": (_gqa_inputs(5, (4, 4), 5), {}, 3, None),
+    # A right-padded batch: entry 1 holds 3 tokens; its padding rows attend as its last one.
+    "prompt_padded": (_gqa_inputs(5, (4, 2), 5), {}, 3, None),
+    "prompt_packed": (_gqa_inputs(5, (4, 3), 5, packed=True), {}, 3, None),
+    "prompt_past_buffer": (_gqa_inputs(4, (3, 1), 4, past=9), {}, 3, None),
+    "token": (_gqa_inputs(1, (4, 3), 5, past=4), {}, 3, None),
+    "token_shared_buffer": (_gqa_inputs(1, (4, 2), 5, past=8), {}, 3, None),
+    "token_packed_shared": (_gqa_inputs(1, (6, 2), 7, past=8, packed=True), {}, 3, None),
+    "chunk_after_prompt": (_gqa_inputs(3, (5,), 6, past=8), {}, 3, None),
+    "rotary_prompt": (_with(_gqa_inputs(5, (4, 2), 5), cos_cache=_COS, sin_cache=_SIN), {"do_rotary": 1}, 3, None),
+    "rotary_interleaved_token": (_with(_gqa_inputs(1, (4, 2), 5, past=8), cos_cache=_COS, sin_cache=_SIN),
+                                 {"do_rotary": 1, "rotary_interleaved": 1}, 3, None),
+    "rotary_partial_packed": (_with(_gqa_inputs(1, (4, 2), 5, past=8, packed=True), cos_cache=_COS_PARTIAL,
+                                    sin_cache=_SIN_PARTIAL), {"do_rotary": 1}, 3, None),
+    "rotary_chunk": (_with(_gqa_inputs(3, (6,), 7, past=8), cos_cache=_COS, sin_cache=_SIN), {"do_rotary": 1}, 3, None),
+    "rotary_position_ids": (_with(_gqa_inputs(1, (4, 2), 5, past=8), cos_cache=_COS, sin_cache=_SIN,
+                                  position_ids=np.array([[9], [3]], np.int64)), {"do_rotary": 1}, 3, None),
+    # A local window (padding rows left out: onnxruntime's depend on its loop bounds).
+    "window_prompt": (_gqa_inputs(6, (5, 3), 6), {"local_window_size": 2}, 3, (6, 4)),
+    "window_token": (_gqa_inputs(1, (6, 4), 7, past=8), {"local_window_size": 3}, 3, None),
+    "softcap": (_gqa_inputs(5, (4, 2), 5), {"softcap": 1.5}, 3, None),
+    "smooth_softmax": (_gqa_inputs(1, (4, 2), 5, past=8), {"smooth_softmax": 1}, 3, None),
+    "head_sink": (_with(_gqa_inputs(5, (4, 2), 5), head_sink=_normal(4)), {}, 3, None),
+    "attention_bias": (_with(_gqa_inputs(5, (4, 2), 5), attention_bias=_normal(2, 1, 5, 5)), {}, 3, None),
+    "attention_bias_token": (_with(_gqa_inputs(1, (4, 2), 5, past=8), attention_bias=_normal(1, 4, 1, 5)), {}, 3, None),
+    # The scores after scale, soft cap and bias; the probabilities.
+    "scores": (_with(_gqa_inputs(5, (4, 2), 5), attention_bias=3 * _normal(2, 4, 5, 5)),
+               {"softcap": 1.0, "qk_output": 1}, 4, None),
+    "probabilities": (_gqa_inputs(1, (4, 2), 5, past=8), {"qk_output": 2, "scale": 0.3}, 4, None),
+    "bidirectional": (_gqa_inputs(5, (4, 2), 5), {"causal": 0}, 3, None),
+    "bidirectional_token": (_gqa_inputs(1, (4, 2), 5, past=8), {"causal": 0}, 3, None),
+    # Right-padded chunks after a prompt: only the valid rows enter the cache.
+    "query_seqlens": (_with(_gqa_inputs(3, (6, 4), 8, past=8), query_seqlens=_i32(3, 2)), {}, 3, (3, 2)),
+    "query_seqlens_rotary": (_with(_gqa_inputs(3, (6, 4), 8, past=8), query_seqlens=_i32(3, 2), cos_cache=_COS,
+                                   sin_cache=_SIN), {"do_rotary": 1, "local_window_size": 4}, 3, (3, 2)),
+}
+
+
+def _rows(valid):
+    """A ``compare`` that keeps the outputs' valid query rows (output 0 only)."""
+    def compare(index, got, want):
+        if index:
+            return got, want
+        return (np.concatenate([got[b, :n] for b, n in enumerate(valid)]),
+                np.concatenate([want[b, :n] for b, n in enumerate(valid)]))
+    return compare
+
+
+@pytest.mark.parametrize("case", sorted(_GQA_CASES))
+def test_group_query_attention_equals_onnxruntime(case, run_onnxruntime):
+    inputs, attributes, outputs, valid = _GQA_CASES[case]
+    compare = None if valid is None else _rows(valid)
+    # Under jit `total_sequence_length` is traced where the shapes tell it (a cache at least
+    # as long as it: the shared buffer; a prompt with no past) and a static value elsewhere.
+    past, total = inputs[3], int(inputs[6])
+    known = (past is not None and past.shape[2] < total) or attributes.get("qk_output")
+    _check("GroupQueryAttention", inputs, {**_HEADS, **attributes}, run_onnxruntime, output_count=outputs,
+           compare=compare, static=(6,) if known else ())
+
+
+def _qk_norm_model(epsilon, rotary):
+    """onnxruntime's CPU kernel has no Q/K norms: the same attention with each norm as the
+    Reshape -> SimplifiedLayerNormalization -> Reshape stack the fusion replaces."""
+    size, heads, kv_heads = _GQA_HEAD, _HEADS["num_heads"], _HEADS["kv_num_heads"]
+    nodes, inits = [], [helper.make_tensor("heads_shape", 7, [4], [0, 0, -1, size]),
+                         helper.make_tensor("hidden_shape", 7, [3], [0, 0, -1])]
+    for name in ("q", "k"):
+        nodes += [helper.make_node("Reshape", [name, "heads_shape"], [f"{name}_heads"]),
+                  helper.make_node("SimplifiedLayerNormalization", [f"{name}_heads", f"{name}_weight"], [f"{name}_normed"],
+                                   axis=-1, epsilon=epsilon),
+                  helper.make_node("Reshape", [f"{name}_normed", "hidden_shape"], [f"{name}_n"])]
+    rotary = ["cos", "sin"] if rotary else []
+    nodes.append(helper.make_node("GroupQueryAttention", ["q_n", "k_n", "v", "", "", "seqlens", "total"] + rotary,
+                                  ["y", "present_key", "present_value"], domain="com.microsoft", **_HEADS,
+                                  do_rotary=int(bool(rotary))))
+    f = 1
+    inputs = [helper.make_tensor_value_info("q", f, [2, 5, heads * size]), helper.make_tensor_value_info("k", f, [2, 5, kv_heads * size]),
+              helper.make_tensor_value_info("v", f, [2, 5, kv_heads * size]), helper.make_tensor_value_info("seqlens", 6, [2]),
+              helper.make_tensor_value_info("total", 6, []), helper.make_tensor_value_info("q_weight", f, [size]),
+              helper.make_tensor_value_info("k_weight", f, [size])]
+    inputs += [helper.make_tensor_value_info(name, f, [24, 16]) for name in rotary]
+    graph = helper.make_graph(nodes, "qk_norm", inputs, [helper.make_empty_tensor_value_info(o) for o in ("y", "present_key", "present_value")],
+                              inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid("com.microsoft", 1)])
+    model.ir_version = 10
+    return model
+
+
+@pytest.mark.parametrize("epsilon, rotary", [(1e-6, False), (0.25, True)])
+def test_group_query_attention_qk_norms_equal_the_unfused_graph(epsilon, rotary, run_onnxruntime):
+    q, k, v, _, _, seqlens, total = _gqa_inputs(5, (4, 2), 5)
+    weights = [_normal(_GQA_HEAD), _normal(_GQA_HEAD)]
+    feed = {"q": q, "k": k, "v": v, "seqlens": seqlens, "total": total, "q_weight": weights[0], "k_weight": weights[1]}
+    if rotary:
+        feed.update(cos=_COS, sin=_SIN)
+    expected = run_onnxruntime(_qk_norm_model(epsilon, rotary), feed)
+    op = jaxonnx.get_op("GroupQueryAttention", 1, "com.microsoft")
+    inputs = _with([q, k, v, None, None, seqlens, total], q_norm_weight=weights[0], k_norm_weight=weights[1],
+                   **({"cos_cache": _COS, "sin_cache": _SIN} if rotary else {}))
+    got = op(*inputs, **_HEADS, qk_norm_epsilon=epsilon, do_rotary=int(rotary))
+    for actual, want in zip(got, expected):
+        np.testing.assert_allclose(np.asarray(actual), want, rtol=2e-5, atol=2e-5)
+
+
+def _decode_model(batch, capacity):
+    """One GroupQueryAttention node over a fixed-size cache, with rotary embedding and a
+    local window, as onnxruntime-genai's builder writes it (the shared buffer)."""
+    size, heads, kv_heads = _GQA_HEAD, _HEADS["num_heads"], _HEADS["kv_num_heads"]
+    f = 1
+    inputs = [helper.make_tensor_value_info("q", f, [batch, "s", heads * size]),
+              helper.make_tensor_value_info("k", f, [batch, "s", kv_heads * size]),
+              helper.make_tensor_value_info("v", f, [batch, "s", kv_heads * size]),
+              helper.make_tensor_value_info("past_key", f, [batch, kv_heads, capacity, size]),
+              helper.make_tensor_value_info("past_value", f, [batch, kv_heads, capacity, size]),
+              helper.make_tensor_value_info("seqlens", 6, [batch]), helper.make_tensor_value_info("total", 6, []),
+              helper.make_tensor_value_info("cos", f, [capacity, 16]), helper.make_tensor_value_info("sin", f, [capacity, 16])]
+    node = helper.make_node("GroupQueryAttention", ["q", "k", "v", "past_key", "past_value", "seqlens", "total", "cos", "sin"],
+                            ["y", "present_key", "present_value"], domain="com.microsoft", **_HEADS, do_rotary=1,
+                            local_window_size=6, softcap=4.0)
+    graph = helper.make_graph([node], "decode", inputs, [helper.make_empty_tensor_value_info(o) for o in ("y", "present_key", "present_value")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid("com.microsoft", 1)])
+    model.ir_version = 10
+    return model
+
+
+def test_group_query_attention_decode_loop_under_one_jit(run_onnxruntime):
+    batch, capacity, prompt, steps = 2, 16, 5, 8
+    size, heads, kv_heads = _GQA_HEAD, _HEADS["num_heads"], _HEADS["kv_num_heads"]
+    model = _decode_model(batch, capacity)
+    cos, sin = _caches(capacity, 16)
+    lengths = np.array([prompt, 3])  # entry 1's prompt is right-padded
+    zeros = np.zeros((batch, kv_heads, capacity, size), _F)
+    prefill = {"q": _normal(batch, prompt, heads * size), "k": _normal(batch, prompt, kv_heads * size),
+               "v": _normal(batch, prompt, kv_heads * size), "past_key": zeros, "past_value": zeros,
+               "seqlens": (lengths - 1).astype(np.int32), "total": _i32(prompt).reshape(()), "cos": cos, "sin": sin}
+    tokens = [{"q": _normal(batch, 1, heads * size), "k": _normal(batch, 1, kv_heads * size),
+               "v": _normal(batch, 1, kv_heads * size)} for _ in range(steps)]
+
+    # onnxruntime, step by step, each present fed back as the next past.
+    expected = [run_onnxruntime(model, prefill)]
+    for step, token in enumerate(tokens):
+        held = lengths + step + 1
+        feed = {**token, "past_key": expected[-1][1], "past_value": expected[-1][2], "seqlens": (held - 1).astype(np.int32),
+                "total": _i32(held.max()).reshape(()), "cos": cos, "sin": sin}
+        expected.append(run_onnxruntime(model, feed))
+
+    loaded = jaxonnx.load(model)
+    y, key_cache, value_cache = (loaded.run(prefill)[name] for name in ("y", "present_key", "present_value"))
+    np.testing.assert_allclose(np.asarray(y), expected[0][0], rtol=2e-5, atol=2e-5)
+
+    @jax.jit
+    def decode(key_cache, value_cache, seqlens, tokens):
+        # Every step in one compiled loop: the cache keeps its size and the positions come
+        # from the traced `seqlens_k` (and a traced `total_sequence_length`).
+        def step(carry, token):
+            key_cache, value_cache, seqlens = carry
+            seqlens = seqlens + 1
+            out = loaded.run({**token, "past_key": key_cache, "past_value": value_cache, "seqlens": seqlens,
+                              "total": jnp.max(seqlens) + 1, "cos": cos, "sin": sin})
+            return (out["present_key"], out["present_value"], seqlens), (out["y"], out["present_key"])
+        return jax.lax.scan(step, (key_cache, value_cache, seqlens), tokens)
+
+    stacked = {name: np.stack([t[name] for t in tokens]) for name in ("q", "k", "v")}
+    (_, _, final_seqlens), (ys, keys) = decode(key_cache, value_cache, jnp.asarray(prefill["seqlens"]), stacked)
+    np.testing.assert_array_equal(np.asarray(final_seqlens), lengths - 1 + steps)
+    for step in range(steps):
+        np.testing.assert_allclose(np.asarray(ys[step]), expected[step + 1][0], rtol=2e-5, atol=2e-5, err_msg=f"step {step}")
+        np.testing.assert_allclose(np.asarray(keys[step]), expected[step + 1][1], rtol=2e-5, atol=2e-5, err_msg=f"step {step}")
