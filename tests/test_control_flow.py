@@ -160,7 +160,7 @@ def test_loop_with_a_traced_exit_needs_a_bound_for_scan_outputs_and_gradients():
     proto = _loop_model(False, True, 20.0)
     feed = (X, A0, np.array(True))
     expected = _ort(proto, dict(zip(["x", "a0", "c0"], feed)))
-    with pytest.raises(jaxonnx.StaticValueError, match=r"Node 'loop' \(Loop-16.*scan outputs.*Give a size hint"):
+    with pytest.raises(jaxonnx.StaticValueError, match=r"Node 'loop' \(Loop-16.*scan outputs.*Give a bound.*loop_bounds=\{'loop': N\}"):
         jax.jit(jaxonnx.load(proto))(*feed)
     bounded = jaxonnx.load(proto, size_hints={"y": 8})
     y, ys = jax.jit(bounded)(*feed)
@@ -171,7 +171,7 @@ def test_loop_with_a_traced_exit_needs_a_bound_for_scan_outputs_and_gradients():
     grad = jax.grad(lambda x: jax.jit(bounded)(x, A0, np.array(True))[0].sum())(X)
     assert np.all(np.isfinite(grad))
     too_small = jaxonnx.load(proto, size_hints={"y": 2})
-    with pytest.raises(Exception, match="Loop ran more than its size hint of 2 iterations"):
+    with pytest.raises(Exception, match="Loop node 'loop' needs more than its bound of 2 iterations"):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             jax.block_until_ready(jax.jit(too_small)(*feed))

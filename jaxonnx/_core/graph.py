@@ -63,7 +63,8 @@ _FUNCTION_DEPTH_LIMIT = 64  # a function that calls itself would otherwise expan
 @dataclasses.dataclass
 class Environment:
     """What every graph of one model is prepared with: the opsets, the op registry, the
-    model's local functions, the size hints still unclaimed (claimed ones are removed),
+    model's local functions, the size hints still unclaimed (claimed ones are removed), the
+    loop bounds (by node name, node path or output name) and those claimed so far,
     load-time options, and the list of unsupported ops found so far."""
 
     opsets: dict[str, int]
@@ -73,6 +74,9 @@ class Environment:
     options: dict[str, Any] = dataclasses.field(default_factory=dict)
     problems: list[str] = dataclasses.field(default_factory=list)
     hinted_outputs: list[str] = dataclasses.field(default_factory=list)
+    loop_bounds: dict[str, int] = dataclasses.field(default_factory=dict)
+    claimed_bounds: set[str] = dataclasses.field(default_factory=set)
+    bounded_nodes: list[str] = dataclasses.field(default_factory=list)
 
     def with_opsets(self, opsets: Mapping[str, int]) -> Environment:
         """The same environment for a function body, whose own opset_import applies."""
@@ -329,7 +333,9 @@ def node_error(node: Node, args, error: Exception) -> Exception:
             if name and is_traced(a) and error.argument in (None, formal)
         ]
         way_out = (
-            f"or give a size hint, `jaxonnx.load(model, size_hints={{{node.outputs[0]!r}: <length>}})`"
+            f"or give a loop bound, `jaxonnx.load(model, loop_bounds={{{node.path!r}: <most iterations>}})`"
+            if node.op.contract.size_hint == "bound"
+            else f"or give a size hint, `jaxonnx.load(model, size_hints={{{node.outputs[0]!r}: <length>}})`"
             if node.op.takes_size_hint
             else "or run the model outside `jax.jit`, where every value is concrete"
         )
@@ -473,6 +479,9 @@ def _size_hint(proto: onnx.NodeProto, op, env: Environment, node_path: str) -> i
     if takes:
         env.hinted_outputs.extend(o for o in proto.output if o)
     hinted = [o for o in proto.output if o in env.size_hints]
+    bound = _loop_bound(proto, op, env, node_path)
+    if bound is not None and not hinted:
+        return bound
     if not hinted:
         return None
     if not takes:
@@ -485,7 +494,33 @@ def _size_hint(proto: onnx.NodeProto, op, env: Environment, node_path: str) -> i
     size = env.size_hints.pop(hinted[0])
     if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 0:
         raise OnnxValidationError(f"The size hint for {hinted[0]!r} must be a non-negative int, got {size!r}.")
+    if bound is not None and bound != size:
+        raise OnnxValidationError(
+            f"Node {node_path!r} ({op.name}) got a loop bound of {bound} and a size hint of {size} on {hinted[0]!r}, "
+            "two bounds on its iterations; give one."
+        )
     return int(size)
+
+
+def _loop_bound(proto: onnx.NodeProto, op, env: Environment, node_path: str) -> int | None:
+    """The node's entry in ``loop_bounds=`` (by its path, its name or one of its outputs),
+    for ops whose size hint bounds a loop (contract ``size_hint="bound"``), or None."""
+    if getattr(getattr(op, "contract", None), "size_hint", False) != "bound":
+        return None
+    env.bounded_nodes.append(node_path)
+    keys = [k for k in dict.fromkeys([node_path, proto.name, *proto.output]) if k and k in env.loop_bounds]
+    if not keys:
+        return None
+    bounds = {env.loop_bounds[k] for k in keys}
+    if len(bounds) > 1:
+        raise OnnxValidationError(
+            f"Node {node_path!r} ({op.name}) got different loop bounds under {keys}: {sorted(bounds)}; give one."
+        )
+    bound = env.loop_bounds[keys[0]]
+    if isinstance(bound, bool) or not isinstance(bound, (int, np.integer)) or bound < 0:
+        raise OnnxValidationError(f"The loop bound for {keys[0]!r} must be a non-negative int, got {bound!r}.")
+    env.claimed_bounds.update(keys)
+    return int(bound)
 
 
 # --------------------------------------------------------------------------- functions

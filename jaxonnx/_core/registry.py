@@ -73,6 +73,9 @@ class OpContract:
             C)``, as ``lax``'s ``NHWC``) and then returns its output so: it takes a
             ``channels_last`` keyword, which the interpreter sets where it keeps the
             activations between convolutions channels-last (see :mod:`jaxonnx._core.layout`).
+        node: the op raises errors outside its call (when reverse mode transposes it, or from
+            a run-time check), which must name the node themselves: it takes a ``node``
+            keyword, the node's path (:attr:`OpContext.node`; ``""`` when called by hand).
 
     ``output_count``, ``size_hint`` (``size``), ``rng`` and ``options`` arrive through the
     :class:`~jaxonnx._core.context.OpContext` of the call, never mixed into the node's
@@ -89,6 +92,7 @@ class OpContract:
     padding: str = ""
     computation: bool = False
     channels_last: bool = False
+    node: bool = False
 
     def keywords(self, ctx: OpContext | None) -> dict[str, Any]:
         """The keywords the op takes from ``ctx``, as this contract declares them."""
@@ -109,6 +113,8 @@ class OpContract:
             keywords["computation"] = ctx.computation
         if self.channels_last and ctx.channels_last:
             keywords["channels_last"] = True
+        if self.node:
+            keywords["node"] = ctx.node
         return keywords
 
     def public_keywords(self) -> tuple[str, ...]:
@@ -119,6 +125,7 @@ class OpContract:
             + (("rng",) if self.rng else ())
             + (("computation",) if self.computation else ())
             + (("channels_last",) if self.channels_last else ())
+            + (("node",) if self.node else ())
             + self.options
         )
 
@@ -589,13 +596,14 @@ class Registry:
         schema: onnx.defs.OpSchema | None = None,
         computation: bool = False,
         channels_last: bool = False,
+        node: bool = False,
     ):
         """See :func:`register`."""
         domain = canonical_domain(domain)
         if padding not in PADDING_KINDS:
             raise ValueError(f"{op_type}: `padding` is one of {', '.join(map(repr, PADDING_KINDS))}, got {padding!r}.")
         contract = OpContract(tuple(static), tuple(concrete), size_hint, folds, output_count, rng, tuple(options), padding,
-                              computation, channels_last)
+                              computation, channels_last, node)
 
         def decorate(fn):
             # Check every version first, so that a refused call registers nothing.
@@ -691,6 +699,7 @@ def register(
     schema: onnx.defs.OpSchema | None = None,
     computation: bool = False,
     channels_last: bool = False,
+    node: bool = False,
     registry: Registry | None = None,
 ):
     """Registers ``fn`` as ``op_type`` at each of ``since_versions``; returns ``fn``, marked
@@ -703,7 +712,7 @@ def register(
     (the schema's default, or None, where the node gives none; a GRAPH attribute as a
     function of the subgraph's inputs), and the keywords its contract takes from the node
     and the call (``size`` / ``fill_value``, ``output_count``, ``rng``, options,
-    ``computation``, ``channels_last``). Its
+    ``computation``, ``channels_last``, ``node``). Its
     errors are sentences without the op's name ("got `axis`=3 for ..."); the registry puts
     the version label in front. The contract keywords are those of :class:`OpContract`. A
     version that only widens the type list is one more number here; a version whose
@@ -732,7 +741,7 @@ def register(
     return (registry or REGISTRY).register(
         op_type, *since_versions, domain=domain, static=static, concrete=concrete, size_hint=size_hint,
         folds=folds, output_count=output_count, rng=rng, options=options, padding=padding, schema=schema,
-        computation=computation, channels_last=channels_last,
+        computation=computation, channels_last=channels_last, node=node,
     )
 
 
