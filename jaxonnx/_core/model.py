@@ -324,7 +324,21 @@ class Model:
         if name in own:
             value = own[name]
             return as_jax(value, what=f"weight {name!r}") if isinstance(value, (np.ndarray, np.generic)) else value
-        return as_jax(self._weights[name], what=f"weight {name!r}")
+        return self._file_weight(name)
+
+    def _file_weight(self, name: str) -> jax.Array:
+        """The file's value of a weight as a JAX array, made once per x64 mode and shared by
+        every pytree copy. Flattening the model (each call of a jitted function that takes it
+        as an argument) would otherwise copy every weight to the device again: 5.5 ms per
+        call for the small ResNet fixture on CPU, 12 ms for ResNet-18 on an H100, against a
+        forward pass of 0.85 and 2 ms."""
+        cache = self._base.__dict__.setdefault("_file_weights_on_device", {})
+        key = (name, bool(jax.config.jax_enable_x64))
+        if key not in cache:
+            # Concrete even while a jit traces (a tracer must not outlive its trace).
+            with jax.ensure_compile_time_eval():
+                cache[key] = as_jax(self._weights[name], what=f"weight {name!r}")
+        return cache[key]
 
     def _find_weights(self) -> None:
         """The float tensors a param may replace, and which of them are trainable."""
@@ -502,7 +516,7 @@ class Model:
         names = tuple(self._trainable)
         own = self._params or {}
         # A leaf is kept as it is (a tracer, or whatever `jax.tree.map` put there).
-        leaves = [own[name] if name in own else as_jax(self._weights[name], what=f"weight {name!r}") for name in names]
+        leaves = [own[name] if name in own else self._file_weight(name) for name in names]
         return leaves, (self._base, names)
 
     @classmethod
