@@ -5,10 +5,14 @@
 set -u
 OUT=${OUT:-/tmp/gpu_out}; mkdir -p "$OUT"
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false
-# Committed code only: the working tree may carry other people's unfinished edits.
-if [ -d .git ]; then git stash -u -q 2>/dev/null; git log --oneline -1; fi
+# The working tree as it is (the device copy's .git may be older than the checkout).
+git log --oneline -1 2>/dev/null
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/machine.txt"
 python3 -c "import jax, torch, onnx, onnxruntime; print('jax', jax.__version__, jax.devices(), 'torch', torch.__version__, 'onnx', onnx.__version__, 'ort', onnxruntime.__version__)" | tee -a "$OUT/machine.txt"
+for flags in "--xla_cpu_use_fusion_emitters=false" "--xla_backend_optimization_level=0"; do
+  XLA_FLAGS=$flags timeout 60 python3 -c "import jax.numpy as n; n.ones(2).block_until_ready()" >/dev/null 2>"$OUT/flag.err"
+  echo "XLA_FLAGS=$flags with this jax: rc $? $(grep -m1 -i 'unknown\|fatal' "$OUT/flag.err")" | tee -a "$OUT/machine.txt"
+done
 t0=$(date +%s)
 JAX_DEFAULT_MATMUL_PRECISION=highest timeout ${TESTS_A_S:-130} python3 -m pytest -q -n 8 -v -p no:cacheprovider -W ignore::DeprecationWarning \
   tests/test_gpu.py tests/test_conv_formulations.py tests/test_pool_formulations.py tests/test_resize_nearest.py \
