@@ -309,3 +309,41 @@ EXAMPLES.update({
                 reference=_dynamic_quantize_matmul, grad=False),
     ],
 })
+
+
+def _per_axis(v, ndim, axis):
+    return v if v.ndim == 0 else v.reshape((1,) * (axis % ndim) + (-1,) + (1,) * (ndim - axis % ndim - 1))
+
+
+def _quantize_linear(x, y_scale, y_zero_point=None, *, axis=1):
+    import ml_dtypes
+
+    dtype = np.dtype(np.uint8) if y_zero_point is None else y_zero_point.dtype
+    info = ml_dtypes.iinfo(dtype)
+    zero = 0 if y_zero_point is None else _per_axis(y_zero_point.astype(np.float64), x.ndim, axis)
+    q = np.rint(x / _per_axis(y_scale, x.ndim, axis)).astype(np.float64) + zero  # divided in the scale's type
+    return [np.clip(q, int(info.min), int(info.max)).astype(dtype)]
+
+
+def _dequantize_linear(x, x_scale, x_zero_point=None, *, axis=1):
+    zero = 0 if x_zero_point is None else _per_axis(x_zero_point.astype(np.int64), x.ndim, axis)
+    return [((x.astype(np.int64) - zero) * _per_axis(x_scale.astype(np.float64), x.ndim, axis)).astype(x_scale.dtype)]
+
+
+EXAMPLES.update({
+    "QuantizeLinear": [
+        Example([_rng.uniform(-3000, 3000, (2, 3, 4)).astype(_F), _rng.uniform(0.05, 0.2, 3).astype(_F),
+                 np.array([-5, 0, 7], np.int16)], reference=_quantize_linear, grad=False),
+        Example([_rng.uniform(-1, 1, (4, 5)).astype(_F), _F(0.125), _int4_table((), "int4")], reference=_quantize_linear,
+                grad=False),
+        Example([_rng.uniform(-1, 30, (4, 5)).astype(_F), _rng.uniform(0.05, 0.2, 5).astype(_F)], {"axis": -1},
+                reference=_quantize_linear, grad=False),
+    ],
+    "DequantizeLinear": [
+        Example([_codes(_U8, (2, 3, 4)), _rng.uniform(0.05, 0.2, 3).astype(_F), _codes(_U8, (3,))],
+                reference=_dequantize_linear),
+        Example([_int4_table((4, 6), "uint4"), _rng.uniform(0.05, 0.2, 6).astype(np.float16), _int4_table((6,), "uint4")],
+                {"axis": -1}, reference=_dequantize_linear, rtol=1e-3, atol=1e-3),
+        Example([_rng.integers(-30000, 30000, (3, 4)).astype(np.int16), _F(0.01)], reference=_dequantize_linear),
+    ],
+})
