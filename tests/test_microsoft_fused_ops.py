@@ -230,3 +230,111 @@ def test_onnxs_checker_checks_onnxruntimes_default_domain_nodes_and_onnx_is_left
                               domain="", opset=14)
     with pytest.raises(jaxonnx.ModelLoadError, match="onnx's checker.*axes"):
         jaxonnx.load(wrong)
+
+
+# ------------------------------------------------------------------------------ the fusions
+
+
+def _fusion_cases():
+    cases = {}
+    for dtype in (np.float32, np.float16, np.float64):
+        name = np.dtype(dtype).name
+        shape = _dims(3)
+        x, bias = _normal(*shape, dtype=dtype) * 2, _normal(shape[-1], dtype=dtype)
+        cases[f"gelu_{name}"] = ("Gelu", [x], {})
+        cases[f"bias_gelu_{name}"] = ("BiasGelu", [x, bias], {})
+        cases[f"fast_gelu_{name}"] = ("FastGelu", [x], {})
+        cases[f"fast_gelu_bias_{name}"] = ("FastGelu", [x, bias], {})
+        cases[f"quick_gelu_{name}"] = ("QuickGelu", [x], {})
+        cases[f"quick_gelu_alpha_{name}"] = ("QuickGelu", [x], {"alpha": 0.6})
+    batch, m, k, n = _dims(4)
+    cases["fused_matmul"] = ("FusedMatMul", [_normal(batch, m, k), _normal(batch, k, n)], {"alpha": 0.125})
+    cases["fused_matmul_trans"] = ("FusedMatMul", [_normal(batch, k, m), _normal(n, k)], {"transA": 1, "transB": 1})
+    cases["fused_matmul_broadcast"] = ("FusedMatMul", [_normal(2, 1, m, k), _normal(batch, k, n)], {"alpha": -0.5})
+    cases["fused_matmul_vector"] = ("FusedMatMul", [_normal(k), _normal(batch, n, k)], {"transB": 1})
+    cases["fused_matmul_trans_batch_a"] = ("FusedMatMul", [_normal(m, batch, 3, k), _normal(batch, 3, k, n)],
+                                           {"transBatchA": 1})
+    cases["fused_matmul_trans_batch_a_trans_a"] = ("FusedMatMul", [_normal(k, batch, 3, m), _normal(batch, 3, k, n)],
+                                                   {"transBatchA": 1, "transA": 1, "alpha": 2.0})
+    cases["fused_matmul_trans_batch_b"] = ("FusedMatMul", [_normal(batch, 3, m, k), _normal(k, batch, 3, n)],
+                                           {"transBatchB": 1})
+    cases["fused_matmul_trans_batch_both"] = ("FusedMatMul", [_normal(k, batch, m), _normal(n, batch, k)],
+                                              {"transBatchA": 1, "transA": 1, "transBatchB": 1, "transB": 1})
+    a, b, c = _normal(m, k), _normal(k, n), _normal(n)
+    activations = {
+        "Relu": {}, "Sigmoid": {}, "Tanh": {}, "Softsign": {}, "Softplus": {},
+        "LeakyRelu": {"activation_alpha": 0.1}, "Elu": {"activation_alpha": 0.7},
+        "ThresholdedRelu": {"activation_alpha": 0.3}, "HardSigmoid": {"activation_alpha": 0.2, "activation_beta": 0.5},
+        "ScaledTanh": {"activation_alpha": 1.5, "activation_beta": 0.5},
+        "ParametricSoftplus": {"activation_alpha": 0.5, "activation_beta": 2.0},
+        "Selu": {"activation_alpha": 1.6, "activation_gamma": 1.05},
+    }
+    for activation, parameters in activations.items():
+        cases[f"fused_gemm_{activation}"] = ("FusedGemm", [a, b, c], {"activation": activation, "alpha": 0.5, "beta": 2.0,
+                                                                     **parameters})
+    cases["fused_gemm_trans_no_c"] = ("FusedGemm", [a.T.copy(), b.T.copy()], {"activation": "Relu", "transA": 1,
+                                                                              "transB": 1})
+    cases["fused_gemm_column_c"] = ("FusedGemm", [a, b, _normal(m, 1)], {"activation": "Tanh"})
+    x, w = _normal(2, 3, 9, 8), _normal(4, 3, 3, 3)
+    z = _normal(2, 4, 7, 6)
+    conv_activations = {"Relu": [], "Tanh": [], "Sigmoid": [], "LeakyRelu": [0.2], "Clip": [-0.5, 0.7],
+                        "HardSigmoid": [0.3, 0.4]}
+    for activation, params in conv_activations.items():
+        attributes = {"activation": activation, **({"activation_params": params} if params else {})}
+        cases[f"fused_conv_{activation}"] = ("FusedConv", [x, w, _normal(4)], attributes)
+        cases[f"fused_conv_{activation}_sum"] = ("FusedConv", [x, w, _normal(4), z], attributes)
+    cases["fused_conv_no_activation"] = ("FusedConv", [x, w, _normal(4)], {"pads": [1, 0, 1, 2]})
+    cases["fused_conv_sum_without_bias"] = ("FusedConv", [x, w, None, z], {"activation": "Relu"})
+    cases["fused_conv_grouped_strided"] = ("FusedConv", [_normal(1, 6, 9, 8), _normal(6, 2, 3, 2), _normal(6)],
+                                           {"group": 3, "strides": [2, 1], "dilations": [1, 2], "activation": "Relu"})
+    cases["fused_conv_depthwise_same"] = ("FusedConv", [_normal(1, 4, 7, 7), _normal(4, 1, 3, 3), _normal(4)],
+                                          {"group": 4, "auto_pad": "SAME_UPPER", "strides": [2, 2], "activation": "Clip",
+                                           "activation_params": [0.0, 6.0]})
+    cases["fused_conv_1d"] = ("FusedConv", [_normal(2, 3, 11), _normal(5, 3, 4)], {"pads": [2, 1], "activation": "Tanh"})
+    cases["fused_conv_3d"] = ("FusedConv", [_normal(1, 2, 4, 5, 5), _normal(3, 2, 2, 3, 3), _normal(3)],
+                              {"activation": "Sigmoid"})
+    return cases
+
+
+_FUSION_CASES = _fusion_cases()
+
+
+@pytest.mark.parametrize("case", sorted(_FUSION_CASES))
+def test_fusion_equals_onnxruntime(case, run_onnxruntime):
+    op_type, inputs, attributes = _FUSION_CASES[case]
+    _assert_matches_onnxruntime(run_onnxruntime, op_type, inputs, attributes, 1)
+
+
+@pytest.mark.parametrize("window", [{}, {"pads": [1, 1, 1, 1], "strides": [2, 1]}, {"group": 2, "dilations": [2, 1]},
+                                    {"auto_pad": "SAME_LOWER"}])
+def test_nhwc_conv_is_onnxruntimes_conv_channels_last(window, run_onnxruntime):
+    # onnxruntime runs NhwcConv on CUDA only; its optimizer writes it from a Conv, with the
+    # weights transposed by (0, 2, 3, 1). So it must equal onnxruntime's Conv on the channels-
+    # first operands, moved channels-last.
+    x, w, b = _normal(2, 4, 7, 6), _normal(6, 4 // window.get("group", 1), 3, 2), _normal(6)
+    model, feed, _ = _node_model("Conv", [x, w, b], window, 1, domain="")
+    (expected,) = run_onnxruntime(model, feed)
+    nhwc = [np.moveaxis(x, 1, -1), np.moveaxis(w, 1, -1), b]
+    model, feed, _ = _node_model("NhwcConv", nhwc, window, 1)
+    loaded = jaxonnx.load(model)
+    for run in (loaded.run, jax.jit(loaded.run)):
+        np.testing.assert_allclose(np.asarray(run(feed)["out0"]), np.moveaxis(expected, 1, -1), rtol=1e-5, atol=2e-6)
+
+
+def test_fused_ops_refuse_what_onnxruntime_refuses():
+    conv = jaxonnx.get_op("FusedConv", 1, MS)
+    x, w = _normal(1, 2, 4, 4), _normal(3, 2, 3, 3)
+    with pytest.raises(jaxonnx.OnnxValidationError, match="needs 1 `activation_params` for the activation 'LeakyRelu'"):
+        conv(x, w, activation="LeakyRelu")
+    with pytest.raises(jaxonnx.OnnxValidationError, match="got `activation`='Elu'; it is one of"):
+        conv(x, w, activation="Elu", activation_params=[1.0])
+    gemm = jaxonnx.get_op("FusedGemm", 1, MS)
+    with pytest.raises(jaxonnx.OnnxValidationError, match="needs the attribute `activation_alpha` for the activation 'LeakyRelu'"):
+        gemm(_normal(2, 3), _normal(3, 2), activation="LeakyRelu")
+    with pytest.raises(jaxonnx.OnnxValidationError, match="needs the attribute `activation`"):
+        gemm(_normal(2, 3), _normal(3, 2))
+    matmul = jaxonnx.get_op("FusedMatMul", 1, MS)
+    with pytest.raises(jaxonnx.OnnxValidationError, match="of one rank >= 3 with `transBatchA`"):
+        matmul(_normal(3, 4), _normal(4, 3), transBatchA=1)
+    with pytest.raises(jaxonnx.OnnxValidationError, match="needs `bias` 1-D"):
+        jaxonnx.get_op("FastGelu", 1, MS)(_normal(2, 4), _normal(2, 4))

@@ -9,6 +9,8 @@ have CPU kernels there).
 """
 
 import numpy as np
+from onnx import helper
+from onnx.reference import ReferenceEvaluator
 from scipy.special import erf
 
 from tests.op_examples._example import Example
@@ -124,6 +126,108 @@ def _qembed_inputs(dtype, segments=True, mask=True):
 #: tests/test_microsoft_fused_ops.py checks the gradients of `output` and the sum instead.
 _STATISTICS_IN_FLOAT32 = {"grad": False}
 
+def _gelu(x):
+    x = x.astype(np.float64)
+    return 0.5 * x * (1 + erf(x / np.sqrt(2)))
+
+
+def _tanh_gelu(x):
+    x = x.astype(np.float64)
+    return 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x**3)))
+
+
+def _sigmoid(x):
+    return 1 / (1 + np.exp(-x))
+
+
+def _ms_gelu(x):
+    return [_gelu(x).astype(x.dtype)]
+
+
+def _bias_gelu(a, b):
+    return [_gelu(a.astype(np.float64) + b).astype(a.dtype)]
+
+
+def _fast_gelu(x, bias=None):
+    return [_tanh_gelu(x.astype(np.float64) + (0 if bias is None else bias)).astype(x.dtype)]
+
+
+def _quick_gelu(x, alpha=1.702):
+    v = x.astype(np.float64)
+    return [(v * _sigmoid(alpha * v)).astype(x.dtype)]
+
+
+def _bias_split_gelu(x, bias):
+    h = x.astype(np.float64) + bias
+    half = h.shape[-1] // 2
+    return [(h[..., :half] * _gelu(h[..., half:])).astype(x.dtype)]
+
+
+def _bias_add(x, bias, skip):
+    return [x + bias + skip]
+
+
+def _moved(x, trans, trans_batch):
+    if trans_batch:
+        x = np.transpose(x, (*range(1, x.ndim - 1), 0, x.ndim - 1))
+    return np.swapaxes(x, -1, -2) if trans and x.ndim >= 2 else x
+
+
+def _fused_matmul(a, b, alpha=1.0, transA=0, transB=0, transBatchA=0, transBatchB=0):
+    product = np.matmul(_moved(a, transA, transBatchA).astype(np.float64), _moved(b, transB, transBatchB))
+    return [(alpha * product).astype(a.dtype)]
+
+
+_ACTIVATIONS = {
+    "Relu": lambda y, a, b, g: np.maximum(y, 0),
+    "Sigmoid": lambda y, a, b, g: _sigmoid(y),
+    "Tanh": lambda y, a, b, g: np.tanh(y),
+    "Softsign": lambda y, a, b, g: y / (1 + np.abs(y)),
+    "Softplus": lambda y, a, b, g: np.log1p(np.exp(y)),
+    "Silu": lambda y, a, b, g: y * _sigmoid(y),
+    "LeakyRelu": lambda y, a, b, g: np.where(y >= 0, y, a * y),
+    "Elu": lambda y, a, b, g: np.where(y >= 0, y, a * np.expm1(y)),
+    "ThresholdedRelu": lambda y, a, b, g: np.where(y > a, y, 0),
+    "HardSigmoid": lambda y, a, b, g: np.clip(a * y + b, 0, 1),
+    "Clip": lambda y, a, b, g: np.clip(y, a, b),
+    "ScaledTanh": lambda y, a, b, g: a * np.tanh(b * y),
+    "ParametricSoftplus": lambda y, a, b, g: a * np.log1p(np.exp(b * y)),
+    "Selu": lambda y, a, b, g: g * np.where(y > 0, y, a * np.expm1(y)),
+}
+
+
+def _fused_gemm(a, b, c=None, alpha=1.0, beta=1.0, transA=0, transB=0, activation=None, activation_alpha=None,
+                activation_beta=None, activation_gamma=None):
+    a, b = a.T if transA else a, b.T if transB else b
+    y = alpha * (a.astype(np.float64) @ b) + (0 if c is None else beta * c)
+    return [_ACTIVATIONS[activation](y, activation_alpha, activation_beta, activation_gamma).astype(a.dtype)]
+
+
+def _onnx_conv(x, w, b=None, **window):
+    names = ["x", "w"] + (["b"] if b is not None else [])
+    node = helper.make_node("Conv", names, ["y"], **window)
+    graph = helper.make_graph([node], "conv", [], [helper.make_tensor_value_info("y", 0, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    feeds = {"x": x.astype(np.float64), "w": w.astype(np.float64), **({"b": b.astype(np.float64)} if b is not None else {})}
+    return ReferenceEvaluator(model).run(None, feeds)[0]
+
+
+def _fused_conv(x, w, b=None, z=None, activation=None, activation_params=(), **window):
+    y = _onnx_conv(x, w, b, **window) + (0 if z is None else z)
+    if activation:
+        y = _ACTIVATIONS[activation](y, *(list(activation_params) + [None] * 3)[:3])
+    return [y.astype(x.dtype)]
+
+
+def _nhwc_conv(x, w, b=None, **window):
+    y = _onnx_conv(np.moveaxis(x, -1, 1), np.moveaxis(w, -1, 1), b, **window)
+    return [np.moveaxis(y, 1, -1).astype(x.dtype)]
+
+
+_A2 = _normal(3, 5)
+_IMAGE = _normal(2, 3, 6, 5)
+_CONV_W = _normal(4, 3, 3, 3)
+
 EXAMPLES = {
     "SkipLayerNormalization": [
         Example([_X, _normal(2, 3, 8), _normal(8), _normal(8), _normal(8)], reference=_skip_layer_norm,
@@ -175,5 +279,51 @@ EXAMPLES = {
                 reference=_group_norm),
         Example([_normal(2, 6, 3, 4), _normal(6), _normal(6), _normal(2, 6), _normal(6)],
                 {"groups": 3, "activation": 1, "channels_last": 0}, reference=_group_norm),
+    ],
+    "Gelu": [Example([_X * 2], reference=_ms_gelu),
+             Example([_HALF], grad=False, rtol=2e-3, atol=2e-3, reference=_ms_gelu)],
+    "BiasGelu": [Example([_X, _normal(8)], reference=_bias_gelu)],
+    "FastGelu": [Example([_X * 2], reference=_fast_gelu), Example([_X, _normal(8)], reference=_fast_gelu),
+                 Example([_HALF, _normal(8, dtype=np.float16)], grad=False, rtol=2e-3, atol=2e-3, reference=_fast_gelu)],
+    "QuickGelu": [Example([_X * 2], reference=_quick_gelu), Example([_X], {"alpha": 0.8}, reference=_quick_gelu)],
+    "BiasSplitGelu": [Example([_normal(2, 3, 8), _normal(8)], reference=_bias_split_gelu),
+                      Example([_normal(1, 4, 6, dtype=np.float16), _normal(6, dtype=np.float16)], grad=False, rtol=2e-3,
+                              atol=2e-3, reference=_bias_split_gelu)],
+    "BiasAdd": [Example([_normal(2, 3, 4), _normal(4), _normal(2, 3, 4)], reference=_bias_add)],
+    "FusedMatMul": [
+        Example([_normal(2, 3, 4), _normal(2, 4, 5)], {"alpha": 0.125}, reference=_fused_matmul),
+        Example([_normal(2, 4, 3), _normal(5, 4)], {"transA": 1, "transB": 1}, reference=_fused_matmul),
+        Example([_normal(3, 2, 4, 5), _normal(3, 2, 4, 6)], {"transBatchA": 1, "transA": 1, "transBatchB": 1,
+                                                             "alpha": 2.0}, reference=_fused_matmul),
+        Example([_normal(3, 2, 4, 5), _normal(2, 4, 6, 5)], {"transBatchA": 1, "transB": 1}, reference=_fused_matmul),
+        Example([_normal(4), _normal(2, 5, 4)], {"transB": 1}, reference=_fused_matmul),
+    ],
+    "FusedGemm": [
+        Example([_A2, _normal(5, 4), _normal(4)], {"activation": "Relu", "alpha": 0.5, "beta": 2.0}, reference=_fused_gemm),
+        Example([_A2.T.copy(), _normal(4, 5)], {"activation": "LeakyRelu", "activation_alpha": 0.1, "transA": 1,
+                                                "transB": 1}, reference=_fused_gemm),
+        Example([_A2, _normal(5, 4), _normal(3, 1)], {"activation": "Selu", "activation_alpha": 1.6,
+                                                      "activation_gamma": 1.05}, reference=_fused_gemm),
+        Example([_A2, _normal(5, 4)], {"activation": "ParametricSoftplus", "activation_alpha": 0.5,
+                                       "activation_beta": 2.0}, reference=_fused_gemm),
+        Example([_A2, _normal(5, 4)], {"activation": "ScaledTanh", "activation_alpha": 1.5, "activation_beta": 0.5},
+                reference=_fused_gemm),
+        Example([_A2, _normal(5, 4)], {"activation": "Elu", "activation_alpha": 0.7}, reference=_fused_gemm),
+    ],
+    "FusedConv": [
+        Example([_IMAGE, _CONV_W, _normal(4)], {"activation": "Relu", "pads": [1, 1, 1, 1]}, reference=_fused_conv),
+        Example([_IMAGE, _CONV_W, _normal(4), _normal(2, 4, 4, 3)], {"activation": "LeakyRelu", "activation_params": [0.2]},
+                reference=_fused_conv),
+        Example([_IMAGE, _normal(6, 1, 2, 2)], {"group": 3, "strides": [2, 1], "activation": "HardSigmoid",
+                                                "activation_params": [0.2, 0.5]}, reference=_fused_conv),
+        Example([_IMAGE, _CONV_W, None, _normal(2, 4, 4, 3)], {"activation": "Sigmoid"}, reference=_fused_conv),
+        Example([_IMAGE, _CONV_W], {"auto_pad": "SAME_UPPER", "activation": "Silu"}, reference=_fused_conv),
+        Example([_IMAGE, _CONV_W], {"dilations": [2, 1]}, reference=_fused_conv),
+    ],
+    "NhwcConv": [
+        Example([_normal(2, 6, 5, 3), _normal(4, 3, 3, 3), _normal(4)], {"pads": [1, 1, 1, 1]}, reference=_nhwc_conv),
+        Example([_normal(1, 7, 6, 4), _normal(6, 2, 2, 2)], {"group": 2, "strides": [2, 2]}, reference=_nhwc_conv),
+        Example([_normal(1, 5, 6, 3), _normal(2, 3, 3, 3)], {"auto_pad": "SAME_LOWER", "dilations": [1, 2]},
+                reference=_nhwc_conv),
     ],
 }

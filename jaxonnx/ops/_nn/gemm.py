@@ -1,13 +1,17 @@
-"""Gemm: versions 1, 6, 7, 9, 11 and 13 (1 and 6 have `broadcast`; C is optional from 11)."""
+"""Gemm: versions 1, 6, 7, 9, 11 and 13 (1 and 6 have `broadcast`; C is optional from 11); and
+onnxruntime's com.microsoft FusedGemm (version 1), a Gemm and an activation."""
 
 from __future__ import annotations
 
 import jax.numpy as jnp
 import numpy as np
+import onnx.defs
 
 from jaxonnx._errors import OnnxValidationError
 from jaxonnx._core.registry import register
 from jaxonnx.ops._helpers.common import namespace
+from jaxonnx.ops._helpers.fused_activation import gemm_activation
+from jaxonnx.ops._helpers.schemas import attribute, attribute_without_default, contrib_schema
 
 
 @register("Gemm", 7, 9, 11, 13)
@@ -75,4 +79,55 @@ def _gemm_1(A, B, C, *, alpha=1.0, beta=1.0, transA=0, transB=0, broadcast=0):
     return gemm(A, B, C, alpha=alpha, beta=beta, transA=transA, transB=transB)
 
 
-__all__ = ["gemm"]
+_FLOAT = onnx.defs.OpSchema.AttrType.FLOAT
+_FUSED_GEMM_SCHEMA = contrib_schema(
+    "FusedGemm", "Y = activation(alpha * A' @ B' + beta * C).",
+    inputs=[("A", "T"), ("B", "T"), ("C", "T", "optional")], outputs=[("Y", "T")],
+    type_constraints=[("T", ["tensor(float16)", "tensor(float)", "tensor(double)", "tensor(uint32)", "tensor(uint64)",
+                             "tensor(int32)", "tensor(int64)"])],
+    attributes=[
+        attribute("alpha", 1.0, "The factor of the product."),
+        attribute("beta", 1.0, "The factor of C."),
+        attribute("transA", 0, "Whether A is transposed."),
+        attribute("transB", 0, "Whether B is transposed."),
+        attribute_without_default("activation", onnx.defs.OpSchema.AttrType.STRING, "The activation's op type."),
+        attribute_without_default("activation_alpha", _FLOAT, "The activation's alpha."),
+        attribute_without_default("activation_beta", _FLOAT, "The activation's beta."),
+        attribute_without_default("activation_gamma", _FLOAT, "The activation's gamma."),
+    ],
+)
+
+
+@register("FusedGemm", 1, domain="com.microsoft", schema=_FUSED_GEMM_SCHEMA, folds=False)
+def fused_gemm(A, B, C=None, *, alpha=1.0, beta=1.0, transA=0, transB=0, activation=None, activation_alpha=None,
+               activation_beta=None, activation_gamma=None):
+    """Implements com.microsoft FusedGemm: Gemm followed by an activation.
+
+    ``Y = activation(alpha * A' @ B' + beta * C)``, the Gemm as ONNX's. The activation is one
+    of the element-wise ops onnxruntime fuses (Relu, Sigmoid, Tanh, Softsign, Softplus,
+    LeakyRelu, Elu, ThresholdedRelu, HardSigmoid, ScaledTanh, ParametricSoftplus, Selu), with
+    its ``alpha``, ``beta`` and ``gamma`` from ``activation_alpha``, ``activation_beta`` and
+    ``activation_gamma``.
+
+    Args:
+        A, B, C: as Gemm's.
+        alpha, beta, transA, transB: as Gemm's.
+        activation: the activation's op type (required, as onnxruntime requires it).
+        activation_alpha, activation_beta, activation_gamma: its parameters.
+
+    Returns:
+        ``(M, N)``, of the type of ``A``.
+
+    Example:
+        >>> jaxonnx.ops.fused_gemm(jnp.array([[1.0, -2.0]]), jnp.eye(2), activation="LeakyRelu", activation_alpha=0.5)
+        Array([[ 1., -1.]], dtype=float32)
+    """
+    y = gemm(A, B, C, alpha=alpha, beta=beta, transA=transA, transB=transB)
+    if activation is None:
+        raise OnnxValidationError("needs the attribute `activation` (onnxruntime refuses a FusedGemm without one).")
+    if y.dtype.kind not in "f":
+        raise OnnxValidationError(f"applies {activation!r} to a {y.dtype} product; the activations take float data.")
+    return gemm_activation(y, activation, alpha=activation_alpha, beta=activation_beta, gamma=activation_gamma)
+
+
+__all__ = ["gemm", "fused_gemm"]

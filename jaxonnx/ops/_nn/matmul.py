@@ -1,4 +1,5 @@
-"""MatMul: versions 1, 9 and 13 (9 adds integer types, 13 bfloat16)."""
+"""MatMul: versions 1, 9 and 13 (9 adds integer types, 13 bfloat16); and onnxruntime's
+com.microsoft FusedMatMul (version 1), a MatMul of transposed operands, scaled."""
 
 from __future__ import annotations
 
@@ -6,8 +7,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxonnx._core.registry import register
+from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.broadcasting import matmul_operands
 from jaxonnx.ops._helpers.common import namespace
+from jaxonnx.ops._helpers.schemas import attribute, contrib_schema
 
 
 @register("MatMul", 1, 9, 13)
@@ -36,4 +39,68 @@ def matmul(A, B):
     return y.reshape(out_shape)
 
 
-__all__ = ["matmul"]
+_FUSED_MATMUL_SCHEMA = contrib_schema(
+    "FusedMatMul", "Y = alpha * A' @ B', each operand transposed as transA / transBatchA (transB / transBatchB) say.",
+    inputs=[("A", "T"), ("B", "T")], outputs=[("Y", "T")],
+    type_constraints=[("T", ["tensor(float16)", "tensor(float)", "tensor(double)", "tensor(bfloat16)"])],
+    attributes=[
+        attribute("alpha", 1.0, "The factor of the product."),
+        attribute("transA", 0, "Whether A's last two dims are swapped."),
+        attribute("transB", 0, "Whether B's last two dims are swapped."),
+        attribute("transBatchA", 0, "Whether A's first dim moves to the second-to-last place (before transA)."),
+        attribute("transBatchB", 0, "Whether B's first dim moves to the second-to-last place (before transB)."),
+    ],
+)
+
+
+@register("FusedMatMul", 1, domain="com.microsoft", schema=_FUSED_MATMUL_SCHEMA, folds=False)
+def fused_matmul(A, B, *, alpha=1.0, transA=0, transB=0, transBatchA=0, transBatchB=0):
+    """Implements com.microsoft FusedMatMul: ``alpha * A' @ B'``, MatMul of transposed operands.
+
+    ``transBatchA`` moves ``A``'s first dim to the second-to-last place (``(d0, d1, ..., dk,
+    m, n)`` becomes ``(d1, ..., dk, m, d0, n)``: the batch dims are ``d1 .. m``); then
+    ``transA`` swaps the last two dims; the same for ``B``. The product then broadcasts as
+    MatMul's. As onnxruntime requires it, ``transBatchA`` or ``transBatchB`` needs operands of
+    one rank, at least 3. onnxruntime's optimizer writes it for a MatMul whose operand is a
+    Transpose, and for the ``/ sqrt(d)`` scale of attention scores.
+
+    Args:
+        A, B: float arrays of rank >= 1.
+        alpha: the factor of the product.
+        transA, transB: whether the operand's last two dims are swapped (rank >= 2).
+        transBatchA, transBatchB: whether the operand's first dim moves before its last.
+
+    Returns:
+        The product, of the type of ``A``.
+
+    Example:
+        >>> a, b = jnp.ones((4, 2, 3)), jnp.ones((2, 4, 5))   # A' = (2, 3, 4)
+        >>> jaxonnx.ops.fused_matmul(a, b, transBatchA=1, transA=1, alpha=0.5).shape
+        (2, 3, 5)
+    """
+    if (transBatchA or transBatchB) and (A.ndim != B.ndim or A.ndim < 3):
+        raise OnnxValidationError(
+            f"needs `A` and `B` of one rank >= 3 with `transBatchA` or `transBatchB`, got shapes {tuple(A.shape)} "
+            f"and {tuple(B.shape)}."
+        )
+    a, b = _transposed(A, transA, transBatchA), _transposed(B, transB, transBatchB)
+    if a.shape[-1] != b.shape[-2 if b.ndim > 1 else -1]:
+        raise OnnxValidationError(
+            f"cannot multiply `A` of shape {tuple(A.shape)} by `B` of shape {tuple(B.shape)} with transA={transA}, "
+            f"transBatchA={transBatchA}, transB={transB}, transBatchB={transBatchB}: they make {tuple(a.shape)} and "
+            f"{tuple(b.shape)}, whose inner dims differ."
+        )
+    y = matmul(a, b)
+    return y if alpha == 1 else y * jnp.asarray(alpha, y.dtype)
+
+
+def _transposed(x, trans: int, trans_batch: int):
+    rank = x.ndim
+    if trans_batch:
+        x = jnp.transpose(x, (*range(1, rank - 1), 0, rank - 1))
+    if trans and rank >= 2:
+        x = jnp.swapaxes(x, -1, -2)
+    return x
+
+
+__all__ = ["matmul", "fused_matmul"]
