@@ -714,3 +714,95 @@ def test_quantized_mlp_scales_fine_tune():
     # The loss is linear in each layer's scales but not jointly (the Relu, the next layer):
     # a central difference of step 1e-3 agrees to about 1e-5 relative, float32 rounding aside.
     assert abs(analytic - numeric) <= 2e-3 * abs(analytic), (analytic, numeric)
+
+
+def _float_two_heads():
+    """Two MatMuls reading one input (as attention's projections do), then a third."""
+    rng = np.random.default_rng(13)
+    weights = {"Wq": rng.standard_normal((32, 24)) * 0.3, "Wk": rng.standard_normal((32, 24)) * 0.3,
+               "Bq": rng.standard_normal(24) * 0.1, "Wo": rng.standard_normal((24, 16)) * 0.3}
+    nodes = [helper.make_node("MatMul", ["X", "Wq"], ["q"]), helper.make_node("Add", ["q", "Bq"], ["qb"]),
+             helper.make_node("MatMul", ["X", "Wk"], ["k"]), helper.make_node("Mul", ["qb", "k"], ["qk"]),
+             helper.make_node("MatMul", ["qk", "Wo"], ["Y"])]
+    graph = helper.make_graph(
+        nodes, "heads", [helper.make_tensor_value_info("X", TensorProto.FLOAT, ["batch", 32])],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, ["batch", 16])],
+        [numpy_helper.from_array(v.astype(np.float32), n) for n, v in weights.items()],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+    model.ir_version = 10
+    return model
+
+
+@pytest.mark.parametrize("weights", ["uint8", "int8_reduce_range", "uint8_per_channel"])
+def test_quantize_dynamic_fused_models_equal_onnxruntime(weights, tmp_path, run_onnxruntime):
+    """quantize_dynamic's file, then onnxruntime's own graph fusions written out (its
+    `optimized_model_filepath`): DynamicQuantizeMatMul, and MatMulIntegerToFloat where one
+    quantized input feeds several products. (int8 weights in 7 bits: uint8 activations by
+    int8 weights saturate in onnxruntime's AVX2 kernel beyond that.)"""
+    quantization = pytest.importorskip("onnxruntime.quantization")
+    import onnxruntime
+
+    onnx.save(_float_two_heads(), tmp_path / "float.onnx")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        quantization.quantize_dynamic(
+            tmp_path / "float.onnx", tmp_path / "dynamic.onnx", per_channel="per_channel" in weights,
+            weight_type=quantization.QuantType.QUInt8 if weights.startswith("uint8") else quantization.QuantType.QInt8,
+            reduce_range="reduce_range" in weights,
+        )
+    options = onnxruntime.SessionOptions()
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+    options.optimized_model_filepath = str(tmp_path / "fused.onnx")
+    onnxruntime.InferenceSession(str(tmp_path / "dynamic.onnx"), options, providers=["CPUExecutionProvider"])
+    model = onnx.load(tmp_path / "fused.onnx")
+    written = {n.op_type for n in model.graph.node if n.domain == _MS}
+    assert {"DynamicQuantizeMatMul", "MatMulIntegerToFloat"} <= written, written
+    x = np.random.default_rng(8).standard_normal((6, 32)).astype(np.float32)
+    (expected,) = run_onnxruntime(model, {"X": x})
+    loaded = jaxonnx.load(model)
+    _assert_model_close(loaded(x)[0], expected)
+    _assert_model_close(jax.jit(loaded)(x)[0], expected)
+
+
+@pytest.mark.parametrize("activation, weight", [("QUInt16", "QInt8"), ("QInt16", "QInt4"), ("QUInt8", "QUInt4")])
+def test_qdq_contrib_ops_models_equal_onnxruntime(activation, weight, tmp_path, run_onnxruntime):
+    """quantize_static's QDQ format with `UseQDQContribOps`: com.microsoft QuantizeLinear and
+    DequantizeLinear, 16-bit activations and 4-bit weights (per channel)."""
+    quantization = pytest.importorskip("onnxruntime.quantization")
+    onnx.save(_float_two_heads(), tmp_path / "float.onnx")
+    rng = np.random.default_rng(9)
+
+    class Calibration(quantization.CalibrationDataReader):
+        def __init__(self):
+            self.batches = iter([{"X": rng.standard_normal((4, 32)).astype(np.float32)} for _ in range(3)])
+
+        def get_next(self):
+            return next(self.batches, None)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        quantization.quantize_static(
+            tmp_path / "float.onnx", tmp_path / "qdq.onnx", Calibration(), quant_format=quantization.QuantFormat.QDQ,
+            activation_type=getattr(quantization.QuantType, activation), weight_type=getattr(quantization.QuantType, weight),
+            per_channel=True, extra_options={"UseQDQContribOps": True},
+        )
+    model = onnx.load(tmp_path / "qdq.onnx")
+    written = {n.op_type for n in model.graph.node if n.domain == _MS}
+    assert {"QuantizeLinear", "DequantizeLinear"} <= written, written
+    # Every value as an output too, to compare each node's result.
+    declared = {o.name for o in model.graph.output}
+    model.graph.output.extend(
+        helper.make_empty_tensor_value_info(name) for node in model.graph.node for name in node.output if name not in declared
+    )
+    x = np.random.default_rng(10).standard_normal((5, 32)).astype(np.float32)
+    names = [o.name for o in model.graph.output]
+    expected = dict(zip(names, run_onnxruntime(model, {"X": x})))
+    loaded = jaxonnx.load(model)
+    for actual in (loaded.run({"X": x}), jax.jit(loaded.run)({"X": x})):
+        for name in names:
+            got, want = np.asarray(actual[name]), expected[name]
+            if want.dtype.kind in "iu":
+                np.testing.assert_array_equal(got, want, err_msg=name)
+            else:
+                np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6 * float(np.max(np.abs(want)) + 1), err_msg=name)
