@@ -8,6 +8,7 @@ from jaxonnx import _xla_cpu  # noqa: F401  (isort: skip)
 from jaxonnx import _tuning  # noqa: F401  (isort: skip)
 from jaxonnx import ops as ops
 from jaxonnx._demo import demo_model_path as demo_model_path
+from jaxonnx._errors import DeclaredShapeWarning as DeclaredShapeWarning
 from jaxonnx._errors import JaxOnnxError as JaxOnnxError
 from jaxonnx._errors import ModelLoadError as ModelLoadError
 from jaxonnx._errors import NodeError as NodeError
@@ -33,6 +34,7 @@ from jaxonnx._tuning import tune_cpu_allocator as tune_cpu_allocator
 __version__ = "0.1.0"
 
 __all__ = [
+    "DeclaredShapeWarning",
     "JaxOnnxError",
     "Model",
     "ModelLoadError",

@@ -39,6 +39,13 @@ class X64Warning(UserWarning):
     ``jax_enable_x64`` is off (filter it with ``warnings.filterwarnings``)."""
 
 
+class DeclaredShapeWarning(UserWarning):
+    """A value's computed shape is not the shape the model declares for it (a graph output,
+    or an entry of ``value_info``): jaxonnx goes on with the computed value, as onnxruntime
+    does, and warns once per value (filter it with ``warnings.filterwarnings``). A declared
+    graph input's shape, and every declared element type, are still enforced."""
+
+
 class NodeError(JaxOnnxError):
     """A failure inside a graph node whose cause is not a jaxonnx error (re-raised with context)."""
 

@@ -47,7 +47,7 @@ from jaxonnx._core.context import OpContext
 from jaxonnx._core.dtypes import onnx_type_name
 from jaxonnx._core.loading import canonical_domain, node_attributes, read_tensor, sparse_to_numpy, tensor_to_numpy
 from jaxonnx._core.registry import REGISTRY, OpContract, OpVersion, Registry, is_traced
-from jaxonnx._core.types import ValueType
+from jaxonnx._core.types import ValueType, declared_values
 from jaxonnx._errors import (
     JaxOnnxError,
     ModelLoadError,
@@ -121,7 +121,8 @@ class Graph:
         outer_names: the names the graph (or any graph inside it) reads from enclosing scopes.
     """
 
-    def __init__(self, name, path, nodes, initializers, inputs, outputs, outer_names, key_indices=None):
+    def __init__(self, name, path, nodes, initializers, inputs, outputs, outer_names, key_indices=None,
+                 value_info=None):
         self.name = name
         self.path = path
         self.nodes: tuple[Node, ...] = nodes
@@ -132,6 +133,10 @@ class Graph:
         # The position each node's random key is folded from: its own index, except in a
         # computation cut out for Gradient, whose nodes draw as they do in their graph.
         self.key_indices: tuple[int, ...] = tuple(range(len(nodes))) if key_indices is None else key_indices
+        # The graph's value_info declarations, checked as nodes compute them (types.py), and
+        # the values whose shape was found to differ (a DeclaredShapeWarning each, once).
+        self.value_info: dict[str, ValueType] = value_info or {}
+        self.warned_shapes: set[str] = set()
 
     @property
     def input_names(self) -> tuple[str, ...]:
@@ -155,8 +160,8 @@ class Graph:
             for sparse in proto.sparse_initializer:
                 name = sparse.values.name
                 initializers[name] = read_tensor(sparse_to_numpy, sparse, f"sparse initializer {name!r}{_in(path)}")
-        inputs = tuple(ValueType.declared(v, "input") for v in proto.input)
-        outputs = tuple(ValueType.declared(v, "output") for v in proto.output)
+        inputs = tuple(ValueType.declared(v, "input", _in(path)) for v in proto.input)
+        outputs = tuple(ValueType.declared(v, "output", _in(path)) for v in proto.output)
         defined = set(initializers) | {i.name for i in inputs} | {t.name for t in proto.initializer}
         defined |= {s.values.name for s in proto.sparse_initializer}
         nodes, reads = [], set()
@@ -178,7 +183,8 @@ class Graph:
                 f"The subgraph {path} reads {', '.join(map(repr, missing))}, which no node, input or "
                 "initializer of it or of an enclosing graph defines."
             )
-        return cls(proto.name, path, tuple(nodes), initializers, inputs, outputs, outer_names)
+        return cls(proto.name, path, tuple(nodes), initializers, inputs, outputs, outer_names,
+                   value_info=declared_values(proto))
 
     # ----------------------------------------------------------------------- running
 
@@ -197,8 +203,19 @@ class Graph:
             if params and node.outputs and node.outputs[0] in params and getattr(node.op, "op_type", "") == "Constant":
                 continue  # a param replaces this Constant's value (paddle2onnx stores weights as Constants)
             run_node(node, values, rng=_node_key(rng, index), options=options, padding=padding, graph_rng=rng)
+            if self.value_info:
+                self._check_declared(node, values, padding)
         return tuple(padding_rules.real_output(layout.channels_first(values[name]), padding.get(name)) if name else None
                      for name in self.output_names)
+
+    def _check_declared(self, node: Node, values, padding) -> None:
+        """Checks what ``node`` computed against the graph's value_info, as onnxruntime does:
+        another element type is an error, another shape a warning (see ``ValueType.check_computed``).
+        A value a size hint pads has the hinted length on purpose and is not compared."""
+        for name in node.outputs:
+            declared = self.value_info.get(name)
+            if declared is not None and name not in padding:
+                declared.check_computed(values[name], node=f"{node.path!r} ({node.op.name})", warned=self.warned_shapes)
 
     def walk(self):
         """Every node of the graph and of its subgraphs, depth first."""
@@ -353,7 +370,21 @@ def node_error(node: Node, args, error: Exception) -> Exception:
 
 
 def prepare_node(proto: onnx.NodeProto, index: int, env: Environment, path: str, visible: set[str]) -> Node | None:
-    """The prepared node, or None if its op is unsupported (noted in ``env.problems``)."""
+    """The prepared node, or None if its op is unsupported (noted in ``env.problems``).
+    Anything else that goes wrong (a malformed node of a corrupt file) is a
+    :class:`ModelLoadError` naming the node."""
+    try:
+        return _prepare_node(proto, index, env, path, visible)
+    except JaxOnnxError:
+        raise
+    except Exception as error:  # noqa: BLE001  (a malformed field: TypeError, ValueError, KeyError, ...)
+        where = f"{path}/{proto.name or index}" if path else (proto.name or str(index))
+        raise ModelLoadError(
+            f"Node {where!r} ({proto.op_type}) cannot be read: {error} ({type(error).__name__}); is the file corrupt?"
+        ) from error
+
+
+def _prepare_node(proto: onnx.NodeProto, index: int, env: Environment, path: str, visible: set[str]) -> Node | None:
     name = proto.name or f"{proto.op_type}_{index}"  # as errors and `describe_nodes` name it
     node_path = f"{path}/{name}" if path else name
     op = _resolve(proto, env, node_path)

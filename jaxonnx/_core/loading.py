@@ -44,6 +44,55 @@ def parse_model(data: bytes, source: str) -> onnx.ModelProto:
     return proto
 
 
+def check_text(proto: onnx.ModelProto) -> None:
+    """Refuses a model with a text field that is not valid UTF-8, naming where it is.
+
+    ONNX's text fields (op types, domains, value, node and attribute names, ...) are protobuf
+    ``string``s, and protobuf hands a corrupt one over as ``bytes`` instead of refusing the
+    file: it would reach onnx's C++ bindings (``onnx.defs.get_schema``) and dict keys as
+    the wrong type. One walk over every message of the model, subgraphs and functions
+    included, before anything reads them.
+
+    Raises:
+        ModelLoadError: naming the field and the node, attribute, tensor, value, function or
+            graph that holds it.
+    """
+    _check_text(proto, "the model")
+
+
+def _part(message, index: int | None, field: str, where: str) -> str:
+    """What a message inside ``where`` is, for errors: ``node 3 ('act') of the main graph``."""
+    at = "" if index is None else f" {index}"
+    name = getattr(message, "name", "")
+    label = f" ({name!r})" if name else ""  # a corrupt name shows as its bytes
+    if isinstance(message, onnx.GraphProto):
+        return "the main graph" if where == "the model" else f"the subgraph{label} of {where}"
+    if isinstance(message, onnx.FunctionProto):
+        return f"the function{at}{label} (domain {message.domain!r})"
+    kind = {
+        onnx.NodeProto: f"node{at}{label}",
+        onnx.AttributeProto: f"the attribute{label}",
+        onnx.TensorProto: f"the tensor{label} ({field})",
+        onnx.ValueInfoProto: f"the {field.replace('_', ' ')}{at}{label}",
+    }.get(type(message), f"the {field}{at}")
+    return kind if where == "the model" else f"{kind} of {where}"
+
+
+def _check_text(message, where: str) -> None:
+    for field, value in message.ListFields():
+        if field.type == field.TYPE_STRING:
+            for index, text in enumerate([value] if isinstance(value, (str, bytes)) else value):
+                if isinstance(text, bytes):
+                    which = field.name if isinstance(value, (str, bytes)) else f"{field.name}[{index}]"
+                    raise ModelLoadError(
+                        f"The {which} of {where} is not valid UTF-8 text ({text[:60]!r}): the file is corrupt."
+                    )
+        elif field.type == field.TYPE_MESSAGE:
+            single = hasattr(value, "ListFields")
+            for index, item in enumerate([value] if single else value):
+                _check_text(item, _part(item, None if single else index, field.name, where))
+
+
 def opset_versions(proto: onnx.ModelProto) -> dict[str, int]:
     """The model's opset version by canonical domain; a domain imported twice at two
     versions is refused (twice at one version, as skl2onnx writes it, is that version)."""

@@ -37,6 +37,7 @@ from jaxonnx._core.loading import (
     canonical_domain,
     check_model,
     check_sparse,
+    check_text,
     external_tensors,
     opset_versions,
     parse_model,
@@ -172,6 +173,7 @@ class Model:
                  loop_bounds=None):
         proto_copy = onnx.ModelProto()
         proto_copy.CopyFrom(proto)
+        check_text(proto_copy)  # corrupt text would reach onnx's bindings and dict keys as bytes
         graph = proto_copy.graph
         self.opsets = opset_versions(proto_copy)
         self.graph_name = graph.name
@@ -241,6 +243,9 @@ class Model:
         self._declared_outputs = self.graph.outputs
         self.output_names = tuple(o.name for o in self._declared_outputs)
         self._declared_inputs_only = frozenset()
+        # Outputs whose length a size hint (or loop bound) may set: their declared dims are
+        # not compared with what they compute.
+        self._hinted_lengths = _downstream(self.graph, {o for n in self.graph.nodes if n.size is not None for o in n.outputs})
         self._find_weights()
         self._load_options = {"size_hints": dict(size_hints or {}), "options": self.options,
                               "loop_bounds": dict(loop_bounds or {})}
@@ -471,7 +476,11 @@ class Model:
 
     def _run_graph(self, feed, params, rng) -> tuple:
         outputs = self.graph.run(feed, rng=rng, options=self.options, params=params)
-        return tuple(declared.output(value) for declared, value in zip(self._declared_outputs, outputs))
+        warned = self.graph.warned_shapes
+        return tuple(
+            declared.output(value, warned=None if declared.name in self._hinted_lengths else warned)
+            for declared, value in zip(self._declared_outputs, outputs)
+        )
 
     def _plan_eager_calls(self) -> None:
         """Whether an eager call compiles the whole graph at once (one XLA computation per
@@ -652,6 +661,16 @@ def _schemas_onnx_lacks(registry) -> list:
             if (op := registry.get_op(name, version, "")).own_schema is not None]
 
 
+def _downstream(graph: Graph, names: set[str]) -> frozenset[str]:
+    """``names`` and every value of ``graph`` computed from them (through subgraphs too)."""
+    reached = set(names)
+    for node in graph.nodes:
+        reads = {n for n in node.inputs if n} | {n for sub in node.bodies for n in sub.outer_names}
+        if reads & reached:
+            reached |= {n for n in node.outputs if n}
+    return frozenset(reached)
+
+
 def _holds_map(declared) -> bool:
     """Whether a declared type is a map or holds maps (ZipMap's seq(map(...)))."""
     return declared is not None and (declared.kind == "map" or _holds_map(declared.element))
@@ -797,6 +816,7 @@ def unsupported_nodes(model: onnx.ModelProto, *, registry: Registry | None = Non
         >>> jaxonnx.unsupported_nodes(onnx.load(jaxonnx.demo_model_path()))
         []
     """
+    check_text(model)
     functions = {(f.domain, f.name): f for f in model.functions}
     return _unsupported(model.graph, Environment(opset_versions(model), registry or REGISTRY, functions))
 

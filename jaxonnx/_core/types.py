@@ -10,6 +10,7 @@ converts one value against its declaration, recursively.
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Mapping
 
 import jax
@@ -29,7 +30,7 @@ from jaxonnx._core.dtypes import (
     onnx_type_name,
     x64_enabled,
 )
-from jaxonnx._errors import OnnxTypeError, OnnxValidationError, UnsupportedOpError
+from jaxonnx._errors import DeclaredShapeWarning, ModelLoadError, OnnxTypeError, OnnxValidationError, UnsupportedOpError
 
 
 
@@ -76,13 +77,14 @@ class ValueType:
         return cls(name, "tensor", array.dtype, tuple(array.shape))
 
     @classmethod
-    def declared(cls, value_info: onnx.ValueInfoProto, kind: str) -> ValueType:
-        """The declared type of a graph input or output. Everything the IR lets a
-        declaration leave out means "any": no shape field (any rank), a dim with neither
-        value nor name (any length), an UNDEFINED element type, and no type at all."""
+    def declared(cls, value_info: onnx.ValueInfoProto, kind: str, where: str = "") -> ValueType:
+        """The declared type of a graph input or output (``where``: the graph, for errors,
+        e.g. " in the subgraph /loop/body"). Everything the IR lets a declaration leave out
+        means "any": no shape field (any rank), a dim with neither value nor name (any
+        length), an UNDEFINED element type, and no type at all."""
         if not value_info.HasField("type"):
             return cls(value_info.name, "any")
-        return cls._of_type(value_info.name, value_info.type, f"graph {kind} {value_info.name!r}")
+        return cls._of_type(value_info.name, value_info.type, f"graph {kind} {value_info.name!r}{where}")
 
     @classmethod
     def _of_type(cls, name: str, type_proto: onnx.TypeProto, what: str) -> ValueType:
@@ -91,6 +93,11 @@ class ValueType:
             return cls(name, "any")
         if which in ("tensor_type", "sparse_tensor_type"):
             tensor_type = getattr(type_proto, which)
+            if tensor_type.elem_type not in onnx.TensorProto.DataType.values():
+                raise ModelLoadError(
+                    f"The {what} has the element type {tensor_type.elem_type}, which ONNX does not define "
+                    "(is the file corrupt?)."
+                )
             dtype = numpy_dtype(tensor_type.elem_type) if tensor_type.elem_type else None
             shape = None
             if tensor_type.HasField("shape"):
@@ -109,6 +116,11 @@ class ValueType:
             return cls(name, "sequence" if which == "sequence_type" else "optional", element=element)
         if which == "map_type":
             # A map (ai.onnx.ml's ZipMap, DictVectorizer, CastMap) is a Python dict, run eagerly.
+            if type_proto.map_type.key_type not in onnx.TensorProto.DataType.values():
+                raise ModelLoadError(
+                    f"The {what} is a map with the key type {type_proto.map_type.key_type}, which ONNX does not "
+                    "define (is the file corrupt?)."
+                )
             key = numpy_dtype(type_proto.map_type.key_type)
             element = cls._of_type(name, type_proto.map_type.value_type, what)
             return cls(name, "map", key, element=element)
@@ -216,18 +228,24 @@ class ValueType:
             )
         return value
 
-    def output(self, value):
-        """Checks an output against its declared type and rank; string outputs are copied,
-        since they may be views of the model's own initializers; numpy becomes JAX."""
+    def output(self, value, *, warned: set[str] | None = None):
+        """Checks an output against its declared type; string outputs are copied, since they
+        may be views of the model's own initializers; numpy becomes JAX.
+
+        Another element type (or kind) is an error. Another shape (another rank, or a dim
+        declared with a value) is what onnxruntime warns about and returns
+        (``VerifyOutputSizes``); so does jaxonnx, with a :class:`~jaxonnx.DeclaredShapeWarning`
+        once per output (the names already warned about are kept in ``warned``; without
+        ``warned``, shapes are not compared)."""
         if self.kind == "any" and isinstance(value, (list, tuple)) or self.kind == "sequence":
             if not isinstance(value, (list, tuple)):
                 raise OnnxTypeError(
                     f"The graph output {self.name!r} is declared {self.type_text()} but the graph computed a tensor."
                 )
             element = self.element or ValueType(self.name, "any")
-            return [element.output(v) for v in value]
+            return [element.output(v, warned=warned) for v in value]
         if self.kind == "optional":
-            return None if value is None else self.element.output(value)
+            return None if value is None else self.element.output(value, warned=warned)
         if self.kind == "map":
             if not isinstance(value, Mapping):
                 raise OnnxTypeError(f"The graph output {self.name!r} is declared {self.onnx_type()} but the graph computed {type(value).__name__}.")
@@ -247,16 +265,64 @@ class ValueType:
                 f"computed tensor({onnx_type_name(dtype)}) of shape {list(np.shape(value))}"
                 f"{narrowing_note(self, value)}."
             )
-        if self.shape is not None and np.ndim(value) != len(self.shape):
-            raise OnnxTypeError(
-                f"The graph output {self.name!r} is declared {self.type_text()} (rank "
-                f"{len(self.shape)}) but the graph computed shape {list(np.shape(value))}."
-            )
+        if warned is not None:
+            self.warn_if_shape_differs(np.shape(value), f"The graph output {self.name!r}", "the graph", warned)
         if isinstance(value, jax.Array):
             return value
         if is_string_array(value):
             return np.array(value, dtype=object, copy=True)
         return as_jax(value, what=f"graph output {self.name!r}")
+
+
+    def check_computed(self, value, *, node: str, warned: set[str]) -> None:
+        """Checks a value a node computed against its ``value_info`` declaration, as
+        onnxruntime does: another element type is an error (onnxruntime refuses the model
+        when it loads it), another shape warns once per value and the value goes on (see
+        :meth:`output`). Values that are not tensors, and undeclared parts, are not checked."""
+        if self.kind != "tensor" or value is None or isinstance(value, (list, tuple, Mapping)):
+            return
+        dtype, shape = getattr(value, "dtype", None), getattr(value, "shape", None)
+        if dtype is None or shape is None:
+            return
+        what = f"The value {self.name!r}"
+        if not self.accepts_dtype(dtype):
+            raise OnnxTypeError(
+                f"{what} is declared {self.type_text()} in the graph's value_info but node {node} computed "
+                f"tensor({onnx_type_name(dtype)}) of shape {list(shape)}{narrowing_note(self, value)}; "
+                "onnxruntime refuses such a model too."
+            )
+        self.warn_if_shape_differs(tuple(shape), f"{what} (in the graph's value_info)", f"node {node}", warned)
+
+    def warn_if_shape_differs(self, shape, what: str, computer: str, warned: set[str]) -> None:
+        """Warns once per value (by name, in ``warned``) when ``shape`` is not the declared
+        shape: another rank, or another length where the declaration gives a dim's value
+        (symbolic and unknown dims match any length), as onnxruntime compares them."""
+        if self.accepts_shape(shape) or self.name in warned:
+            return
+        warned.add(self.name)
+        warnings.warn(
+            f"{what} is declared {self.type_text()} but {computer} computed shape {list(shape)}; jaxonnx "
+            "goes on with the computed value, as onnxruntime does (it warns that the shape expected from "
+            "the model does not match the actual one). Filter this with "
+            "`warnings.filterwarnings('ignore', category=jaxonnx.DeclaredShapeWarning)`.",
+            DeclaredShapeWarning,
+            stacklevel=2,
+        )
+
+
+def declared_values(graph: onnx.GraphProto) -> dict[str, ValueType]:
+    """The tensor types a graph's ``value_info`` declares, by value name. Declarations that
+    say nothing checkable (no element type and no shape) and types jaxonnx cannot read are
+    left out: value_info describes, it does not decide what a node computes."""
+    declared = {}
+    for value_info in graph.value_info:
+        try:
+            value_type = ValueType.declared(value_info, "value_info")
+        except (UnsupportedOpError, ValueError, TypeError, KeyError):
+            continue
+        if value_type.kind == "tensor" and (value_type.dtype is not None or value_type.shape is not None):
+            declared[value_info.name] = value_type
+    return declared
 
 
 def narrowing_note(declared: ValueType, value) -> str:
