@@ -21,9 +21,13 @@ def stft(signal, frame_step, window=None, frame_length=None, *, onesided: int = 
     as onnxruntime and onnx.reference return them. Half-precision inputs are windowed and
     transformed in float32. Gradients in ``signal`` and ``window`` are exact.
 
+    A real signal may also come as ``[batch, signal_length]``, without its trailing 1: the
+    operator text asks for 3 dims, but onnxruntime reads a 2-D signal as real, and
+    ``torch.stft`` through torch's TorchScript exporter writes one.
+
     Args:
-        signal: a float array ``[batch, signal_length, 1]`` (real) or
-            ``[batch, signal_length, 2]`` (complex).
+        signal: a float array ``[batch, signal_length, 1]`` or ``[batch, signal_length]``
+            (real), or ``[batch, signal_length, 2]`` (complex).
         frame_step: static scalar int >= 1, the hop between frames.
         window: a 1-D float array of the dtype of ``signal``, ``frame_length`` long;
             defaults to ones.
@@ -45,9 +49,12 @@ def stft(signal, frame_step, window=None, frame_length=None, *, onesided: int = 
     """
     if onesided not in (0, 1):
         raise OnnxValidationError(f"needs `onesided` of 0 or 1, got {onesided}.")
+    if signal.ndim == 2:  # a real signal without its trailing 1, as onnxruntime accepts it
+        signal = signal[:, :, None]
     if signal.ndim != 3 or signal.shape[-1] not in (1, 2):
         raise OnnxValidationError(
-            f"needs `signal` of shape [batch, signal_length, 1 or 2], got shape {tuple(signal.shape)}."
+            f"needs `signal` of shape [batch, signal_length, 1 or 2] (or [batch, signal_length] for a real "
+            f"signal), got shape {tuple(signal.shape)}."
         )
     step = static_int(frame_step, name="frame_step")
     if step < 1:
