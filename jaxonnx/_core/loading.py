@@ -8,6 +8,7 @@ outside the model's folder, short files, malformed tensors and attributes.
 from __future__ import annotations
 
 import contextlib
+import heapq
 import math
 import os
 import threading
@@ -93,6 +94,64 @@ def _check_text(message, where: str) -> None:
                 _check_text(item, _part(item, None if single else index, field.name, where))
 
 
+def sort_nodes(proto: onnx.ModelProto) -> None:
+    """Puts the nodes of every graph of the model (subgraphs and functions included) in an
+    order where each node comes after the nodes whose outputs it reads, as onnxruntime does
+    before it runs a graph: the IR asks for that order, onnx's checker refuses a graph
+    without it, and graph-editing tools write such graphs. A sorted graph is left as it is;
+    among the nodes ready to run, the earlier one comes first. A cycle is left to onnx's
+    checker to report."""
+    _sort_graph_nodes(proto.graph.node)
+    for function in proto.functions:
+        _sort_graph_nodes(function.node)
+
+
+def _reads(node: onnx.NodeProto) -> set[str]:
+    """The names a node reads: its inputs and, through its subgraphs, the names they use."""
+    names = {name for name in node.input if name}
+    for attribute in node.attribute:
+        for graph in [attribute.g] if attribute.HasField("g") else list(attribute.graphs):
+            for inner in graph.node:
+                names |= _reads(inner)
+            names |= {o.name for o in graph.output}
+    return names
+
+
+def _sort_graph_nodes(nodes) -> None:
+    for node in nodes:
+        for attribute in node.attribute:
+            for graph in [attribute.g] if attribute.HasField("g") else list(attribute.graphs):
+                _sort_graph_nodes(graph.node)
+    producer = {name: index for index, node in enumerate(nodes) for name in node.output if name}
+    needs = [{producer[name] for name in _reads(node) if name in producer} - {index} for index, node in enumerate(nodes)]
+    if all(all(dep < index for dep in deps) for index, deps in enumerate(needs)):
+        return
+    waiting = [len(deps) for deps in needs]  # Kahn's algorithm, the earliest ready node first
+    readers: list[list[int]] = [[] for _ in nodes]
+    for index, deps in enumerate(needs):
+        for dep in deps:
+            readers[dep].append(index)
+    ready = [index for index, count in enumerate(waiting) if count == 0]
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        index = heapq.heappop(ready)
+        order.append(index)
+        for reader in readers[index]:
+            waiting[reader] -= 1
+            if waiting[reader] == 0:
+                heapq.heappush(ready, reader)
+    if len(order) < len(nodes):
+        return  # a cycle: onnx's checker names it
+    copies = []
+    for index in order:
+        copy = onnx.NodeProto()
+        copy.CopyFrom(nodes[index])
+        copies.append(copy)
+    del nodes[:]
+    nodes.extend(copies)
+
+
 def opset_versions(proto: onnx.ModelProto) -> dict[str, int]:
     """The model's opset version by canonical domain; a domain imported twice at two
     versions is refused (twice at one version, as skl2onnx writes it, is that version)."""
@@ -159,16 +218,32 @@ def _declarations_the_checker_reads(proto: onnx.ModelProto):
     ``helper.make_tensor_value_info(name, elem_type, None)``), and onnxruntime and
     onnx.reference run such models; the checker refuses them ("Field 'shape' of 'type' is
     required but missing"). A graph output with no type at all (any type; onnxruntime runs
-    it) is refused the same way. The checker sees a stand-in (an empty shape, an UNDEFINED
-    element type) that it accepts; jaxonnx reads the original declarations, where absent
-    means "any". Graph inputs must still declare a type (onnxruntime refuses them too).
+    it) is refused the same way, and so is an output whose type sets none of its cases
+    (``make_value_info(name, TypeProto())``; onnxruntime runs it too). The checker sees a
+    stand-in (an empty shape, an UNDEFINED element type) that it accepts; jaxonnx reads the
+    original declarations, where absent means "any". Graph inputs must still declare a type
+    (onnxruntime refuses them too).
     """
     undo = []
+    if proto.ir_version < 4:
+        # Before IR 4 an initializer had to be a graph input too; onnxruntime runs files of
+        # those versions whose initializers are not, as exporters of the time wrote some.
+        listed = {v.name for v in proto.graph.input}
+        missing = [t for t in proto.graph.initializer if t.name not in listed]
+        for tensor in missing:
+            proto.graph.input.append(helper.make_tensor_value_info(tensor.name, tensor.data_type, list(tensor.dims)))
+        if missing:
+            count = len(proto.graph.input) - len(missing)
+            undo.append(lambda: [proto.graph.input.pop() for _ in range(len(proto.graph.input) - count)])
     values = [(v, "input") for v in proto.graph.input] + [(v, "output") for v in proto.graph.output]
     for value_info, kind in values:
         if kind == "output" and not value_info.HasField("type"):
             value_info.type.tensor_type.elem_type = onnx.TensorProto.UNDEFINED
             undo.append(lambda v=value_info: v.ClearField("type"))
+        elif kind == "output" and value_info.type.WhichOneof("value") is None:
+            # A type with no case set (`make_value_info(name, TypeProto())`) says as little.
+            value_info.type.tensor_type.elem_type = onnx.TensorProto.UNDEFINED
+            undo.append(lambda v=value_info: v.type.ClearField("tensor_type"))
         if value_info.type.HasField("tensor_type") and not value_info.type.tensor_type.HasField("shape"):
             value_info.type.tensor_type.shape.SetInParent()
             undo.append(lambda t=value_info.type.tensor_type: t.ClearField("shape"))

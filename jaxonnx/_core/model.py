@@ -38,6 +38,7 @@ from jaxonnx._core.loading import (
     check_model,
     check_sparse,
     check_text,
+    sort_nodes,
     external_tensors,
     opset_versions,
     parse_model,
@@ -165,8 +166,10 @@ class Model:
     leaves are its params, so ``jax.grad(loss)(model)`` and optax work on it directly.
 
     Tensors are arrays; a sequence is a list of arrays; an optional is None or its value.
-    Each output is checked against its declared type and rank (declared dims are not
-    checked); string outputs are fresh numpy copies, never views of the initializers.
+    Each output is checked against its declared element type; a computed shape that differs
+    from the declared one warns once (:class:`~jaxonnx.DeclaredShapeWarning`) and the value
+    is returned, as onnxruntime does. String outputs are fresh numpy copies, never views of
+    the initializers.
     """
 
     def __init__(self, proto: onnx.ModelProto, *, size_hints=None, base_dir=None, registry=None, options=None,
@@ -174,6 +177,7 @@ class Model:
         proto_copy = onnx.ModelProto()
         proto_copy.CopyFrom(proto)
         check_text(proto_copy)  # corrupt text would reach onnx's bindings and dict keys as bytes
+        sort_nodes(proto_copy)  # as onnxruntime runs graphs whose nodes are out of order
         graph = proto_copy.graph
         self.opsets = opset_versions(proto_copy)
         self.graph_name = graph.name

@@ -19,9 +19,12 @@ def expand(input, shape):
     shorter than the rank of ``input``. ``shape`` decides the output shape, so it must be
     known at trace time.
 
+    A 0-D ``shape`` is read as one dim, as onnxruntime reads it (the operator text asks
+    for 1-D).
+
     Args:
         input: the array to broadcast.
-        shape: 1-D non-negative integers.
+        shape: 1-D non-negative integers (or one, 0-D).
 
     Returns:
         The broadcast array, with the dtype of ``input``.
@@ -31,6 +34,8 @@ def expand(input, shape):
         Array([[1, 1, 1],
                [2, 2, 2]], dtype=int32)
     """
+    if np.ndim(shape) == 0:  # onnxruntime reads a scalar shape as one dim
+        shape = np.reshape(shape, (1,))
     if np.ndim(shape) != 1:
         raise OnnxValidationError(f"needs a 1-D `shape`, got shape {np.shape(shape)}.")
     dims = int_list(shape, name="shape")
