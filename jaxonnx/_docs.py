@@ -1,16 +1,21 @@
-"""Documentation generated from the registry: the README's op / since_version / dtype table.
+"""Documentation generated from the registry: the docs site's op / since_version / dtype
+table (docs/ops.md) and its API reference of ``jaxonnx.ops`` (docs/api/ops.md).
 
-``python -m jaxonnx._docs`` rewrites the table in README.md; a test checks it is current.
+``python -m jaxonnx._docs`` rewrites both; tests/test_docs.py checks they are current.
 """
 
 from __future__ import annotations
 
+import inspect
 import os
 import re
 
 from jaxonnx._core.registry import DEFAULT_DOMAIN, REGISTRY, get_op, supported_ops
 
 _START, _END = "<!-- support-table:start -->", "<!-- support-table:end -->"
+_API_START, _API_END = "<!-- ops-reference:start -->", "<!-- ops-reference:end -->"
+# Where docs/ops.md links an op: its entry in the API reference, by the public function's name.
+_API_PAGE = "api/ops.md"
 
 # In the order they are listed; a group whose types are all allowed gets one short label.
 _GROUPS = [
@@ -38,11 +43,24 @@ def _describe(types: set[str]) -> str:
     return ", ".join(parts)
 
 
+def public_functions() -> dict[tuple[str, str], str]:
+    """``{(domain, op_type): name}`` of the ops that ``jaxonnx.ops`` exports as ``jaxonnx.ops.<name>``."""
+    import jaxonnx.ops
+
+    names = {}
+    for name in jaxonnx.ops.__all__:
+        op = getattr(getattr(jaxonnx.ops, name), "onnx_op", None)
+        if op is not None:
+            names.setdefault((op.domain, op.op_type), name)
+    return names
+
+
 def support_table() -> str:
     """Markdown tables, one per domain (the default domain first), one row per op: its
     registered since_versions, whether it takes a size hint, and the element types of its
     data input in the newest version (from onnx's schema, or the op's own for domains onnx
-    does not define; the data input is the formal with the widest type list)."""
+    does not define; the data input is the formal with the widest type list). An op that
+    ``jaxonnx.ops`` exports links to its entry in the API reference."""
     rows = _domain_table(DEFAULT_DOMAIN)
     for domain in sorted(REGISTRY.domains() - {DEFAULT_DOMAIN}):
         rows += ["", f"Domain `{domain}`:", ""] + _domain_table(domain)
@@ -54,6 +72,7 @@ def support_table() -> str:
 
 
 def _domain_table(domain: str) -> list[str]:
+    public = public_functions()
     rows = [
         "| Op | since_versions | element types of the data input (newest version) |",
         "|---|---|---|",
@@ -66,7 +85,9 @@ def _domain_table(domain: str) -> list[str]:
         allowed = max((constraints.get(f.type_str, [f.type_str]) for f in formals), key=len)
         types = {t[len("tensor(") : -1] for t in allowed if t.startswith("tensor(")}
         note = " (size hint)" if op.takes_size_hint else ""
-        rows.append(f"| {op_type}{note} | {', '.join(map(str, versions))} | {_describe(types)} |")
+        name = public.get((domain, op_type))
+        label = f"[{op_type}]({_API_PAGE}#{name})" if name else op_type
+        rows.append(f"| {label}{note} | {', '.join(map(str, versions))} | {_describe(types)} |")
     return rows
 
 
@@ -85,18 +106,58 @@ def function_body_ops() -> list[str]:
                   if name not in registered and (schema.has_function or schema.has_context_dependent_function))
 
 
-def update_readme(path: str) -> bool:
-    """Rewrites the table between the markers in ``path``; returns whether it changed."""
+def ops_reference() -> str:
+    """The API reference of ``jaxonnx.ops``: one entry per public name, headed by its
+    signature, with its docstring rendered by mkdocstrings from the module that defines it."""
+    import jaxonnx.ops
+
+    entries = []
+    for name in jaxonnx.ops.__all__:
+        function = getattr(jaxonnx.ops, name)
+        op = getattr(function, "onnx_op", None)
+        what = f"ONNX {op.op_type}" + (f" ({op.domain})" if op.domain else "") if op else "helper"
+        entries += [
+            f"## `{name}` {{ #{name} }}",
+            "",
+            f"```python\njaxonnx.ops.{name}{inspect.signature(function)}\n```",
+            "",
+            f"::: {function.__module__}.{function.__qualname__}",
+            "    options:",
+            "      show_root_heading: false",
+            "",
+            f"<small>{what}</small>",
+            "",
+        ]
+    return "\n".join(entries).rstrip("\n")
+
+
+def _replace_between(path: str, start: str, end: str, body: str) -> bool:
+    """Rewrites the text between the markers in ``path``; returns whether it changed."""
     with open(path, encoding="utf-8") as f:
         text = f.read()
-    block = f"{_START}\n{support_table()}\n{_END}"
-    new = re.sub(re.escape(_START) + ".*?" + re.escape(_END), lambda _: block, text, flags=re.S)
+    if start not in text or end not in text:
+        raise ValueError(f"{path} has no {start} ... {end} markers.")
+    block = f"{start}\n{body}\n{end}"
+    new = re.sub(re.escape(start) + ".*?" + re.escape(end), lambda _: block, text, flags=re.S)
     if new != text:
         with open(path, "w", encoding="utf-8") as f:
             f.write(new)
     return new != text
 
 
+def update_docs(docs_dir: str) -> list[str]:
+    """Rewrites the generated parts of the docs site; returns the files that changed."""
+    changed = []
+    for page, start, end, body in [
+        ("ops.md", _START, _END, support_table()),
+        (os.path.join("api", "ops.md"), _API_START, _API_END, ops_reference()),
+    ]:
+        if _replace_between(os.path.join(docs_dir, page), start, end, body):
+            changed.append(os.path.join("docs", page))
+    return changed
+
+
 if __name__ == "__main__":
-    readme = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "README.md")
-    print("README.md updated" if update_readme(readme) else "README.md already current")
+    docs = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs")
+    changed = update_docs(docs)
+    print(f"updated {', '.join(changed)}" if changed else "docs/ops.md and docs/api/ops.md already current")
