@@ -304,3 +304,154 @@ def test_group_query_attention_decode_loop_under_one_jit(run_onnxruntime):
     for step in range(steps):
         np.testing.assert_allclose(np.asarray(ys[step]), expected[step + 1][0], rtol=2e-5, atol=2e-5, err_msg=f"step {step}")
         np.testing.assert_allclose(np.asarray(keys[step]), expected[step + 1][1], rtol=2e-5, atol=2e-5, err_msg=f"step {step}")
+
+
+# Attention, QAttention, MultiHeadAttention -----------------------------------------------
+
+_B, _S, _D, _N, _H = 2, 3, 16, 2, 8
+
+
+def _bits(*shape):
+    return (_rng.random(shape) < 0.6).astype(np.int32)
+
+
+_ATTENTION_CASES = {
+    # name: (inputs, attributes, outputs)
+    "plain": ([_normal(_B, _S, _D), _normal(_D, 3 * _N * _H), _normal(3 * _N * _H)], {}, 1),
+    "no_bias_unidirectional": ([_normal(_B, _S, _D), _normal(_D, 3 * _N * _H)], {"unidirectional": 1}, 1),
+    "mask_ends": ([_normal(_B, _S, _D), _normal(_D, 3 * _N * _H), _normal(3 * _N * _H), _i32(3, 2)], {}, 1),
+    "mask_ends_starts": ([_normal(_B, _S, _D), _normal(_D, 3 * _N * _H), _normal(3 * _N * _H), _i32(3, 2, 1, 0)], {}, 1),
+    "mask_3b_plus_2": ([_normal(_B, _S, _D), _normal(_D, 3 * _N * _H), _normal(3 * _N * _H), _i32(3, 2, 0, 0, 3, 2, 0, 0)],
+                       {}, 1),
+    "mask_2d": ([_normal(_B, _S, _D), _normal(_D, 3 * _N * _H), _normal(3 * _N * _H), _bits(_B, _S)], {}, 1),
+    "mask_3d": ([_normal(_B, _S, _D), _normal(_D, 3 * _N * _H), _normal(3 * _N * _H), _bits(_B, _S, _S)], {}, 1),
+    # A row whose only causal key is padding still attends it (padding adds -10000, the
+    # causal frontier leaves keys out).
+    "mask_row_all_padding": ([_normal(_B, _S, _D), _normal(_D, 3 * _N * _H), _normal(3 * _N * _H),
+                              np.array([[0, 0, 1], [1, 0, 0]], np.int32)], {"unidirectional": 1}, 1),
+    "past": ([_normal(_B, _S, _D), _normal(_D, 3 * _N * _H), _normal(3 * _N * _H), None, _normal(2, _B, _N, 4, _H)], {}, 2),
+    "past_mask_unidirectional": ([_normal(_B, _S, _D), _normal(_D, 3 * _N * _H), _normal(3 * _N * _H), _bits(_B, _S + 4),
+                                  _normal(2, _B, _N, 4, _H)], {"unidirectional": 1}, 2),
+    "past_mask_ends": ([_normal(_B, _S, _D), _normal(_D, 3 * _N * _H), _normal(3 * _N * _H), _i32(6, 5),
+                        _normal(2, _B, _N, 4, _H)], {"unidirectional": 1}, 2),
+    "qkv_hidden_sizes": ([_normal(_B, _S, _D), _normal(_D, 28), _normal(28)], {"qkv_hidden_sizes": [8, 8, 12]}, 1),
+    "attention_bias": ([_normal(_B, _S, _D), _normal(_D, 3 * _N * _H), _normal(3 * _N * _H), None, None,
+                        _normal(1, _N, _S, _S)], {}, 1),
+    "scale_filter_value": ([_normal(_B, _S, _D), _normal(_D, 3 * _N * _H), _normal(3 * _N * _H), _i32(2, 1)],
+                           {"scale": 0.3, "mask_filter_value": -5.0}, 1),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_ATTENTION_CASES))
+def test_attention_equals_onnxruntime(case, run_onnxruntime):
+    inputs, attributes, outputs = _ATTENTION_CASES[case]
+    _check("Attention", inputs, {"num_heads": _N, **attributes}, run_onnxruntime, output_count=outputs, atol=1e-5)
+
+
+def test_attention_shared_buffer_equals_the_growing_cache():
+    # onnxruntime's CPU kernel does not run the shared buffer; it is the growing cache
+    # written into a longer buffer at `past_sequence_length` (traced under jit).
+    op = jaxonnx.get_op("Attention", 1, "com.microsoft")
+    x, w, b = _normal(_B, _S, _D), _normal(_D, 3 * _N * _H), _normal(3 * _N * _H)
+    past = _normal(2, _B, _N, 4, _H)
+    buffer = np.concatenate([past, _normal(2, _B, _N, 5, _H)], axis=3)
+    mask = _bits(_B, 4 + _S)
+    want_y, want_present = op(x, w, b, mask, past, num_heads=_N, unidirectional=1)
+
+    @jax.jit
+    def shared(buffer, past_length):
+        return op(x, w, b, mask, buffer, None, past_length, num_heads=_N, unidirectional=1, past_present_share_buffer=1)
+
+    y, present = shared(buffer, np.array(4, np.int32))
+    np.testing.assert_allclose(np.asarray(y), np.asarray(want_y), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(present)[:, :, :, :4 + _S], np.asarray(want_present), rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(np.asarray(present)[:, :, :, 4 + _S:], buffer[:, :, :, 4 + _S:])
+
+
+def _codes(dtype, *shape):
+    # int8 weights in 7 bits: onnxruntime's AVX2 u8s8 kernel saturates pairs of products in
+    # int16 beyond that (why its quantizer offers reduce_range).
+    info = np.iinfo(dtype)
+    low, high = (info.min // 2, info.max // 2) if dtype == np.int8 else (info.min, info.max)
+    return _rng.integers(low, high + 1, shape).astype(dtype)
+
+
+@pytest.mark.parametrize("weight_type", [np.int8, np.uint8])
+@pytest.mark.parametrize("form", ["plain", "zero_points_mask", "per_column_past"])
+def test_qattention_equals_onnxruntime(weight_type, form, run_onnxruntime):
+    x, w, b = _codes(np.uint8, _B, _S, _D), _codes(weight_type, _D, 3 * _N * _H), _normal(3 * _N * _H)
+    inputs = [x, w, b, _F(0.02), _F(0.01)]
+    attributes = {"num_heads": _N}
+    if form == "zero_points_mask":
+        inputs += [_i32(3, 2), _codes(np.uint8), _codes(weight_type)]
+    elif form == "per_column_past":
+        inputs = inputs[:4] + [(_rng.random(3 * _N * _H) * 0.02).astype(_F), None, _codes(np.uint8),
+                               _codes(weight_type, 3 * _N * _H), _normal(2, _B, _N, 4, _H)]
+        attributes["unidirectional"] = 1
+    _check("QAttention", inputs, attributes, run_onnxruntime, output_count=2 if form == "per_column_past" else 1,
+           atol=1e-5)
+
+
+_MHA_CASES = {
+    "cross": ([_normal(_B, _S, _N * _H), _normal(_B, 4, _N * _H), _normal(_B, 4, _N * _H)], {}, 1),
+    "value_head_size": ([_normal(_B, _S, _N * _H), _normal(_B, 4, _N * _H), _normal(_B, 4, _N * 12)], {}, 1),
+    "bias": ([_normal(_B, _S, _N * _H), _normal(_B, 4, _N * _H), _normal(_B, 4, _N * _H), _normal(3 * _N * _H)], {}, 1),
+    # A cross attention's cache, BNSH, used as is (no bias on it).
+    "cache_bnsh_bias": ([_normal(_B, _S, _N * _H), _normal(_B, _N, 4, _H), _normal(_B, _N, 4, _H), _normal(3 * _N * _H)],
+                        {}, 3),
+    "past_unidirectional_bias": ([_normal(_B, _S, _N * _H), _normal(_B, _S, _N * _H), _normal(_B, _S, _N * _H),
+                                  _normal(3 * _N * _H), None, None, _normal(_B, _N, 4, _H), _normal(_B, _N, 4, _H)],
+                                 {"unidirectional": 1}, 3),
+    "mask_lengths": ([_normal(_B, _S, _N * _H), _normal(_B, 4, _N * _H), _normal(_B, 4, _N * _H), None, _i32(3, 2)], {}, 1),
+    "mask_3b_plus_2": ([_normal(_B, _S, _N * _H), _normal(_B, 4, _N * _H), _normal(_B, 4, _N * _H), None,
+                        _i32(3, 2, 0, 0, 3, 2, 0, 0)], {}, 1),
+    "mask_2d": ([_normal(_B, _S, _N * _H), _normal(_B, 4, _N * _H), _normal(_B, 4, _N * _H), None, _bits(_B, 4)], {}, 1),
+    "mask_2d_total": ([_normal(_B, _S, _N * _H), _normal(_B, _S, _N * _H), _normal(_B, _S, _N * _H), None, _bits(_B, 7),
+                       None, _normal(_B, _N, 4, _H), _normal(_B, _N, 4, _H)], {}, 3),
+    "mask_3d": ([_normal(_B, _S, _N * _H), _normal(_B, 4, _N * _H), _normal(_B, 4, _N * _H), None, _bits(_B, _S, 4)], {}, 1),
+    "attention_bias": ([_normal(_B, _S, _N * _H), _normal(_B, 4, _N * _H), _normal(_B, 4, _N * _H), None, None,
+                        _normal(_B, 1, _S, 4)], {}, 1),
+    "shared_buffer": ([_normal(_B, _S, _N * _H), _normal(_B, _S, _N * _H), _normal(_B, _S, _N * _H), None, None, None,
+                       _normal(_B, _N, 8, _H), _normal(_B, _N, 8, _H), _i32(4)], {}, 3),
+    "shared_buffer_unidirectional": ([_normal(_B, _S, _N * _H), _normal(_B, _S, _N * _H), _normal(_B, _S, _N * _H), None,
+                                      None, None, _normal(_B, _N, 8, _H), _normal(_B, _N, 8, _H), _i32(2)],
+                                     {"unidirectional": 1}, 3),
+    # Beam search: 2 batch entries of 2 beams, each past row read from the beam named.
+    "cache_indirection": ([_normal(4, 1, _N * _H), _normal(4, 1, _N * _H), _normal(4, 1, _N * _H), None, None, None,
+                           _normal(4, _N, 8, _H), _normal(4, _N, 8, _H), _i32(4),
+                           _rng.integers(0, 2, (2, 2, 8)).astype(np.int32)], {}, 3),
+    "scale_filter_unidirectional": ([_normal(_B, _S, _N * _H), _normal(_B, _S, _N * _H), _normal(_B, _S, _N * _H), None,
+                                     _i32(2, 1)], {"scale": 0.4, "mask_filter_value": -3.0, "unidirectional": 1}, 1),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_MHA_CASES))
+def test_multi_head_attention_equals_onnxruntime(case, run_onnxruntime):
+    inputs, attributes, outputs = _MHA_CASES[case]
+    _check("MultiHeadAttention", inputs, {"num_heads": _N, **attributes}, run_onnxruntime, output_count=outputs)
+
+
+def test_multi_head_attention_scores_equal_onnxruntime(run_onnxruntime):
+    inputs = [_normal(_B, _S, _N * _H), _normal(_B, _S, _N * _H), _normal(_B, _S, _N * _H), None, _i32(3, 2),
+              _normal(1, _N, _S, 7), _normal(_B, _N, 4, _H), _normal(_B, _N, 4, _H)]
+    model, feed = _node_model("MultiHeadAttention", inputs, {"num_heads": _N, "unidirectional": 1}, 4)
+    del model.graph.output[:]  # onnxruntime infers no type for `qk` unless declared
+    model.graph.output.extend([helper.make_tensor_value_info(f"out{i}", 1, None) for i in range(4)])
+    expected = run_onnxruntime(model, feed)
+    got = jax.jit(jaxonnx.load(model).run)(feed)
+    for index, want in enumerate(expected):  # the scores hold -10000s and the lowest float
+        np.testing.assert_allclose(np.asarray(got[f"out{index}"]), want, rtol=2e-6, atol=2e-5)
+
+
+@pytest.mark.parametrize("packed", ["qkv", "kv"])
+def test_multi_head_attention_packed_equals_onnxruntime_unpacked(packed, run_onnxruntime):
+    # onnxruntime's CPU kernel takes no packed forms; they are the separate Q, K and V.
+    q, k, v = _normal(_B, _S, _N * _H), _normal(_B, _S, _N * _H), _normal(_B, _S, _N * _H)
+    heads = [x.reshape(_B, _S, _N, 1, _H) for x in (q, k, v)]
+    (expected,) = _check("MultiHeadAttention", [q, k, v, _normal(3 * _N * _H)][:3], {"num_heads": _N}, run_onnxruntime)
+    op = jaxonnx.get_op("MultiHeadAttention", 1, "com.microsoft")
+    if packed == "qkv":
+        got = op(np.concatenate(heads, axis=3), num_heads=_N, output_count=1)
+    else:
+        got = op(q, np.concatenate(heads[1:], axis=3), num_heads=_N, output_count=1)
+    np.testing.assert_allclose(np.asarray(got[0]), expected, rtol=2e-5, atol=2e-5)

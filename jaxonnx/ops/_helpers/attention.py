@@ -17,6 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxonnx._errors import OnnxValidationError
+from jaxonnx.ops._helpers.common import is_traced
 
 
 def softmax(x):
@@ -111,7 +112,7 @@ def grouped_attention(q, k, v, *, scale, allowed=None, bias=None, softcap=0.0, s
     kv_heads, kv_len = k.shape[1], k.shape[2]
     groups = heads // kv_heads
     dtype = q.dtype
-    if not probabilities and softcap <= 0 and sink is None and jnp.issubdtype(dtype, jnp.floating):
+    if not probabilities and softcap <= 0 and sink is None and v.shape[3] == head_size:
         # jax's own fused formulation: (batch, length, heads, size) layouts.
         mask = None if allowed is None else jnp.broadcast_to(allowed, (batch, heads, q_len, kv_len))
         if bias is not None:
@@ -146,3 +147,146 @@ def _implementation(q, k, v, bias, mask):
     if q.shape[-1] != v.shape[-1] or q.shape[-1] % 8 or q.shape[-1] > 128:
         return None
     return "cudnn"
+
+
+def mask_index_allowed(mask, *, batch, length, total, past, name="mask_index"):
+    """The keys each query may attend under onnxruntime's ``mask_index`` (Attention) or
+    ``key_padding_mask`` (MultiHeadAttention), as a boolean broadcastable to ``(batch, 1,
+    length, total)``; None for no mask.
+
+    The kinds, by shape: ``(batch,)`` each entry's end (keys from it on are padding);
+    ``(2 * batch,)`` the ends, then the starts (keys before the start are padding);
+    ``(3 * batch + 2,)`` the ends first (the rest is the packed layout of onnxruntime's GPU
+    kernels); ``(batch, total)`` or ``(batch, length, total)`` 1 for a key that may be
+    attended, 0 for padding; ``(batch, 1, max_length, max_length)`` (Megatron GPT-2) whose
+    rows ``past .. past + length - 1`` and first ``total`` columns are used. A 2-D or 3-D mask
+    shorter than ``total`` leaves the keys past its end out.
+    """
+    if mask is None:
+        return None
+    keys = jnp.arange(total, dtype=jnp.int32).reshape(1, 1, 1, total)
+    if mask.ndim == 1:
+        count = mask.shape[0]
+        if count not in (batch, 2 * batch, 3 * batch + 2):
+            raise OnnxValidationError(
+                f"needs a 1-D `{name}` of batch ({batch}), 2 * batch or 3 * batch + 2 elements, got {count}."
+            )
+        mask = jnp.asarray(mask).astype(jnp.int32)
+        allowed = keys < mask[:batch].reshape(batch, 1, 1, 1)
+        if count == 2 * batch:
+            allowed = allowed & (keys >= mask[batch:].reshape(batch, 1, 1, 1))
+        return allowed
+    if mask.ndim == 4:
+        if mask.shape[0] != batch or mask.shape[1] != 1 or mask.shape[2] < past + length or mask.shape[3] < total:
+            raise OnnxValidationError(
+                f"needs a 4-D `{name}` of shape (batch, 1, max_length, max_length) with max_length >= {past + length} "
+                f"rows and {total} columns, got {tuple(mask.shape)}."
+            )
+        return mask[:, :, past:past + length, :total] != 0
+    if mask.ndim == 2:
+        mask = mask.reshape(mask.shape[0], 1, 1, mask.shape[1])
+    elif mask.ndim == 3:
+        mask = mask.reshape(mask.shape[0], 1, mask.shape[1], mask.shape[2])
+    else:
+        raise OnnxValidationError(f"needs `{name}` of rank 1 to 4, got shape {tuple(mask.shape)}.")
+    if mask.shape[0] != batch or mask.shape[2] not in (1, length) or mask.shape[3] > total:
+        raise OnnxValidationError(
+            f"needs a 2-D `{name}` (batch, total) = {(batch, total)} or a 3-D one (batch, sequence, total) = "
+            f"{(batch, length, total)}, got {tuple(mask.shape[:1] + mask.shape[2:])}."
+        )
+    allowed = mask != 0
+    if mask.shape[3] < total:
+        allowed = jnp.pad(allowed, [(0, 0), (0, 0), (0, 0), (0, total - mask.shape[3])])
+    return allowed
+
+
+def masked_attention(q, k, v, *, scale, allowed=None, filter_value=-10000.0, unidirectional=False, past=0,
+                     valid_keys=None, bias=None, probabilities=False):
+    """onnxruntime's CPU attention for Attention, QAttention and MultiHeadAttention:
+    ``softmax(scale * q k^T + mask + bias) v`` where the mask adds ``filter_value`` (not
+    -inf) to each key that ``allowed`` leaves out, while the keys after the causal frontier
+    (``unidirectional``: query ``s`` sees keys up to ``past + s``) get probability 0, as in
+    onnxruntime (so a row whose keys are all padding still attends them). Keys from ``valid_keys`` on (a shared buffer's unused tail, traced or
+    not) are never attended. Shapes as :func:`grouped_attention`."""
+    batch, heads, length, _ = q.shape
+    total = k.shape[2]
+    dtype = q.dtype
+    # Padding adds the filter value, but keys after the causal frontier are left out (onnxruntime
+    # fills them with the lowest float): a row whose keys are all padding still attends.
+    additive = None if allowed is None else jnp.where(allowed, jnp.zeros((), dtype), jnp.asarray(filter_value, dtype))
+    if bias is not None:
+        additive = bias.astype(dtype) if additive is None else additive + bias.astype(dtype)
+    keys = jnp.arange(total, dtype=jnp.int32).reshape(1, 1, 1, total)
+    within = None
+    if valid_keys is not None:
+        within = keys < valid_keys
+    if unidirectional:
+        rows = jnp.arange(length, dtype=jnp.int32).reshape(1, 1, length, 1)
+        causal = keys <= rows + jnp.asarray(past, jnp.int32)
+        within = causal if within is None else within & causal
+    return grouped_attention(q, k, v, scale=scale, allowed=within, bias=additive, probabilities=probabilities)
+
+
+def stacked_self_attention(q, k, v, *, num_heads, mask_index, past, attention_bias, past_sequence_length, unidirectional,
+                           scale, filter_value, share_buffer):
+    """onnxruntime's Attention and QAttention after their input projection: ``q``, ``k``,
+    ``v`` 3-D ``(batch, S, heads * size)``; ``past`` stacked ``(2, batch, heads, past, size)``
+    (keys, then values) and put before the new ones, or, with ``share_buffer``, a buffer of
+    the maximal length whose first ``past_sequence_length`` rows are the past (the new rows
+    are written after them, and the buffer is the present). Returns ``(output, present)``,
+    or ``output`` alone without ``past``."""
+    qh = split_heads(q, num_heads, "query", "num_heads")
+    kh = split_heads(k, num_heads, "key", "num_heads")
+    vh = split_heads(v, num_heads, "value", "num_heads")
+    batch, _, length, head_size = qh.shape
+    present = None
+    valid_keys = None
+    past_length = 0
+    if past is not None:
+        want = (2, batch, num_heads, past.shape[3] if past.ndim == 5 else -1, head_size)
+        if tuple(past.shape) != want or vh.shape[3] != head_size:
+            raise OnnxValidationError(
+                f"needs `past` of shape (2, batch, num_heads, past_length, head_size) = {want[:3] + ('past_length', head_size)} "
+                f"and values of the keys' head size, got {tuple(past.shape)} (value heads of {vh.shape[3]})."
+            )
+        if share_buffer:
+            if past_sequence_length is None or past_sequence_length.size != 1:
+                raise OnnxValidationError("needs a one-element `past_sequence_length` with `past_present_share_buffer`=1.")
+            past_length = jnp.asarray(past_sequence_length).reshape(()).astype(jnp.int32)
+            if not is_traced(past_sequence_length):
+                value = int(np.asarray(past_sequence_length).reshape(()))
+                if not 0 <= value <= past.shape[3] - length:
+                    raise OnnxValidationError(
+                        f"got `past_sequence_length`={value}; with {length} new tokens it is in [0, {past.shape[3] - length}] "
+                        f"for a buffer of {past.shape[3]}."
+                    )
+            zero = jnp.zeros((), jnp.int32)
+            kh = jax.lax.dynamic_update_slice(past[0].astype(kh.dtype), kh, (zero, zero, past_length, zero))
+            vh = jax.lax.dynamic_update_slice(past[1].astype(vh.dtype), vh, (zero, zero, past_length, zero))
+            valid_keys = past_length + length
+        else:
+            past_length = past.shape[3]
+            kh = jnp.concatenate([past[0].astype(kh.dtype), kh], axis=2)
+            vh = jnp.concatenate([past[1].astype(vh.dtype), vh], axis=2)
+        present = jnp.stack([kh, vh])
+    total = kh.shape[2]
+    allowed = mask_index_allowed(mask_index, batch=batch, length=length, total=total, past=past_length)
+    bias = None if attention_bias is None else attention_bias_padded(attention_bias, batch, num_heads, length, total)
+    y = masked_attention(qh, kh, vh, scale=scale if scale else 1.0 / np.sqrt(head_size), allowed=allowed,
+                         filter_value=filter_value, unidirectional=unidirectional, past=past_length,
+                         valid_keys=valid_keys, bias=bias)
+    return merge_heads(y) if present is None else (merge_heads(y), present)
+
+
+def attention_bias_padded(bias, batch, heads, length, total):
+    """``attention_bias`` ``(batch or 1, heads or 1, S, keys)``, its keys padded to ``total``
+    (a shared buffer's unused tail, never attended)."""
+    if bias.ndim != 4 or bias.shape[0] not in (1, batch) or bias.shape[1] not in (1, heads) or bias.shape[2] != length \
+            or bias.shape[3] > total:
+        raise OnnxValidationError(
+            f"needs `attention_bias` of shape (batch or 1, num_heads or 1, sequence, total_sequence_length) = "
+            f"{(batch, heads, length, total)}, got {tuple(bias.shape)}."
+        )
+    if bias.shape[3] < total:
+        bias = jnp.pad(bias, [(0, 0), (0, 0), (0, 0), (0, total - bias.shape[3])])
+    return bias
