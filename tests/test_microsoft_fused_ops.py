@@ -338,3 +338,21 @@ def test_fused_ops_refuse_what_onnxruntime_refuses():
         matmul(_normal(3, 4), _normal(4, 3), transBatchA=1)
     with pytest.raises(jaxonnx.OnnxValidationError, match="needs `bias` 1-D"):
         jaxonnx.get_op("FastGelu", 1, MS)(_normal(2, 4), _normal(2, 4))
+
+
+def test_layer_normalization_1_gradients_are_exact():
+    # onnxruntime's LayerNormalization-1 (the op table checks the gradients of the newest
+    # version only): Y, and the statistics in double with stash_type 11.
+    op = jaxonnx.get_op("LayerNormalization", 1)
+    args = [jnp.asarray(a, jnp.float64) for a in (_normal(2, 3, 5), _normal(3, 5), _normal(5))]
+    check_grads(jax.jit(lambda x, s, b: op(x, s, b, axis=1, epsilon=1e-3, stash_type=11)), args, order=1,
+                modes=("rev", "fwd"), atol=1e-6, rtol=1e-6)
+
+
+def test_double_statistics_are_float32_with_x64_off(x64_off):
+    # stash_type 11 asks for double statistics; JAX's 32-bit mode computes them in float32,
+    # without a warning (pytest makes warnings errors).
+    x, scale = jnp.asarray(_normal(2, 4)), jnp.asarray(_normal(4))
+    _, inv_std = jaxonnx.get_op("SimplifiedLayerNormalization", 1)(x, scale, stash_type=11)
+    _, mean, _ = jaxonnx.get_op("LayerNormalization", 1)(x, scale, stash_type=11)
+    assert inv_std.dtype == mean.dtype == jnp.float32

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from jaxonnx._core.dtypes import jax_dtype
 from jaxonnx._core.registry import register
 from jaxonnx.ops._helpers.common import normalize_axis
 from jaxonnx._errors import OnnxValidationError
@@ -83,7 +84,7 @@ def _layer_normalization_1(X, Scale, B=None, *, axis=-1, epsilon=1e-5, stash_typ
     y = y * broadcast_to_rank(Scale, X.ndim, name="Scale", shape=X.shape, target=normalized_shape).astype(y.dtype)
     if B is not None:
         y = y + broadcast_to_rank(B, X.ndim, name="B", shape=X.shape, target=normalized_shape).astype(y.dtype)
-    stats = np.float32 if stash_type == 1 else np.float64
+    stats = np.float32 if stash_type == 1 else jax_dtype(np.float64)
     return y.astype(Scale.dtype), mean.astype(stats), inv.astype(stats)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from jaxonnx._core.dtypes import jax_dtype
 from jaxonnx._core.registry import register
 from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.common import normalize_axis
@@ -28,10 +29,10 @@ _SCHEMA = contrib_schema(
 _STASH_TYPES = {1: np.float32, 11: np.float64}
 
 
-def stash_dtype(stash_type: int):
+def _stash_dtype(stash_type: int):
     if stash_type not in _STASH_TYPES:
         raise OnnxValidationError(f"got `stash_type`={stash_type}; it is 1 (float) or 11 (double).")
-    return _STASH_TYPES[stash_type]
+    return jax_dtype(_STASH_TYPES[stash_type])  # float32 in JAX's 32-bit mode
 
 
 @register("SimplifiedLayerNormalization", 1, schema=_SCHEMA, folds=False)
@@ -58,7 +59,7 @@ def simplified_layer_normalization(X, scale, *, axis=-1, epsilon=1e-5, stash_typ
         >>> jaxonnx.ops.simplified_layer_normalization(jnp.array([[2.0, -2.0]]), jnp.array([1.0, 3.0]), epsilon=0.0)
         (Array([[ 1., -3.]], dtype=float32), Array([[0.5]], dtype=float32))
     """
-    stats = stash_dtype(stash_type)
+    stats = _stash_dtype(stash_type)
     axis = normalize_axis(axis, X.ndim)
     normalized, _, inv = contrib_normalize(X, tuple(range(axis, X.ndim)), epsilon, simplified=True)
     scale = broadcast_to_rank(scale, X.ndim, name="scale", shape=X.shape, target=tuple(X.shape[axis:]))
