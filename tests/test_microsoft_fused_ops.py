@@ -356,3 +356,80 @@ def test_double_statistics_are_float32_with_x64_off(x64_off):
     _, inv_std = jaxonnx.get_op("SimplifiedLayerNormalization", 1)(x, scale, stash_type=11)
     _, mean, _ = jaxonnx.get_op("LayerNormalization", 1)(x, scale, stash_type=11)
     assert inv_std.dtype == mean.dtype == jnp.float32
+
+
+# ------------------------------------------------------------------------------ CUDA-only ops
+
+
+def _graph_model(nodes, inputs, output="Y", opset=21):
+    feed = {f"in{i}": x for i, x in enumerate(inputs)}
+    graph = helper.make_graph(
+        nodes, "graph",
+        [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(x.dtype), x.shape) for n, x in feed.items()],
+        [onnx.ValueInfoProto(name=output)],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset), helper.make_opsetid(MS, 1)])
+    model.ir_version = 10
+    return model, feed
+
+
+@pytest.mark.parametrize("activation", [0, 1])
+@pytest.mark.parametrize("skip", [None, "full", "per_channel"])
+def test_group_norm_is_onnxruntimes_group_normalization(activation, skip, run_onnxruntime):
+    # onnxruntime runs GroupNorm and SkipGroupNorm on CUDA only. Their text is Add, then onnx's
+    # GroupNormalization-21 (per-channel scale and bias) channels-first, then SiLU: onnxruntime's
+    # CPU kernels of those, on the channels-first operands, are the oracle.
+    n, h, w, groups, per_group = 2, 3, 4, 3, 2
+    channels = groups * per_group
+    x, gamma, beta, bias = _normal(n, h, w, channels), _normal(channels), _normal(channels), _normal(channels)
+    skip_value = {None: None, "full": _normal(n, h, w, channels), "per_channel": _normal(n, channels)}[skip]
+    nodes, inputs, source = [], [np.moveaxis(x, -1, 1), gamma, beta], "in0"
+    if skip is not None:
+        moved = np.moveaxis(skip_value, -1, 1) if skip == "full" else skip_value[:, :, None, None]
+        inputs += [moved, bias[:, None, None]]
+        nodes += [helper.make_node("Add", ["in0", "in3"], ["s0"]), helper.make_node("Add", ["s0", "in4"], ["s"])]
+        source = "s"
+    nodes.append(helper.make_node("GroupNormalization", [source, "in1", "in2"], ["g"], num_groups=groups, epsilon=1e-5))
+    if activation:
+        nodes += [helper.make_node("Sigmoid", ["g"], ["sig"]), helper.make_node("Mul", ["g", "sig"], ["Y"])]
+    else:
+        nodes.append(helper.make_node("Identity", ["g"], ["Y"]))
+    model, feed = _graph_model(nodes, inputs)
+    (expected,) = run_onnxruntime(model, feed)
+    attributes = {"groups": groups, "activation": activation, "epsilon": 1e-5}
+    if skip is None:
+        op_inputs, op_type = [x, gamma, beta], "GroupNorm"
+    else:
+        op_inputs, op_type = [x, gamma, beta, skip_value, bias], "SkipGroupNorm"
+    model, feed, names = _node_model(op_type, op_inputs, attributes, 1)
+    loaded = jaxonnx.load(model)
+    for run in (loaded.run, jax.jit(loaded.run)):
+        np.testing.assert_allclose(np.asarray(run(feed)[names[0]]), np.moveaxis(expected, 1, -1), rtol=1e-5, atol=2e-6)
+    # channels_last=0 takes the channels-first operands themselves.
+    first = [np.moveaxis(x, -1, 1), gamma, beta] + ([] if skip is None else [
+        np.moveaxis(skip_value, -1, 1) if skip == "full" else skip_value, bias])
+    actual = jaxonnx.get_op(op_type, 1, MS)(*first, **attributes, channels_last=0)
+    actual = actual[0] if isinstance(actual, tuple) else actual
+    np.testing.assert_allclose(np.asarray(actual), expected, rtol=1e-5, atol=2e-6)
+
+
+def test_bias_split_gelu_and_bias_add_are_onnxruntimes_graphs_of_their_text(run_onnxruntime):
+    # CUDA-only in onnxruntime; their text as a graph of onnxruntime's CPU kernels is the oracle.
+    x, bias, skip = _normal(2, 5, 12), _normal(12), _normal(2, 5, 12)
+    nodes = [
+        helper.make_node("Add", ["in0", "in1"], ["h"]),
+        helper.make_node("Split", ["h"], ["left", "right"], axis=-1, num_outputs=2),
+        helper.make_node("Gelu", ["right"], ["gelu"]),
+        helper.make_node("Mul", ["left", "gelu"], ["Y"]),
+    ]
+    model, feed = _graph_model(nodes, [x, bias])
+    (expected,) = run_onnxruntime(model, feed)
+    model, feed, names = _node_model("BiasSplitGelu", [x, bias], {}, 1)
+    loaded = jaxonnx.load(model)
+    for run in (loaded.run, jax.jit(loaded.run)):
+        np.testing.assert_allclose(np.asarray(run(feed)[names[0]]), expected, rtol=1e-5, atol=2e-6)
+    nodes = [helper.make_node("Add", ["in0", "in1"], ["h"]), helper.make_node("Add", ["h", "in2"], ["Y"])]
+    model, feed = _graph_model(nodes, [x, bias, skip])
+    (expected,) = run_onnxruntime(model, feed)
+    model, feed, names = _node_model("BiasAdd", [x, bias, skip], {}, 1)
+    np.testing.assert_array_equal(np.asarray(jax.jit(jaxonnx.load(model).run)(feed)[names[0]]), expected)
