@@ -7,7 +7,8 @@ Each case is one node on random shapes, run by onnxruntime's CPU provider and by
 (loaded as a model, eagerly and under ``jax.jit``), every output compared. GroupNorm,
 SkipGroupNorm, BiasSplitGelu, BiasAdd and NhwcConv have only CUDA kernels in onnxruntime:
 tests/op_examples/nn_microsoft.py checks them against numpy references of the text, and
-here NhwcConv against onnxruntime's Conv.
+here against onnxruntime's CPU kernels of the standard ops their text is made of (NhwcConv
+against Conv on the transposed operands).
 """
 
 from __future__ import annotations
