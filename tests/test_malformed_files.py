@@ -96,7 +96,7 @@ _CORRUPTIONS = [
      "node 0 ('else_leaky') of the subgraph ('else') of the attribute ('else_branch') of node 2 ('branch') of the main graph"),
     (b"loop_add", 0, "name", "node 0 (b'l\\xffop_ad\\xfe') of the subgraph ('loop_body') of the attribute ('body') of node 3 ('loop')"),
     (b"scan_copy", 0, "name", "node 1 (b's\\xffan_cop\\xfe') of the subgraph ('scan_body') of the attribute ('body') of node 4"),
-    (b"fn_add", 0, "name", "node 0 (b'f\\xff_ad\\xfe') of the function 0 ('Twice') (domain 'local.fns')"),
+    (b"fn_add", 0, "name", "node 0 (b'f\\xff_ad\\xfe') of the function 0 ('Twice', domain 'local.fns')"),
     (b"local.fns", 0, "domain", "node 5 ('twice') of the main graph"),
     (b"alpha", 0, "name", "the attribute (b'a\\xffph\\xfe') of node 0 ('else_leaky') of the subgraph ('else')"),
     (b"num_scan_inputs", 0, "name", "of node 4 ('scan') of the main graph"),

@@ -46,52 +46,145 @@ def parse_model(data: bytes, source: str) -> onnx.ModelProto:
 
 
 def check_text(proto: onnx.ModelProto) -> None:
-    """Refuses a model with a text field that is not valid UTF-8, naming where it is.
+    """Refuses a model with a name that is not valid UTF-8, naming where it is.
 
-    ONNX's text fields (op types, domains, value, node and attribute names, ...) are protobuf
-    ``string``s, and protobuf hands a corrupt one over as ``bytes`` instead of refusing the
-    file: it would reach onnx's C++ bindings (``onnx.defs.get_schema``) and dict keys as
-    the wrong type. One walk over every message of the model, subgraphs and functions
-    included, before anything reads them.
+    ONNX's names (op types, domains, node, value, attribute, tensor, graph and function
+    names, external data locations) are protobuf ``string``s, and protobuf hands a corrupt
+    one over as ``bytes`` instead of refusing the file: it would reach onnx's C++ bindings
+    (``onnx.defs.get_schema``), file paths and dict keys as the wrong type. One walk over the
+    model, subgraphs and functions included, before anything reads them. (Doc strings and
+    metadata are never read, so they are not checked.)
 
     Raises:
-        ModelLoadError: naming the field and the node, attribute, tensor, value, function or
+        ModelLoadError: naming the field and the node, attribute, value, tensor, function or
             graph that holds it.
     """
-    _check_text(proto, "the model")
+    if _all_text(proto):
+        return
+    # Something is corrupt: the walk again, slower, to say where.
+    for index, entry in enumerate(proto.opset_import):
+        _check_field(entry, "domain", lambda i=index: f"the opset_import {i}")
+    _check_graph(proto.graph, lambda: "the main graph")
+    for index, function in enumerate(proto.functions):
+        def where(i=index, f=function):
+            return f"the function {i} ({f.name!r}, domain {f.domain!r})"
+        for field in ("name", "domain", "input", "output", "attribute"):
+            _check_field(function, field, where)
+        for entry in function.opset_import:
+            _check_field(entry, "domain", where)
+        for attribute in function.attribute_proto:
+            _check_field(attribute, "name", lambda a=attribute, w=where: f"the attribute ({a.name!r}) of {w()}")
+        _check_nodes(function.node, where)
+    raise ModelLoadError("A name in the model is not valid UTF-8 text: the file is corrupt.")
 
 
-def _part(message, index: int | None, field: str, where: str) -> str:
-    """What a message inside ``where`` is, for errors: ``node 3 ('act') of the main graph``."""
-    at = "" if index is None else f" {index}"
-    name = getattr(message, "name", "")
-    label = f" ({name!r})" if name else ""  # a corrupt name shows as its bytes
-    if isinstance(message, onnx.GraphProto):
-        return "the main graph" if where == "the model" else f"the subgraph{label} of {where}"
-    if isinstance(message, onnx.FunctionProto):
-        return f"the function{at}{label} (domain {message.domain!r})"
-    kind = {
-        onnx.NodeProto: f"node{at}{label}",
-        onnx.AttributeProto: f"the attribute{label}",
-        onnx.TensorProto: f"the tensor{label} ({field})",
-        onnx.ValueInfoProto: f"the {field.replace('_', ' ')}{at}{label}",
-    }.get(type(message), f"the {field}{at}")
-    return kind if where == "the model" else f"{kind} of {where}"
+def _all_text(proto: onnx.ModelProto) -> bool:
+    """Whether every name :func:`check_text` checks is ``str`` (the fast walk)."""
+    if any(type(entry.domain) is not str for entry in proto.opset_import):
+        return False
+    for function in proto.functions:
+        if not (_texts(function.name, function.domain) and _all_str(function.input) and _all_str(function.output)
+                and _all_str(function.attribute) and _nodes_text(function.node)
+                and all(type(a.name) is str for a in function.attribute_proto)
+                and all(type(entry.domain) is str for entry in function.opset_import)):
+            return False
+    return _graph_text(proto.graph)
 
 
-def _check_text(message, where: str) -> None:
-    for field, value in message.ListFields():
-        if field.type == field.TYPE_STRING:
-            for index, text in enumerate([value] if isinstance(value, (str, bytes)) else value):
-                if isinstance(text, bytes):
-                    which = field.name if isinstance(value, (str, bytes)) else f"{field.name}[{index}]"
-                    raise ModelLoadError(
-                        f"The {which} of {where} is not valid UTF-8 text ({text[:60]!r}): the file is corrupt."
-                    )
-        elif field.type == field.TYPE_MESSAGE:
-            single = hasattr(value, "ListFields")
-            for index, item in enumerate([value] if single else value):
-                _check_text(item, _part(item, None if single else index, field.name, where))
+def _texts(*values) -> bool:
+    return all(type(value) is str for value in values)
+
+
+def _all_str(values) -> bool:
+    return all(type(value) is str for value in values)
+
+
+def _tensor_text(tensor) -> bool:
+    return type(tensor.name) is str and all(_texts(e.key, e.value) for e in tensor.external_data)
+
+
+def _graph_text(graph) -> bool:
+    return (
+        type(graph.name) is str
+        and all(type(v.name) is str for v in graph.input)
+        and all(type(v.name) is str for v in graph.output)
+        and all(type(v.name) is str for v in graph.value_info)
+        and all(_tensor_text(t) for t in graph.initializer)
+        and all(_tensor_text(s.values) and _tensor_text(s.indices) for s in graph.sparse_initializer)
+        and _nodes_text(graph.node)
+    )
+
+
+def _nodes_text(nodes) -> bool:
+    for node in nodes:
+        if not (_texts(node.name, node.op_type, node.domain) and _all_str(node.input) and _all_str(node.output)):
+            return False
+        for attribute in node.attribute:
+            if not _texts(attribute.name, attribute.ref_attr_name):
+                return False
+            kind = attribute.type
+            if kind == onnx.AttributeProto.GRAPH and not _graph_text(attribute.g):
+                return False
+            if kind == onnx.AttributeProto.GRAPHS and not all(_graph_text(g) for g in attribute.graphs):
+                return False
+            if kind == onnx.AttributeProto.TENSOR and not _tensor_text(attribute.t):
+                return False
+            if kind == onnx.AttributeProto.SPARSE_TENSOR and not (
+                    _tensor_text(attribute.sparse_tensor.values) and _tensor_text(attribute.sparse_tensor.indices)):
+                return False
+    return True
+
+
+def _check_field(message, field: str, where) -> None:
+    """Raises if ``message.field`` (a string, or a repeated one) came as bytes; ``where()``
+    says what ``message`` is, made only for the error."""
+    value = getattr(message, field)
+    for index, text in enumerate([value] if isinstance(value, (str, bytes)) else value):
+        if isinstance(text, bytes):
+            which = field if isinstance(value, (str, bytes)) else f"{field}[{index}]"
+            raise ModelLoadError(f"The {which} of {where()} is not valid UTF-8 text ({text[:60]!r}): the file is corrupt.")
+
+
+def _check_tensor(tensor, where) -> None:
+    _check_field(tensor, "name", where)
+    for entry in tensor.external_data:
+        _check_field(entry, "key", where)
+        _check_field(entry, "value", where)
+
+
+def _check_graph(graph: onnx.GraphProto, where) -> None:
+    _check_field(graph, "name", where)
+    for field in ("input", "output", "value_info"):
+        for index, value in enumerate(getattr(graph, field)):
+            _check_field(value, "name", lambda f=field, i=index, v=value: f"the {f.replace('_', ' ')} {i} ({v.name!r}) of {where()}")
+    for tensor in graph.initializer:
+        _check_tensor(tensor, lambda t=tensor: f"the initializer ({t.name!r}) of {where()}")
+    for sparse in graph.sparse_initializer:
+        _check_tensor(sparse.values, lambda: f"a sparse initializer of {where()}")
+        _check_tensor(sparse.indices, lambda: f"a sparse initializer of {where()}")
+    _check_nodes(graph.node, where)
+
+
+def _check_nodes(nodes, where) -> None:
+    for index, node in enumerate(nodes):
+        def node_where(i=index, n=node):
+            return f"node {i}{f' ({n.name!r})' if n.name else ''} of {where()}"
+        for field in ("name", "op_type", "domain", "input", "output"):
+            _check_field(node, field, node_where)
+        for attribute in node.attribute:
+            def attribute_where(a=attribute):
+                return f"the attribute ({a.name!r}) of {node_where()}"
+            _check_field(attribute, "name", attribute_where)
+            _check_field(attribute, "ref_attr_name", attribute_where)
+            if attribute.HasField("t"):
+                _check_tensor(attribute.t, attribute_where)
+            if attribute.HasField("sparse_tensor"):
+                _check_tensor(attribute.sparse_tensor.values, attribute_where)
+                _check_tensor(attribute.sparse_tensor.indices, attribute_where)
+            if attribute.HasField("g"):
+                _check_graph(attribute.g, lambda a=attribute_where, g=attribute.g: f"the subgraph{f' ({g.name!r})' if g.name else ''} of {a()}")
+            for graph in attribute.graphs:
+                _check_graph(graph, lambda a=attribute_where, g=graph: f"the subgraph{f' ({g.name!r})' if g.name else ''} of {a()}")
 
 
 def sort_nodes(proto: onnx.ModelProto) -> None:
@@ -106,26 +199,43 @@ def sort_nodes(proto: onnx.ModelProto) -> None:
         _sort_graph_nodes(function.node)
 
 
+def _subgraphs(node: onnx.NodeProto) -> list[onnx.GraphProto]:
+    graphs = []
+    for attribute in node.attribute:
+        if attribute.type == onnx.AttributeProto.GRAPH:
+            graphs.append(attribute.g)
+        elif attribute.type == onnx.AttributeProto.GRAPHS:
+            graphs.extend(attribute.graphs)
+    return graphs
+
+
 def _reads(node: onnx.NodeProto) -> set[str]:
     """The names a node reads: its inputs and, through its subgraphs, the names they use."""
-    names = {name for name in node.input if name}
-    for attribute in node.attribute:
-        for graph in [attribute.g] if attribute.HasField("g") else list(attribute.graphs):
-            for inner in graph.node:
-                names |= _reads(inner)
-            names |= {o.name for o in graph.output}
+    names = set(node.input)
+    for graph in _subgraphs(node):
+        for inner in graph.node:
+            names |= _reads(inner)
+        names |= {o.name for o in graph.output}
     return names
 
 
 def _sort_graph_nodes(nodes) -> None:
-    for node in nodes:
-        for attribute in node.attribute:
-            for graph in [attribute.g] if attribute.HasField("g") else list(attribute.graphs):
-                _sort_graph_nodes(graph.node)
-    producer = {name: index for index, node in enumerate(nodes) for name in node.output if name}
-    needs = [{producer[name] for name in _reads(node) if name in producer} - {index} for index, node in enumerate(nodes)]
-    if all(all(dep < index for dep in deps) for index, deps in enumerate(needs)):
+    producer = {}
+    for index, node in enumerate(nodes):
+        for name in node.output:
+            producer[name] = index
+    producer.pop("", None)
+    in_order = True
+    for index, node in enumerate(nodes):
+        graphs = _subgraphs(node)
+        for graph in graphs:
+            _sort_graph_nodes(graph.node)
+        reads = _reads(node) if graphs else node.input
+        if in_order and any(producer.get(name, -1) >= index for name in reads):
+            in_order = False
+    if in_order:
         return
+    needs = [{producer[name] for name in _reads(node) if name in producer} - {index} for index, node in enumerate(nodes)]
     waiting = [len(deps) for deps in needs]  # Kahn's algorithm, the earliest ready node first
     readers: list[list[int]] = [[] for _ in nodes]
     for index, deps in enumerate(needs):
