@@ -455,3 +455,17 @@ def test_multi_head_attention_packed_equals_onnxruntime_unpacked(packed, run_onn
     else:
         got = op(q, np.concatenate(heads[1:], axis=3), num_heads=_N, output_count=1)
     np.testing.assert_allclose(np.asarray(got[0]), expected, rtol=2e-5, atol=2e-5)
+
+
+def test_group_query_attention_refusals_name_the_input():
+    op = jaxonnx.get_op("GroupQueryAttention", 1, "com.microsoft")
+    inputs = _gqa_inputs(1, (4, 2), 5, past=8)
+    with pytest.raises(jaxonnx.OnnxValidationError, match="sliding_window_cache"):
+        op(*inputs, **_HEADS, sliding_window_cache=1, local_window_size=4)
+    with pytest.raises(jaxonnx.OnnxValidationError, match="quantized caches are not supported"):
+        op(*inputs, **_HEADS, k_quant_type="PER_TENSOR")
+    with pytest.raises(jaxonnx.OnnxValidationError, match="seqlens_k"):
+        op(*inputs[:5], _i32(8, 2), inputs[6], **_HEADS)  # 9 positions for a cache of 8
+    # The scores' last dim is total_sequence_length: a traced one is refused there.
+    with pytest.raises(jaxonnx.OnnxValidationError, match="qk_output"):
+        jax.jit(lambda total: op(*inputs[:6], total, **_HEADS, qk_output=1))(inputs[6])

@@ -139,6 +139,10 @@ EXAMPLES = {
         Example([_normal(1, 2, 16), _normal(1, 2, 16), _normal(1, 2, 16), _normal(1, 2, 5, 8), _normal(1, 2, 5, 8),
                  np.array([4], np.int32), np.array(5, np.int32)], {"num_heads": 2, "kv_num_heads": 2, "smooth_softmax": 1},
                 outputs=3, reference=_gqa_reference),
+        # Half precision (the explicit formulation on a CPU; no gradient check in half precision).
+        Example([_normal(2, 3, 16, dtype=np.float16), _normal(2, 3, 8, dtype=np.float16), _normal(2, 3, 8, dtype=np.float16),
+                 None, None, np.array([2, 1], np.int32), np.array(3, np.int32)], {"num_heads": 2, "kv_num_heads": 1},
+                outputs=3, grad=False, rtol=2e-3, atol=2e-3, reference=_gqa_reference),
     ],
 }
 

@@ -112,15 +112,25 @@ def grouped_attention(q, k, v, *, scale, allowed=None, bias=None, softcap=0.0, s
     kv_heads, kv_len = k.shape[1], k.shape[2]
     groups = heads // kv_heads
     dtype = q.dtype
-    if not probabilities and softcap <= 0 and sink is None and v.shape[3] == head_size:
+    # (XLA:CPU has no half-precision product with a float32 result, which jax's formulation
+    # asks for: half precision on a CPU takes the explicit path below.)
+    half = dtype in (jnp.float16, jnp.bfloat16)
+    if not probabilities and softcap <= 0 and sink is None and v.shape[3] == head_size and (
+            not half or jax.default_backend() == "gpu"):
         # jax's own fused formulation: (batch, length, heads, size) layouts.
         mask = None if allowed is None else jnp.broadcast_to(allowed, (batch, heads, q_len, kv_len))
         if bias is not None:
             bias = jnp.broadcast_to(bias.astype(dtype), (batch, heads, q_len, kv_len))
-        y = jax.nn.dot_product_attention(
-            q.transpose(0, 2, 1, 3), k.transpose(0, 2, 1, 3), v.transpose(0, 2, 1, 3),
-            bias=bias, mask=mask, scale=float(scale), implementation=_implementation(q, k, v, bias, mask),
-        )
+        operands = (q.transpose(0, 2, 1, 3), k.transpose(0, 2, 1, 3), v.transpose(0, 2, 1, 3))
+        implementation = _implementation(q, k, v)
+        try:
+            y = jax.nn.dot_product_attention(*operands, bias=bias, mask=mask, scale=float(scale),
+                                             implementation=implementation)
+        except (ValueError, NotImplementedError, RuntimeError):
+            if implementation is None:
+                raise
+            # cuDNN refused these shapes at trace time: XLA's formulation instead.
+            y = jax.nn.dot_product_attention(*operands, bias=bias, mask=mask, scale=float(scale))
         return y.transpose(0, 2, 1, 3)
     grouped_q = q.reshape(batch, kv_heads, groups, q_len, head_size)
     scores = jnp.einsum("bhgqd,bhkd->bhgqk", grouped_q, k, preferred_element_type=dtype)
@@ -139,7 +149,7 @@ def grouped_attention(q, k, v, *, scale, allowed=None, bias=None, softcap=0.0, s
     return (y, scores, weights) if probabilities else y
 
 
-def _implementation(q, k, v, bias, mask):
+def _implementation(q, k, v):
     """cuDNN's fused attention on a GPU where it takes the shapes (half precision, equal head
     sizes, a multiple of 8); XLA's formulation otherwise."""
     if jax.default_backend() != "gpu" or q.dtype not in (jnp.float16, jnp.bfloat16) or k.dtype != q.dtype:
