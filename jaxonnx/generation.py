@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -82,6 +83,10 @@ class CacheLayout:
         axis: the cache's sequence axis (2 for ``(batch, heads, sequence, head_dim)``).
         empty_shape: each past input's shape for an empty cache, batch as -1.
         dtypes: each past input's element type.
+        mode: how the decode loop keeps shapes fixed: ``"window"`` (a cache that grows by
+            Concat, fed as a fixed window), ``"buffer"`` (onnxruntime-genai's
+            GroupQueryAttention, whose present is as long as its past: one buffer of the
+            final length), or ``"grow"`` (no ``position_ids``: a growing cache, unrolled).
     """
 
     input_ids: str
@@ -92,20 +97,24 @@ class CacheLayout:
     axis: int
     empty_shape: tuple[tuple[int, ...], ...]
     dtypes: tuple[np.dtype, ...]
+    mode: str = "window"
 
     @property
     def fixed_window(self) -> bool:
         """Whether the decode loop keeps one cache shape (see the module's docstring)."""
-        return self.position_ids is not None and self.attention_mask is not None
+        return self.mode != "grow"
 
 
-def find_cache(model: Model, cache: Mapping[str, str] | None = None) -> CacheLayout:
+def find_cache(model: Model, cache: Mapping[str, str] | None = None, *, dims: Mapping[str, int] | None = None) -> CacheLayout:
     """Finds a causal LM's token inputs, logits, and KV-cache inputs and outputs.
 
     Args:
         model: the loaded model.
         cache: ``{past input: present output}`` for graphs that name their cache otherwise
             than the exporters ``generate`` knows (see the module's docstring).
+        dims: the lengths of symbolic cache dims other than the batch and the sequence,
+            e.g. ``{"kv_cache_dim": 64}`` (the head size, which onnxruntime-genai's builder
+            leaves symbolic; :func:`load_causal_lm` reads it from ``genai_config.json``).
 
     Returns:
         The model's :class:`CacheLayout`.
@@ -157,17 +166,22 @@ def find_cache(model: Model, cache: Mapping[str, str] | None = None) -> CacheLay
                                       "a declared rank of 3 or more (batch first).")
         symbolic = [axis for axis, dim in enumerate(info.shape) if axis and not isinstance(dim, int)]
         axis = symbolic[0] if len(symbolic) == 1 else len(info.shape) - 2
-        fixed = [dim for a, dim in enumerate(info.shape) if a not in (0, axis)]
-        if not all(isinstance(dim, int) for dim in fixed):
+        shape = [dim if isinstance(dim, int) or a in (0, axis) else (dims or {}).get(dim, dim)
+                 for a, dim in enumerate(info.shape)]
+        if not all(isinstance(dim, int) for a, dim in enumerate(shape) if a not in (0, axis)):
             raise OnnxValidationError(
                 f"The cache input {past!r} of {graph} is declared {info.shape}; `generate` needs every dim but the "
-                "batch and the sequence fixed, to build the empty cache of the first step."
+                "batch and the sequence known, to build the empty cache of the first step: give the others with "
+                "`dims={name: length}`."
             )
         axes.add(axis)
-        shapes.append(tuple(-1 if a == 0 else 0 if a == axis else dim for a, dim in enumerate(info.shape)))
+        shapes.append(tuple(-1 if a == 0 else 0 if a == axis else dim for a, dim in enumerate(shape)))
         dtypes.append(np.dtype(info.dtype))
     if len(axes) != 1:
         raise OnnxValidationError(f"The cache inputs of {graph} grow along different axes {sorted(axes)}.")
+    shared_buffer = any(op_type == "GroupQueryAttention" for _, op_type, _ in model.describe_nodes())
+    if shared_buffer and "attention_mask" not in inputs:
+        raise OnnxValidationError(f"{graph} runs GroupQueryAttention but takes no attention_mask to count its cache.")
     return CacheLayout(
         input_ids="input_ids",
         attention_mask="attention_mask" if "attention_mask" in inputs else None,
@@ -177,6 +191,7 @@ def find_cache(model: Model, cache: Mapping[str, str] | None = None) -> CacheLay
         axis=axes.pop(),
         empty_shape=tuple(shapes),
         dtypes=tuple(dtypes),
+        mode="buffer" if shared_buffer else "window" if {"position_ids", "attention_mask"} <= set(inputs) else "grow",
     )
 
 
@@ -281,6 +296,19 @@ def _load_cached(path: str, mtime) -> Model:
     return load(path)
 
 
+def cache_dims_beside(path: str | os.PathLike) -> dict[str, int]:
+    """The symbolic cache dims that onnxruntime-genai's ``genai_config.json`` beside a model
+    gives (its builder declares the head size as ``kv_cache_dim``); empty without one."""
+    path = os.fspath(path)
+    folder = path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
+    config_path = os.path.join(folder, "genai_config.json")
+    if not os.path.exists(config_path):
+        return {}
+    with open(config_path) as f:
+        decoder = json.load(f).get("model", {}).get("decoder", {})
+    return {"kv_cache_dim": int(decoder["head_size"])} if "head_size" in decoder else {}
+
+
 def generate(
     model,
     input_ids,
@@ -293,7 +321,7 @@ def generate(
     top_p=None,
     eos_token_id=None,
     pad_token_id=None,
-    cache: Mapping[str, str] | None = None,
+    cache: Mapping[str, str] | CacheLayout | None = None,
 ):
     """Generates tokens from a causal LM with its KV cache, prefill and decode in one compiled loop.
 
@@ -311,7 +339,8 @@ def generate(
             are ``pad_token_id``, and the loop stops once every row has ended.
         pad_token_id: what follows a row's end; ``eos_token_id`` (its first) by default.
         cache: ``{past input: present output}`` for graphs whose cache ``generate`` does
-            not recognize by name (see :func:`find_cache`).
+            not recognize by name, or a :class:`CacheLayout` from :func:`find_cache`
+            (e.g. with the ``dims`` of a builder file loaded from bytes).
 
     Returns:
         ``(batch, prompt + max_new_tokens)`` token ids: the prompts, then the new tokens
@@ -326,9 +355,11 @@ def generate(
         >>> generate(model, jnp.array([[5, 6, 7]]), 4).shape
         (1, 7)
     """
+    dims = {}
     if not isinstance(model, Model):
+        dims = cache_dims_beside(model)
         model = load_causal_lm(model)
-    layout = find_cache(model, cache)
+    layout = cache if isinstance(cache, CacheLayout) else find_cache(model, cache, dims=dims)
     if isinstance(max_new_tokens, (bool, np.bool_)) or not isinstance(max_new_tokens, (int, np.integer)) \
             or max_new_tokens < 1:
         raise OnnxValidationError(f"`max_new_tokens` must be a positive int (static), got {max_new_tokens!r}.")
@@ -388,14 +419,16 @@ def _decode(model, layout, input_ids, attention_mask, rng, temperature, top_k, t
     mask = (attention_mask != 0).astype(mask_dtype or jnp.int32)
     pad = pad.astype(ids_dtype)
 
-    def step(ids, step_mask, positions, past, key):
+    def step(ids, step_mask, positions, past, key, last=None):
         feed = {layout.input_ids: ids, **dict(zip((p for p, _ in layout.pairs), past))}
         if layout.attention_mask:
             feed[layout.attention_mask] = step_mask
         if layout.position_ids:
             feed[layout.position_ids] = positions.astype(positions_dtype)
         outputs = model.run(feed)
-        logits = outputs[layout.logits][:, -1]
+        logits = outputs[layout.logits]
+        # Each row's last token's logits (a right-padded prompt's sit before its padding).
+        logits = logits[:, -1] if last is None else jnp.take_along_axis(logits, last[:, None, None], axis=1)[:, 0]
         token = choose_tokens(logits, key, temperature=temperature, top_k=top_k, top_p=top_p).astype(ids_dtype)
         return token, tuple(outputs[present] for _, present in layout.pairs)
 
@@ -405,6 +438,8 @@ def _decode(model, layout, input_ids, attention_mask, rng, temperature, top_k, t
     def ended(token):
         return jnp.zeros(token.shape, bool) if eos is None else jnp.isin(token, eos.astype(ids_dtype))
 
+    if layout.mode == "buffer":
+        return _decode_in_buffer(step, layout, input_ids, mask, pad, eos, ended, key_at, max_new_tokens)
     empty = tuple(jnp.zeros(tuple(batch if d == -1 else d for d in shape), dtype)
                   for shape, dtype in zip(layout.empty_shape, layout.dtypes))
     prompt_positions = jnp.where(mask != 0, jnp.cumsum(mask, axis=-1) - 1, 1)
@@ -457,3 +492,41 @@ def _decode(model, layout, input_ids, attention_mask, rng, temperature, top_k, t
 def _dtype(model: Model, name: str):
     info = next(i for i in model.inputs if i.name == name)
     return jax.dtypes.canonicalize_dtype(info.dtype)
+
+
+def _decode_in_buffer(step, layout, input_ids, mask, pad, eos, ended, key_at, max_new_tokens):
+    """onnxruntime-genai's shared buffer: GroupQueryAttention counts each row's cache from the
+    attention mask (``seqlens_k = sum(mask) - 1``) and writes a step's keys and values after
+    them; its present is ``max(mask width, past length)`` long. So one buffer of the final
+    length ``prompt + max_new_tokens - 1`` is the past of every step and its present too,
+    the mask of each decode step as wide as the buffer (1 on the row's tokens, then 0). The
+    prompt runs first with a mask as wide as itself, the one case GroupQueryAttention reads
+    as a first prompt, and its batch right-padded as that case takes it: each row's tokens
+    are moved to the left, and its first new token comes from its last token's logits."""
+    batch, prompt = input_ids.shape
+    length = prompt + max_new_tokens - 1
+    lengths = jnp.sum(mask != 0, axis=-1)
+    shift = (jnp.arange(prompt)[None] + (prompt - lengths)[:, None]) % prompt
+    right_ids = jnp.take_along_axis(input_ids, shift, axis=1)
+    right_mask = (jnp.arange(prompt)[None] < lengths[:, None]).astype(mask.dtype)
+    buffer = tuple(jnp.zeros(tuple(batch if d == -1 else length if d == 0 else d for d in shape), dtype)
+                   for shape, dtype in zip(layout.empty_shape, layout.dtypes))
+    token, buffer = step(right_ids, right_mask, None, buffer, key_at(0), last=lengths - 1)
+    finished = ended(token)
+    new = jnp.full((batch, max_new_tokens), pad, input_ids.dtype).at[:, 0].set(token)
+
+    def not_done(state):
+        index, _, _, finished = state
+        return (index < max_new_tokens) & ~jnp.all(finished)
+
+    def decode_step(state):
+        index, new, buffer, finished = state
+        step_mask = (jnp.arange(length)[None] <= (lengths + index - 1)[:, None]).astype(mask.dtype)
+        previous = jax.lax.dynamic_slice_in_dim(new, index - 1, 1, axis=1)
+        token, buffer = step(previous, step_mask, None, buffer, key_at(index))
+        token = jnp.where(finished, pad, token)
+        new = jax.lax.dynamic_update_slice_in_dim(new, token[:, None], index, axis=1)
+        return index + 1, new, buffer, finished | ended(token)
+
+    index, new, _, _ = jax.lax.while_loop(not_done, decode_step, (jnp.asarray(1), new, buffer, finished))
+    return jnp.concatenate([input_ids, new], axis=-1), index

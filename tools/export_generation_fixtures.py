@@ -12,6 +12,16 @@ downloaded), each exported twice with its KV cache as graph inputs and outputs:
   ``past_key_values_{i}_{0,1}`` as the exporter flattens them, outputs named after the
   graph's nodes (``linear_14``, ``cat_7``...), in the order of the cache.
 
+- ``genai_fp32`` / ``genai_int4`` (Llama and Qwen2, 16-wide heads as onnxruntime's CPU
+  GroupQueryAttention requires): onnxruntime-genai's model builder (``python -m
+  onnxruntime_genai.models.builder -p fp32|int4 -e cpu``, int4 at ``accuracy_level=1``), GroupQueryAttention,
+  MatMulNBits for int4 and SkipSimplifiedLayerNormalization; inputs ``input_ids``,
+  ``attention_mask``, ``past_key_values.{i}.key/value`` (the head size symbolic,
+  ``kv_cache_dim``); its ``genai_config.json`` and tokenizer files are kept beside it, and the
+  manifest records ``og.Generator``'s greedy tokens of each prompt alone (the reference for
+  these files), and of the left-padded batch (which onnxruntime-genai 0.18 gets wrong for
+  some files: its padded rows then differ from the same prompts alone).
+
 For every export it writes ``tests/fixtures/generation/NAME/model.onnx`` (doc strings and
 metadata stripped), the model's ``config.json`` and ``generation_config.json``, and for
 ``llama_optimum`` a ``tokenizer.json`` (a byte-level BPE trained here on a few sentences, its
@@ -20,11 +30,16 @@ records per fixture the model type, exporter, versions, sizes, and what was chec
 onnxruntime's greedy KV-cache loop gives torch's ``generate`` tokens on a batch of uneven,
 left-padded prompts.
 
-Optimum needs ``transformers<5``; run this in an environment that has it, e.g.::
+Optimum needs ``transformers<5`` and onnxruntime-genai's builder ``transformers>=5``, so the
+builder runs in a second environment (``--genai-python``), e.g.::
 
     python -m venv --system-site-packages /work/venv-optimum
-    /work/venv-optimum/bin/pip install optimum-onnx 'transformers<5' tokenizers
-    /work/venv-optimum/bin/python tools/export_generation_fixtures.py [--only llama gpt2]
+    /work/venv-optimum/bin/pip install optimum-onnx 'transformers<5' tokenizers onnxruntime-genai
+    python -m venv --system-site-packages /work/venv-genai
+    /work/venv-genai/bin/pip install 'transformers>=5' tokenizers onnxruntime-genai
+    /work/venv-optimum/bin/python tools/export_generation_fixtures.py --genai-python /work/venv-genai/bin/python
+
+(``--only llama gpt2`` re-exports some model types; the manifest keeps the other entries.)
 """
 
 from __future__ import annotations
@@ -33,6 +48,8 @@ import argparse
 import json
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import warnings
 
@@ -180,12 +197,63 @@ def train_tokenizer(path: str) -> None:
     tokenizer.save(path)
 
 
+def export_genai(model_type: str, index: int, precision: str, out: str, genai_python: str, ids, mask) -> dict:
+    """The builder's file from a 16-wide-head model, and og.Generator's greedy tokens."""
+    import onnxruntime_genai as og
+    from tokenizers import Tokenizer
+    from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
+
+    config = _configs()[model_type]()
+    config.hidden_size, config.intermediate_size, config.head_dim = 64, 128, 16
+    torch.manual_seed(SEED + 100 + index)
+    model = AutoModelForCausalLM.from_config(config).eval()
+    with tempfile.TemporaryDirectory() as tmp:
+        folder, built = os.path.join(tmp, "hf"), os.path.join(tmp, "out")
+        model.save_pretrained(folder)
+        train_tokenizer(os.path.join(tmp, "tokenizer.json"))
+        PreTrainedTokenizerFast(tokenizer_object=Tokenizer.from_file(os.path.join(tmp, "tokenizer.json")), pad_token="<pad>",
+                                bos_token="<s>", eos_token="</s>").save_pretrained(folder)
+        command = [genai_python, "-m", "onnxruntime_genai.models.builder", "-i", folder, "-o", built, "-p", precision,
+                   "-e", "cpu", "-c", os.path.join(tmp, "cache")]
+        if precision == "int4":
+            # onnxruntime's default for int4 on CPU (accuracy_level 4) quantizes the activations to
+            # int8 in MatMulNBits; level 1 computes in float32, as jaxonnx does, so tokens compare exactly.
+            command += ["--extra_options", "accuracy_level=1"]
+        done = subprocess.run(command, capture_output=True, text=True)
+        if done.returncode:
+            raise RuntimeError(f"the builder failed:\n{done.stderr[-3000:]}")
+        onnx.save(strip(onnx.load(os.path.join(built, "model.onnx"))), os.path.join(out, "model.onnx"))
+        for name in ("genai_config.json", "tokenizer.json", "tokenizer_config.json"):
+            shutil.copy(os.path.join(built, name), os.path.join(out, name))
+        shutil.copy(os.path.join(folder, "config.json"), os.path.join(out, "config.json"))
+    generator_model = og.Model(out)
+
+    def og_greedy(prompts):
+        params = og.GeneratorParams(generator_model)
+        params.set_search_options(max_length=int(prompts.shape[1] + NEW_TOKENS), do_sample=False, batch_size=len(prompts))
+        generator = og.Generator(generator_model, params)
+        generator.append_tokens(prompts.astype(np.int32))  # left-padded with pad_token_id 0
+        while not generator.is_done():
+            generator.generate_next_token()
+        return np.stack([generator.get_sequence(row)[prompts.shape[1]:] for row in range(len(prompts))])
+
+    # Each prompt alone (what every row of a batch must give), and og's own batch of them.
+    alone = np.concatenate([og_greedy(row[m == 1][None]) for row, m in zip(ids, mask)])
+    batched = og_greedy(ids)
+    return {"builder": " ".join(["python", *command[1:3], "-p", precision, "-e", "cpu", *command[13:]]), "og_greedy": alone.tolist(),
+            "og_greedy_batched": batched.tolist(), "og_batch_equals_alone": bool(np.array_equal(alone, batched)),
+            "onnxruntime_genai": og.__version__ if hasattr(og, "__version__") else "?",
+            "torch_greedy_of_the_hf_model": torch_greedy(model, ids, mask, NEW_TOKENS).tolist()}
+
+
 def main(argv=None) -> int:
     import transformers
     from transformers import AutoModelForCausalLM
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", nargs="*", help="model types to re-export (the manifest keeps the others)")
+    parser.add_argument("--genai-python", default=sys.executable,
+                        help="a Python with onnxruntime-genai and transformers>=5 to run the builder with")
     args = parser.parse_args(argv)
     os.makedirs(OUT_DIR, exist_ok=True)
     manifest_path = os.path.join(OUT_DIR, "manifest.json")
@@ -200,7 +268,8 @@ def main(argv=None) -> int:
         expected = torch_greedy(model, ids, mask, NEW_TOKENS)
         with tempfile.TemporaryDirectory() as hf_folder:
             model.save_pretrained(hf_folder)
-            for exporter in ("optimum", "dynamo"):
+            exporters = ["optimum", "dynamo"] + (["genai_fp32", "genai_int4"] if model_type in ("llama", "qwen2") else [])
+            for exporter in exporters:
                 name = f"{model_type}_{exporter}"
                 out = os.path.join(OUT_DIR, name)
                 shutil.rmtree(out, ignore_errors=True)
@@ -211,7 +280,10 @@ def main(argv=None) -> int:
                 try:
                     with warnings.catch_warnings():
                         warnings.simplefilter("ignore")
-                        if exporter == "optimum":
+                        if exporter.startswith("genai"):
+                            entry.update(export_genai(model_type, index, exporter.split("_")[1], out, args.genai_python,
+                                                      ids, mask))
+                        elif exporter == "optimum":
                             from importlib.metadata import version
 
                             with tempfile.TemporaryDirectory() as tmp:
@@ -223,18 +295,19 @@ def main(argv=None) -> int:
                     proto = strip(onnx.load(path))
                     onnx.save(proto, path)
                     for extra in ("config.json", "generation_config.json"):
-                        shutil.copy(os.path.join(hf_folder, extra), os.path.join(out, extra))
+                        if not os.path.exists(os.path.join(out, extra)):
+                            shutil.copy(os.path.join(hf_folder, extra), os.path.join(out, extra))
                     if name == "llama_optimum":
                         train_tokenizer(os.path.join(out, "tokenizer.json"))
-                    ort = ort_greedy(path, ids, mask, NEW_TOKENS)
+                    ort = ort_greedy(path, ids, mask, NEW_TOKENS) if not exporter.startswith("genai") else None
                     entry.update(
                         bytes=os.path.getsize(path),
                         opset=next(o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")),
                         inputs=[i.name for i in proto.graph.input],
                         outputs=[o.name for o in proto.graph.output],
                         prompt_ids=ids.tolist(), prompt_mask=mask.tolist(),
-                        torch_greedy=expected.tolist(),
-                        onnxruntime_equals_torch=bool(np.array_equal(ort, expected)),
+                        torch_greedy=None if exporter.startswith("genai") else expected.tolist(),
+                        onnxruntime_equals_torch=None if ort is None else bool(np.array_equal(ort, expected)),
                     )
                 except Exception as error:  # noqa: BLE001  (recorded, the other exports go on)
                     shutil.rmtree(out, ignore_errors=True)
