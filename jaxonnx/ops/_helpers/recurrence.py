@@ -121,14 +121,18 @@ def initial_state(value, directions_count: int, batch: int, hidden: int, layout:
     return value
 
 
-def scan_direction(projection, lengths, state, cell, *, reverse: bool):
+def scan_direction(projection, lengths, state, cell, *, reverse: bool, with_validity: bool = False):
     """Runs ``cell(projection_t, state) -> (new state, output)`` over time as one
     ``lax.scan``, masked by ``lengths`` (a [batch] int array, or None for full length).
+    With ``with_validity``, the cell is called as ``cell(projection_t, state, previous)``,
+    where ``previous`` ([batch] bool, or None without ``lengths``) says whose previous step
+    was within its length (true at the first step): a finished sequence's output is zero.
 
     Returns the outputs [time, batch, hidden] (zero past each length) and the final state
     (each sequence's state at its last valid step)."""
     steps, batch = projection.shape[0], projection.shape[1]
     time = jnp.arange(steps, dtype=jnp.int32)
+    previous = None
     if lengths is None:
         projection = jnp.flip(projection, 0) if reverse else projection
         valid = None
@@ -139,16 +143,18 @@ def scan_direction(projection, lengths, state, cell, *, reverse: bool):
             # Backwards within each sequence's own length; the padding stays where it is.
             order = jnp.where(valid, lengths[None, :] - 1 - time[:, None], time[:, None])
             projection = jnp.take_along_axis(projection, order[:, :, None], axis=0)
+        if with_validity:
+            previous = jnp.concatenate([jnp.ones((1, batch), bool), valid[:-1]], axis=0)
 
     def step(carry, inputs):
-        x_t, valid_t = inputs
-        new, output = cell(x_t, carry)
+        x_t, valid_t, previous_t = inputs
+        new, output = cell(x_t, carry, previous_t) if with_validity else cell(x_t, carry)
         if valid_t is not None:
             new = jax.tree.map(lambda n, o: jnp.where(valid_t[:, None], n, o), new, carry)
             output = jnp.where(valid_t[:, None], output, jnp.zeros((), output.dtype))
         return new, output
 
-    final, outputs = jax.lax.scan(step, state, (projection, valid), unroll=UNROLL)
+    final, outputs = jax.lax.scan(step, state, (projection, valid, previous), unroll=UNROLL)
     if reverse:
         if lengths is None:
             outputs = jnp.flip(outputs, 0)
@@ -182,3 +188,34 @@ def outputs(ys, finals, layout: int):
         y = jnp.transpose(y, (2, 0, 1, 3))
         finals = [jnp.swapaxes(f, 0, 1) for f in finals]
     return (y, *finals)
+
+
+def lstm_cell(gates_of, hidden: int, activations, *, peepholes=None, clip_fn, input_forget):
+    """The LSTM cell for :func:`scan_direction` (``with_validity=True``): ``gates_of(x_t,
+    h_prev, previous)`` gives the pre-activations of the gates ``i, o, f, c`` ([batch, 4 *
+    hidden]); ``activations`` are ``f, g, h``; ``peepholes`` ``(Pi, Po, Pf)`` or None.
+    LSTM's gates are ``x_t + h_prev @ R``; DynamicQuantizeLSTM's quantize ``h_prev`` first."""
+    f, g, h = activations
+
+    def cell(x_t, state, previous=None):
+        h_prev, c_prev = state
+        gates = gates_of(x_t, h_prev, previous)  # one product for the four gates
+        if peepholes is None:
+            # `f` of the i, o and f gates as one array, apart from the update of `c`:
+            # XLA:CPU then computes the activations in a vectorized loop of their own.
+            # Fused into the update of `c` they compiled to a scalar loop, and the LSTM
+            # of benchmarks/recurrent.py took 1.4x as long.
+            i, o, forget = jnp.split(f(clip_fn(gates[:, : 3 * hidden])), 3, axis=-1)
+            forget = 1 - i if input_forget else forget
+            c = forget * c_prev + i * g(clip_fn(gates[:, 3 * hidden :]))
+        else:
+            gi, go, gf, gc = jnp.split(gates, 4, axis=-1)
+            pi, po, pf = peepholes
+            i = f(clip_fn(gi + pi * c_prev))
+            forget = 1 - i if input_forget else f(clip_fn(gf + pf * c_prev))
+            c = forget * c_prev + i * g(clip_fn(gc))
+            o = f(clip_fn(go + po * c))
+        h_new = o * h(c)
+        return (h_new, c), h_new
+
+    return cell

@@ -65,34 +65,13 @@ def lstm(X, W, R, B=None, sequence_lens=None, initial_h=None, initial_c=None, P=
     clip_fn = recurrence.clipped(clip)
     ys, hs, cs = [], [], []
     for d, reverse in enumerate(reverse_flags):
-        f, g, h = functions[d]
         projection = jnp.einsum("tbi,gi->tbg", x, W[d])
         if B is not None:
             projection = projection + (B[d, : 4 * hidden] + B[d, 4 * hidden :])[None, None, :]
         recurrent = R[d].T
         peepholes = None if P is None else (P[d, None, :hidden], P[d, None, hidden : 2 * hidden], P[d, None, 2 * hidden :])
-
-        def cell(x_t, state, recurrent=recurrent, f=f, g=g, h=h, peepholes=peepholes):
-            h_prev, c_prev = state
-            gates = x_t + h_prev @ recurrent  # one product for the four gates
-            if peepholes is None:
-                # `f` of the i, o and f gates as one array, apart from the update of `c`:
-                # XLA:CPU then computes the activations in a vectorized loop of their own.
-                # Fused into the update of `c` they compiled to a scalar loop, and the LSTM
-                # of benchmarks/recurrent.py took 1.4x as long.
-                i, o, forget = jnp.split(f(clip_fn(gates[:, : 3 * hidden])), 3, axis=-1)
-                forget = 1 - i if input_forget else forget
-                c = forget * c_prev + i * g(clip_fn(gates[:, 3 * hidden :]))
-            else:
-                gi, go, gf, gc = jnp.split(gates, 4, axis=-1)
-                pi, po, pf = peepholes
-                i = f(clip_fn(gi + pi * c_prev))
-                forget = 1 - i if input_forget else f(clip_fn(gf + pf * c_prev))
-                c = forget * c_prev + i * g(clip_fn(gc))
-                o = f(clip_fn(go + po * c))
-            h_new = o * h(c)
-            return (h_new, c), h_new
-
+        cell = recurrence.lstm_cell(lambda x_t, h_prev, previous, recurrent=recurrent: x_t + h_prev @ recurrent,
+                                    hidden, functions[d], peepholes=peepholes, clip_fn=clip_fn, input_forget=input_forget)
         y, (h_final, c_final) = recurrence.scan_direction(projection, lengths, (h0[d], c0[d]), cell, reverse=reverse)
         ys.append(y)
         hs.append(h_final)
