@@ -1147,12 +1147,216 @@ FINETUNE = [
 ]
 
 
+GENERATION = [
+    md(
+        """
+        # Generating text from an ONNX language model, the decode loop under one `jax.jit`
+
+        `tests/fixtures/generation/llama_optimum/` is a tiny random Llama (2 layers, 32 wide,
+        a 128-token vocabulary) exported by HF Optimum's `text-generation-with-past`, with the
+        `tokenizer.json` beside it. `jaxonnx.generate` finds its KV cache from the graph's
+        names, and runs the prompt and every new token in one compiled `lax.while_loop` whose
+        cache keeps one shape (a fixed window of cache slots whose padding the attention mask
+        hides). Here it generates, is timed, is fine-tuned with optax for a few steps, and
+        generates again.
+        """
+    ),
+    code(
+        """
+        import io
+        import time
+
+        import jax
+        import jax.numpy as jnp
+        import numpy as np
+        import onnxruntime as ort
+        import optax
+        from IPython.display import Image, display
+        from matplotlib.figure import Figure
+        from tokenizers import Tokenizer
+
+        import jaxonnx
+        from jaxonnx.generation import find_cache
+
+        jax.config.update("jax_enable_x64", True)  # the export's token ids are int64
+
+
+        def show(fig):  # a matplotlib Figure drawn with Agg directly (no pyplot backend), as a PNG
+            png = io.BytesIO()
+            fig.savefig(png, format="png", metadata={"Software": None})
+            display(Image(png.getvalue()))
+        """
+    ),
+    md("## The file and its cache"),
+    code(
+        """
+        FOLDER = "../tests/fixtures/generation/llama_optimum"
+        model = jaxonnx.load(f"{FOLDER}/model.onnx")
+        tokenizer = Tokenizer.from_file(f"{FOLDER}/tokenizer.json")
+        layout = find_cache(model)
+        print("inputs: ", [i.name for i in model.inputs])
+        print("outputs:", [o.name for o in model.outputs])
+        print("cache pairs:", layout.pairs[:2], "...", f"({len(layout.pairs)} in all), mode {layout.mode!r}")
+        """
+    ),
+    md(
+        """
+        ## Generate
+
+        Two prompts of different lengths make one batch: left-padded, with an attention mask
+        that is 0 on the padding, as Hugging Face's `generate` takes them. Greedy without a
+        key; the same tokens as onnxruntime running the file step by step with a growing
+        cache (the loop below).
+        """
+    ),
+    code(
+        """
+        def batch(texts):
+            encoded = [tokenizer.encode(text).ids for text in texts]
+            width = max(map(len, encoded))
+            ids = np.array([[0] * (width - len(e)) + e for e in encoded])
+            mask = np.array([[0] * (width - len(e)) + [1] * len(e) for e in encoded])
+            return ids, mask
+
+
+        def show_text(ids, out):
+            for prompt, row in zip(ids, np.asarray(out)):
+                print(repr(tokenizer.decode(list(prompt))), "->", repr(tokenizer.decode(list(row[len(prompt):]))))
+
+
+        ids, mask = batch(["the quick brown fox", "hello"])
+        out = jaxonnx.generate(model, ids, 12, attention_mask=mask)
+        show_text(ids, out)
+
+
+        def onnxruntime_greedy(ids, mask, new_tokens):
+            session = ort.InferenceSession(f"{FOLDER}/model.onnx", providers=["CPUExecutionProvider"])
+            cache = {past: np.zeros((len(ids), 2, 0, 8), np.float32) for past, _ in layout.pairs}
+            positions, tokens = np.where(mask == 1, np.cumsum(mask, -1) - 1, 1), []
+            for _ in range(new_tokens):
+                logits, *presents = session.run(None, {"input_ids": ids, "attention_mask": mask, "position_ids": positions, **cache})
+                tokens.append(logits[:, -1].argmax(-1))
+                cache, positions = dict(zip(cache, presents)), mask.sum(-1, keepdims=True)
+                ids, mask = tokens[-1][:, None], np.concatenate([mask, np.ones_like(mask[:, :1])], -1)
+            return np.stack(tokens, -1)
+
+
+        print("jaxonnx == onnxruntime:", np.array_equal(np.asarray(out)[:, ids.shape[1]:], onnxruntime_greedy(ids, mask, 12)))
+        """
+    ),
+    md(
+        """
+        Sampling takes a `jax.random` key (and `temperature`, `top_k`, `top_p`); the same key
+        gives the same tokens.
+        """
+    ),
+    code(
+        """
+        key = jax.random.key(0)
+        sampled = jaxonnx.generate(model, ids, 12, attention_mask=mask, rng=key, temperature=1.5, top_p=0.9)
+        again = jaxonnx.generate(model, ids, 12, attention_mask=mask, rng=key, temperature=1.5, top_p=0.9)
+        show_text(ids, sampled)
+        print("same key, same tokens:", np.array_equal(sampled, again))
+        """
+    ),
+    md(
+        """
+        ## Tokens per second
+
+        `jax.jit(generate)` compiles the prefill and the whole loop once per shape of the prompts;
+        then no Python runs between tokens. (Timings vary with the machine; this tiny model mostly
+        measures the loop's own cost. `benchmarks/generation.py` compares larger models with
+        onnxruntime-genai.)
+        """
+    ),
+    code(
+        """
+        fast_generate = jax.jit(jaxonnx.generate, static_argnames="max_new_tokens")
+        for size in (1, 8):
+            prompts = jnp.asarray(np.random.default_rng(size).integers(3, 128, (size, 8)))
+            start = time.perf_counter()
+            jax.block_until_ready(fast_generate(model, prompts, max_new_tokens=64))
+            compiled = time.perf_counter() - start
+            start = time.perf_counter()
+            jax.block_until_ready(fast_generate(model, prompts, max_new_tokens=64))
+            seconds = time.perf_counter() - start
+            print(f"batch {size}: {size * 64 / seconds:,.0f} new tokens/s (first call, compiling: {compiled:.1f} s)")
+        """,
+        TIMING,
+    ),
+    md(
+        """
+        ## Fine-tune, then generate again
+
+        A `Model` is a pytree whose leaves are its weights, so `jax.grad` of a loss of the model
+        is a model of gradients and optax updates it directly. The loss is next-token
+        cross-entropy on one sentence, the whole sequence run through the graph at once with an
+        empty cache. A few Adam steps teach the random model to continue its first words.
+        """
+    ),
+    code(
+        """
+        text = tokenizer.encode("the quick brown fox jumps over the lazy dog").ids
+        sequence = jnp.asarray([text])
+        empty = {past: jnp.zeros((1, 2, 0, 8), jnp.float32) for past, _ in layout.pairs}
+
+
+        def loss_fn(model):
+            outputs = model.run({"input_ids": sequence, "attention_mask": jnp.ones_like(sequence),
+                                 "position_ids": jnp.arange(len(text))[None], **empty})
+            log_p = jax.nn.log_softmax(outputs["logits"][0, :-1])
+            return -jnp.mean(jnp.take_along_axis(log_p, sequence[0, 1:, None], axis=1))
+
+
+        optimizer = optax.adam(3e-3)
+
+
+        @jax.jit
+        def train_step(model, opt_state):
+            loss, grads = jax.value_and_grad(loss_fn)(model)
+            updates, opt_state = optimizer.update(grads, opt_state, model)
+            return optax.apply_updates(model, updates), opt_state, loss
+
+
+        tuned, opt_state, losses = model, optimizer.init(model), []
+        for step in range(40):
+            tuned, opt_state, loss = train_step(tuned, opt_state)
+            losses.append(float(loss))
+        print(f"cross-entropy: start {losses[0]:.1f}, end {losses[-1]:.2f}")
+        """
+    ),
+    code(
+        """
+        fig = Figure(figsize=(4, 2.5), dpi=80)
+        ax = fig.subplots()
+        ax.semilogy(losses)
+        ax.set_xlabel("step")
+        ax.set_ylabel("cross-entropy (log scale)")
+        ax.set_title("Adam on the Llama's weights")
+        fig.tight_layout()
+        show(fig)
+        """
+    ),
+    code(
+        """
+        prompt_ids, prompt_mask = batch(["the quick brown"])
+        show_text(prompt_ids, jaxonnx.generate(tuned, prompt_ids, len(text) - len(prompt_ids[0]), attention_mask=prompt_mask))
+        tuned.save("/tmp/llama_tuned.onnx")  # the fine-tuned weights written back into the ONNX file
+        print("written back and reloaded, same tokens:", np.array_equal(
+            jaxonnx.generate("/tmp/llama_tuned.onnx", prompt_ids, 6, attention_mask=prompt_mask),
+            jaxonnx.generate(tuned, prompt_ids, 6, attention_mask=prompt_mask)))
+        """
+    ),
+]
+
+
 NOTEBOOKS = {
     "01_quickstart.ipynb": QUICKSTART,
     "02_gradients.ipynb": GRADIENTS,
     "03_data_dependent_shapes.ipynb": SHAPES,
     "04_speed.ipynb": SPEED,
     "05_finetune_exported_model.ipynb": FINETUNE,
+    "06_generation.ipynb": GENERATION,
 }
 
 
