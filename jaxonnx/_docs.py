@@ -61,9 +61,10 @@ def support_table() -> str:
     data input in the newest version (from onnx's schema, or the op's own for domains onnx
     does not define; the data input is the formal with the widest type list). An op that
     ``jaxonnx.ops`` exports links to its entry in the API reference."""
-    rows = _domain_table(DEFAULT_DOMAIN)
+    rows = ["## The default domain (ai.onnx) { #domain-ai-onnx }", ""] + _domain_table(DEFAULT_DOMAIN)
     for domain in sorted(REGISTRY.domains() - {DEFAULT_DOMAIN}):
-        rows += ["", f"Domain `{domain}`:", ""] + _domain_table(domain)
+        anchor = "domain-" + re.sub(r"[^a-z0-9]+", "-", domain.lower())
+        rows += ["", f"## Domain `{domain}` {{ #{anchor} }}", ""] + _domain_table(domain)
     bodies = function_body_ops()
     if bodies:
         rows += ["", "Ops that jaxonnx does not register but runs through the function body onnx defines "
@@ -119,7 +120,7 @@ def ops_reference() -> str:
         entries += [
             f"## `{name}` {{ #{name} }}",
             "",
-            f"```python\njaxonnx.ops.{name}{inspect.signature(function)}\n```",
+            f"```py\njaxonnx.ops.{name}{inspect.signature(function)}\n```",
             "",
             f"::: {function.__module__}.{function.__qualname__}",
             "    options:",

@@ -1,0 +1,89 @@
+"""The docs site stays true: it builds in strict mode (broken links, missing anchors or
+references and any warning fail), its generated pages match the registry, every public
+name has a reference entry with an example, and the code of its pages runs.
+
+Code blocks fenced ```python run, page by page in order, each page in one fresh namespace
+from the repository root; blocks fenced ```py are sketches (a file that is not there, a
+registration with `...` for its body) and are not run.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import re
+import subprocess
+import sys
+
+import pytest
+
+import jaxonnx
+from jaxonnx._docs import ops_reference, support_table
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+# Pages whose ```python blocks run elsewhere, and why.
+RUN_ELSEWHERE = {
+    "guide/scaling-out.md": "a program for two processes: tests/test_distributed.py runs it so",
+}
+
+
+def _python_blocks(text: str) -> list[str]:
+    return re.findall(r"^```python\n(.*?)^```", text, flags=re.S | re.M)
+
+
+def _pages_with_code() -> list[str]:
+    pages = sorted(str(p.relative_to(DOCS)) for p in DOCS.rglob("*.md") if _python_blocks(p.read_text(encoding="utf-8")))
+    return [p for p in pages if p not in RUN_ELSEWHERE]
+
+
+def test_the_site_builds_strictly(tmp_path):
+    env = dict(os.environ, NO_MKDOCS_2_WARNING="1", JAX_PLATFORMS="cpu")
+    result = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False,
+    )
+    assert result.returncode == 0, result.stderr[-5000:]
+    site = tmp_path / "site"
+    # The pages a reader reaches first are there, the notebooks with their figures.
+    assert (site / "index.html").is_file() and (site / "api" / "ops" / "index.html").is_file()
+    quickstart = (site / "notebooks" / "02_gradients" / "index.html").read_text(encoding="utf-8")
+    assert "data:image/png;base64" in quickstart
+    ops_page = (site / "ops" / "index.html").read_text(encoding="utf-8")
+    assert 'href="../api/ops/#slice"' in ops_page
+
+
+def test_the_generated_pages_match_the_registry():
+    stale = "is stale: run `python -m jaxonnx._docs`."
+    assert support_table() in (DOCS / "ops.md").read_text(encoding="utf-8"), f"docs/ops.md {stale}"
+    assert ops_reference() in (DOCS / "api" / "ops.md").read_text(encoding="utf-8"), f"docs/api/ops.md {stale}"
+
+
+def test_every_op_function_links_from_the_table_to_its_entry():
+    table, reference = support_table(), ops_reference()
+    for anchor in re.findall(r"\]\(api/ops\.md#(\w+)\)", table):
+        assert f"{{ #{anchor} }}" in reference, anchor
+    assert len(re.findall(r"\]\(api/ops\.md#", table)) >= 200  # most ops are public functions
+
+
+def test_every_public_name_has_a_reference_entry_with_an_example():
+    page = (DOCS / "api" / "index.md").read_text(encoding="utf-8")
+    entries = re.split(r"^::: ", page, flags=re.M)[1:]
+    documented = {entry.split(None, 1)[0]: entry for entry in entries}
+    for name in jaxonnx.__all__:
+        assert f"jaxonnx.{name}" in documented, f"docs/api/index.md has no entry for jaxonnx.{name}"
+        docstring = getattr(jaxonnx, name).__doc__ or ""
+        example_in_docstring = ">>>" in docstring
+        # The entry's own text runs up to the next entry: an example there is a ```python block.
+        assert example_in_docstring or "```python" in documented[f"jaxonnx.{name}"], (
+            f"jaxonnx.{name} has an example neither in its docstring nor on docs/api/index.md"
+        )
+
+
+@pytest.mark.parametrize("page", _pages_with_code())
+def test_the_code_of_the_page_runs(page, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    namespace: dict = {}
+    exec("import jax, jax.numpy as jnp, numpy as np, jaxonnx", namespace)  # what the API page says it starts with
+    for number, block in enumerate(_python_blocks((DOCS / page).read_text(encoding="utf-8")), 1):
+        exec(compile(block, f"docs/{page} (block {number})", "exec"), namespace)
