@@ -33,6 +33,14 @@ empty past, exactly as a growing-cache loop starts. ``tests/test_generation.py``
 tokens against onnxruntime's growing-cache loop for Optimum and dynamo exports of Llama,
 GPT-2, Qwen2, Phi and Gemma, with batches of uneven prompts.
 
+**onnxruntime-genai's builder files** (GroupQueryAttention) need no window: the op counts
+each row's cache from the attention mask and writes a step's keys after them, and its present
+is as long as its past, so one buffer of the final length is the past and the present of
+every step (``mode == "buffer"``; see ``_decode_in_buffer``). The builder leaves the head
+size symbolic; it is read from the ``genai_config.json`` beside the file (or given as
+``find_cache(model, dims={"kv_cache_dim": ...})``). Tokens are checked against
+``og.Generator``'s for fp32 and int4 (MatMulNBits) files.
+
 Graphs with no ``position_ids`` input compute positions from the cache's length (Optimum's
 Gemma export does), which a fixed window would shift. Those decode with a growing cache,
 each step traced in turn under the same ``jax.jit`` (exact, but the compile time grows with
@@ -58,7 +66,7 @@ import numpy as np
 from jaxonnx._core.model import Model, load
 from jaxonnx._errors import OnnxValidationError
 
-__all__ = ["CacheLayout", "find_cache", "generate", "load_causal_lm"]
+__all__ = ["CacheLayout", "cache_dims_beside", "choose_tokens", "filtered_logits", "find_cache", "generate", "load_causal_lm"]
 
 # Past inputs and present outputs by the names Optimum and onnxruntime-genai give them.
 _NAMED_PAST = re.compile(r"^past_key_values[._](\d+)[._](key|value)$")
@@ -240,8 +248,8 @@ def choose_tokens(logits, rng=None, *, temperature=1.0, top_k=None, top_p=None):
     ``temperature``, ``top_k`` and ``top_p`` may be traced.
 
     Example:
-        >>> choose_tokens(jnp.array([[0.0, 2.0, 1.0]]))
-        Array([1], dtype=int32)
+        >>> choose_tokens(jnp.array([[0.0, 2.0, 1.0]])).tolist()
+        [1]
     """
     if rng is None:
         return jnp.argmax(logits, axis=-1)

@@ -11,6 +11,7 @@ prompts, and for the builder's files ``og.Generator``'s tokens of each prompt al
 
 from __future__ import annotations
 
+import doctest
 import json
 import os
 
@@ -24,6 +25,7 @@ import pytest
 import scipy.stats
 
 import jaxonnx
+from jaxonnx import generation
 from jaxonnx.generation import _decode, cache_dims_beside, filtered_logits, find_cache
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "generation")
@@ -360,3 +362,15 @@ def test_command_line_with_text(capsys):
     tokens = OnnxruntimeLM("llama_optimum").generate(np.array([ids]), np.ones((1, len(ids)), np.int64), 6, eos=[2])[0]
     new = list(tokens[: list(tokens).index(2) + 1]) if 2 in tokens else list(tokens)  # config.json's eos is 2
     assert capsys.readouterr().out == tokenizer.decode(ids + new, skip_special_tokens=True) + "\n"
+
+
+@pytest.mark.parametrize("function", [generation.generate, generation.find_cache, generation.choose_tokens],
+                         ids=lambda f: f.__name__)
+def test_docstring_examples_run(function, monkeypatch):
+    monkeypatch.chdir(os.path.join(os.path.dirname(__file__), os.pardir))  # the examples name files from the repo's root
+    globs = {"jax": jax, "jnp": jnp, "np": np, "jaxonnx": jaxonnx, **{n: getattr(generation, n) for n in generation.__all__}}
+    runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+    for test in doctest.DocTestFinder(recurse=False).find(function, globs=globs):
+        runner.run(test)
+    results = runner.summarize(verbose=False)
+    assert results.attempted > 0 and results.failed == 0
