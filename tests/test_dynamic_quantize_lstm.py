@@ -202,7 +202,7 @@ def test_x_gets_gradients_only_through_its_scale():
     """The rounding of X is flat: X's gradient is the scale's, which only X's extremes move."""
     feed = _node_feed(states=False)
     x = feed["X"]
-    grad = np.asarray(jax.grad(_loss_of("X", feed))(x))
+    grad = np.asarray(jax.jit(jax.grad(_loss_of("X", feed)))(x))
     extremes = {int(np.argmax(x)), int(np.argmin(x))}
     assert set(np.flatnonzero(grad)) <= extremes and np.flatnonzero(grad).size
 
@@ -212,7 +212,7 @@ def test_smooth_inputs_have_exact_gradients_between_roundings(name):
     """With one step, nothing rounded depends on these inputs (X and initial_h are what is
     quantized), so a central difference agrees with jax.grad to float32 rounding."""
     feed = _node_feed(seq=1)  # one step: the hidden state is never rounded after these inputs
-    loss = _loss_of(name, feed)
+    loss = jax.jit(_loss_of(name, feed))
     value = feed[name]
     # A step of 1e-3 relative to each entry (the scales are about 0.005).
     direction = (_rng.normal(size=value.shape) * np.abs(value)).astype(np.float32)
