@@ -1,4 +1,5 @@
-"""The README's examples run with only the dependencies jaxonnx declares.
+"""The README's quickstart and the docs' core examples run with only the dependencies
+jaxonnx declares.
 
 A fresh ``pip install -e .`` installs the declared dependencies and what they require, and
 nothing else; the test suite's own extras (onnxruntime, ...) pull in more, which once hid
@@ -42,10 +43,13 @@ def _declared_closure() -> set[str]:
 
 _RUNNER = r"""
 import pathlib, sys
-readme = pathlib.Path(sys.argv[1]).read_text(encoding="utf-8")
-for heading in ("## Quickstart", "## Gradients and transformations", "## Params, fine-tuning and saving"):
-    block = readme.split(heading, 1)[1].split("```python", 1)[1].split("```", 1)[0]
-    exec(compile(block, f"README.md ({heading})", "exec"), {})
+root = pathlib.Path(sys.argv[1])
+for page, heading in [("README.md", "## Quickstart"), ("docs/getting-started.md", "## A model in five lines"),
+                      ("docs/guide/transformations.md", "# jit, gradients and vmap"),
+                      ("docs/guide/finetuning.md", "# Fine-tuning, params and saving")]:
+    text = (root / page).read_text(encoding="utf-8")
+    block = text.split(heading, 1)[1].split("```python", 1)[1].split("```", 1)[0]
+    exec(compile(block, f"{page} ({heading})", "exec"), {})
 print("ok")
 """
 
@@ -70,7 +74,7 @@ def test_the_readme_examples_need_only_declared_dependencies(tmp_path):
     site = _only_declared(tmp_path)
     env = {"PYTHONPATH": f"{ROOT}{os.pathsep}{site}", "PATH": os.environ.get("PATH", ""), "JAX_PLATFORMS": "cpu"}
     result = subprocess.run(
-        [sys.executable, "-S", "-c", _RUNNER, str(ROOT / "README.md")],
+        [sys.executable, "-S", "-c", _RUNNER, str(ROOT)],
         capture_output=True, text=True, timeout=600, check=False, cwd=tmp_path, env=env,
     )
     assert result.returncode == 0 and result.stdout.strip().endswith("ok"), result.stderr[-3000:]
