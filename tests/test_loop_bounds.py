@@ -258,3 +258,28 @@ def test_the_bounded_loop_vmaps_as_a_python_loop_over_examples():
     batched = jax.vmap(lambda x: model(x, limit)[1])(xs)
     np.testing.assert_allclose(batched, np.stack([jax.jit(model)(x, limit)[1] for x in xs]), rtol=1e-6)
     assert jnp.shape(batched) == (2, 2, 4)
+
+
+def test_a_loop_inside_a_branch_is_bounded_by_its_path():
+    body = _counting_loop().graph.node[0].attribute[0].g
+    body.output.pop()  # no scan output: the loop's only result is s
+    then_branch = helper.make_graph(
+        [helper.make_node("Loop", ["", "c0", "s0"], ["s_loop"], body=body, name="grow")], "then",
+        [], [helper.make_tensor_value_info("s_loop", T.FLOAT, [2])])
+    else_branch = helper.make_graph([helper.make_node("Identity", ["s0"], ["s_same"])], "else", [],
+                                    [helper.make_tensor_value_info("s_same", T.FLOAT, [2])])
+    graph = helper.make_graph(
+        [helper.make_node("If", ["c0"], ["s"], then_branch=then_branch, else_branch=else_branch, name="choose")], "g",
+        [helper.make_tensor_value_info(n, t, s) for n, t, s in
+         (("x", T.FLOAT, [2]), ("stop", T.FLOAT, []), ("c0", T.BOOL, []), ("s0", T.FLOAT, [2]))],
+        [helper.make_tensor_value_info("s", T.FLOAT, [2])])
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 16)])
+    x, stop, s0 = np.array([1.5, 2.0], np.float32), np.array(40.0, np.float32), np.array([1.0, 1.0], np.float32)
+
+    def loss(model):
+        return lambda x: jax.jit(model)(x, stop, np.array(True), s0)[0].sum()
+
+    with pytest.raises(jaxonnx.StaticValueError, match=r"Loop node '/choose/then_branch/grow'.*loop_bounds="):
+        jax.grad(loss(jaxonnx.load(proto)))(x)
+    grad = jax.grad(loss(jaxonnx.load(proto, loop_bounds={"/choose/then_branch/grow": 8})))(x)
+    np.testing.assert_allclose(grad, 6 * x ** 5, rtol=1e-5)  # six iterations: s = x ** 6
