@@ -96,8 +96,8 @@ def dynamic_quantize_lstm(X, W, R, B=None, sequence_lens=None, initial_h=None, i
         initial_h, initial_c: ``[directions, batch, hidden]``.
         P: peepholes ``[directions, 3 * hidden]`` (``i, o, f``).
         W_scale, W_zero_point, R_scale, R_zero_point: the weights' quantization.
-        activation_alpha, activation_beta, activations, clip, direction, hidden_size,
-        input_forget: as LSTM's.
+        activation_alpha, activation_beta, activations, clip: as LSTM's.
+        direction, hidden_size, input_forget: as LSTM's.
 
     Returns:
         ``(Y, Y_h, Y_c)`` as LSTM's (layout 0).
