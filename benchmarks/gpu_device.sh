@@ -14,12 +14,12 @@ for flags in "--xla_cpu_use_fusion_emitters=false" "--xla_backend_optimization_l
   echo "XLA_FLAGS=$flags with this jax: rc $? $(grep -m1 -i 'unknown\|fatal' "$OUT/flag.err")" | tee -a "$OUT/machine.txt"
 done
 t0=$(date +%s)
-JAX_DEFAULT_MATMUL_PRECISION=highest timeout ${TESTS_A_S:-130} python3 -m pytest -q -n 8 -v -p no:cacheprovider -W ignore::DeprecationWarning \
+JAX_DEFAULT_MATMUL_PRECISION=highest timeout ${TESTS_A_S:-130} python3 -m pytest -n 8 -v -p no:cacheprovider -W ignore::DeprecationWarning \
   tests/test_gpu.py tests/test_conv_formulations.py tests/test_pool_formulations.py tests/test_resize_nearest.py \
   tests/test_conv_winograd.py tests/test_real_models.py tests/test_attention_family.py tests/test_recurrent.py > "$OUT/tests_models.log" 2>&1
 echo "models/formulations: rc $? in $(( $(date +%s) - t0 )) s" | tee "$OUT/tests_summary.txt"
 t0=$(date +%s)
-JAX_DEFAULT_MATMUL_PRECISION=highest timeout ${TESTS_B_S:-150} python3 -m pytest -q -n 12 -v -p no:cacheprovider -W ignore::DeprecationWarning \
+JAX_DEFAULT_MATMUL_PRECISION=highest timeout ${TESTS_B_S:-150} python3 -m pytest -n 12 -v -p no:cacheprovider -W ignore::DeprecationWarning \
   tests/test_op_table.py > "$OUT/tests_op_table.log" 2>&1
 echo "op table: rc $? in $(( $(date +%s) - t0 )) s" | tee -a "$OUT/tests_summary.txt"
 for f in "$OUT"/tests_models.log "$OUT"/tests_op_table.log; do
