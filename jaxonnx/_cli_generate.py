@@ -50,7 +50,7 @@ def run(args) -> int:
 
     import jaxonnx
     from jaxonnx._cli import _UsageError
-    from jaxonnx.generation import load_causal_lm
+    from jaxonnx.generation import cache_dims_beside, find_cache, load_causal_lm
 
     if args.max_new_tokens < 1:
         raise _UsageError(f"--max-new-tokens must be at least 1, got {args.max_new_tokens}.", exit_code=2)
@@ -73,9 +73,10 @@ def run(args) -> int:
     ids = np.array([[pad] * (width - len(p)) + list(p) for p in prompts], np.int64)
     mask = np.array([[0] * (width - len(p)) + [1] * len(p) for p in prompts], np.int64)
     model = load_causal_lm(args.model)
+    layout = find_cache(model, dims=cache_dims_beside(args.model))
     start = time.perf_counter()
     out = jaxonnx.generate(
-        model, ids, args.max_new_tokens, attention_mask=mask,
+        model, ids, args.max_new_tokens, attention_mask=mask, cache=layout,
         rng=jax.random.key(args.seed) if args.sample else None,
         temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, eos_token_id=eos, pad_token_id=pad,
     )
