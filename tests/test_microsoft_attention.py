@@ -184,6 +184,49 @@ def _rows(valid):
     return compare
 
 
+def _resident(held, capacity, window):
+    """The positions a window cache keeps, as the operator's text defines them."""
+    evict = capacity - window + 1
+    return held if held <= capacity else held - evict * -(-(held - capacity) // evict)
+
+
+def _window_rows(seqlens, capacity, window, valid=None):
+    """A ``compare`` for a window cache: the valid query rows of the output, and the rows
+    ``[0, L)`` of the present caches (the others are unspecified)."""
+    def compare(index, got, want):
+        if index == 0:
+            rows = valid or [got.shape[1]] * got.shape[0]
+            return (np.concatenate([got[b, :n] for b, n in enumerate(rows)]),
+                    np.concatenate([want[b, :n] for b, n in enumerate(rows)]))
+        kept = [_resident(int(t) + 1, capacity, window) for t in seqlens]
+        return (np.concatenate([got[b, :, :n].ravel() for b, n in enumerate(kept)]),
+                np.concatenate([want[b, :, :n].ravel() for b, n in enumerate(kept)]))
+    return compare
+
+
+_WINDOW = {"local_window_size": 4, "sliding_window_cache": 1}
+_WINDOW_CASES = {
+    # name: (inputs, attributes, valid query rows or None); caches of 8 rows, a window of 4.
+    "fits": (_gqa_inputs(1, (5, 3), 6, past=8), {}, None),
+    "evicts": (_gqa_inputs(1, (8, 12), 13, past=8), {}, None),
+    "capacity_is_window": (_gqa_inputs(1, (8, 5), 9, past=4), {}, None),
+    "prompt": (_gqa_inputs(5, (4, 4), 5, past=8), {}, None),
+    "prompt_past_capacity": (_gqa_inputs(10, (9, 9), 10, past=8), {}, None),
+    "chunk": (_gqa_inputs(3, (11,), 12, past=8), {}, None),
+    "query_seqlens": (_with(_gqa_inputs(3, (11, 9), 12, past=8), query_seqlens=_i32(3, 2)), {}, [3, 2]),
+    "rotary": (_with(_gqa_inputs(1, (8, 12), 13, past=8), cos_cache=_COS, sin_cache=_SIN), {"do_rotary": 1}, None),
+    "attention_bias": (_with(_gqa_inputs(1, (8, 12), 13, past=8), attention_bias=_normal(2, 1, 1, 13)), {}, None),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_WINDOW_CASES))
+def test_group_query_attention_window_cache_equals_onnxruntime(case, run_onnxruntime):
+    inputs, attributes, valid = _WINDOW_CASES[case]
+    compare = _window_rows(inputs[5], inputs[3].shape[2], _WINDOW["local_window_size"], valid)
+    _check("GroupQueryAttention", inputs, {**_HEADS, **_WINDOW, **attributes}, run_onnxruntime, output_count=3,
+           compare=compare)
+
+
 @pytest.mark.parametrize("case", sorted(_GQA_CASES))
 def test_group_query_attention_equals_onnxruntime(case, run_onnxruntime):
     inputs, attributes, outputs, valid = _GQA_CASES[case]
@@ -240,9 +283,10 @@ def test_group_query_attention_qk_norms_equal_the_unfused_graph(epsilon, rotary,
         np.testing.assert_allclose(np.asarray(actual), want, rtol=2e-5, atol=2e-5)
 
 
-def _decode_model(batch, capacity):
+def _decode_model(batch, capacity, positions, window_cache):
     """One GroupQueryAttention node over a fixed-size cache, with rotary embedding and a
-    local window, as onnxruntime-genai's builder writes it (the shared buffer)."""
+    local window, as onnxruntime-genai's builder writes it: the shared buffer, or (with
+    ``window_cache``) the window-sized cache that evicts."""
     size, heads, kv_heads = _GQA_HEAD, _HEADS["num_heads"], _HEADS["kv_num_heads"]
     f = 1
     inputs = [helper.make_tensor_value_info("q", f, [batch, "s", heads * size]),
@@ -251,22 +295,25 @@ def _decode_model(batch, capacity):
               helper.make_tensor_value_info("past_key", f, [batch, kv_heads, capacity, size]),
               helper.make_tensor_value_info("past_value", f, [batch, kv_heads, capacity, size]),
               helper.make_tensor_value_info("seqlens", 6, [batch]), helper.make_tensor_value_info("total", 6, []),
-              helper.make_tensor_value_info("cos", f, [capacity, 16]), helper.make_tensor_value_info("sin", f, [capacity, 16])]
+              helper.make_tensor_value_info("cos", f, [positions, 16]), helper.make_tensor_value_info("sin", f, [positions, 16])]
     node = helper.make_node("GroupQueryAttention", ["q", "k", "v", "past_key", "past_value", "seqlens", "total", "cos", "sin"],
                             ["y", "present_key", "present_value"], domain="com.microsoft", **_HEADS, do_rotary=1,
-                            local_window_size=6, softcap=4.0)
+                            local_window_size=6, softcap=4.0, sliding_window_cache=int(window_cache))
     graph = helper.make_graph([node], "decode", inputs, [helper.make_empty_tensor_value_info(o) for o in ("y", "present_key", "present_value")])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid("com.microsoft", 1)])
     model.ir_version = 10
     return model
 
 
-def test_group_query_attention_decode_loop_under_one_jit(run_onnxruntime):
-    batch, capacity, prompt, steps = 2, 16, 5, 8
+@pytest.mark.parametrize("window_cache", [False, True], ids=["shared_buffer", "window_cache"])
+def test_group_query_attention_decode_loop_under_one_jit(window_cache, run_onnxruntime):
+    batch, prompt, steps = 2, 5, 8
+    capacity = 8 if window_cache else 16  # the window cache evicts from the fourth step on
     size, heads, kv_heads = _GQA_HEAD, _HEADS["num_heads"], _HEADS["kv_num_heads"]
-    model = _decode_model(batch, capacity)
-    cos, sin = _caches(capacity, 16)
-    lengths = np.array([prompt, 3])  # entry 1's prompt is right-padded
+    model = _decode_model(batch, capacity, 16, window_cache)
+    cos, sin = _caches(16, 16)
+    # Entry 1's prompt is right-padded (onnxruntime's window cache takes no padded prompt).
+    lengths = np.array([prompt, prompt if window_cache else 3])
     zeros = np.zeros((batch, kv_heads, capacity, size), _F)
     prefill = {"q": _normal(batch, prompt, heads * size), "k": _normal(batch, prompt, kv_heads * size),
                "v": _normal(batch, prompt, kv_heads * size), "past_key": zeros, "past_value": zeros,
@@ -282,9 +329,15 @@ def test_group_query_attention_decode_loop_under_one_jit(run_onnxruntime):
                 "total": _i32(held.max()).reshape(()), "cos": cos, "sin": sin}
         expected.append(run_onnxruntime(model, feed))
 
+    def kept(cache, held):  # a window cache's rows past L are unspecified
+        if not window_cache:
+            return np.asarray(cache)
+        return np.concatenate([np.asarray(cache)[b, :, :_resident(int(t), capacity, 6)].ravel() for b, t in enumerate(held)])
+
     loaded = jaxonnx.load(model)
     y, key_cache, value_cache = (loaded.run(prefill)[name] for name in ("y", "present_key", "present_value"))
     np.testing.assert_allclose(np.asarray(y), expected[0][0], rtol=2e-5, atol=2e-5)
+    np.testing.assert_allclose(kept(key_cache, lengths), kept(expected[0][1], lengths), rtol=2e-5, atol=2e-5)
 
     @jax.jit
     def decode(key_cache, value_cache, seqlens, tokens):
@@ -302,8 +355,10 @@ def test_group_query_attention_decode_loop_under_one_jit(run_onnxruntime):
     (_, _, final_seqlens), (ys, keys) = decode(key_cache, value_cache, jnp.asarray(prefill["seqlens"]), stacked)
     np.testing.assert_array_equal(np.asarray(final_seqlens), lengths - 1 + steps)
     for step in range(steps):
+        held = lengths + step + 1
         np.testing.assert_allclose(np.asarray(ys[step]), expected[step + 1][0], rtol=2e-5, atol=2e-5, err_msg=f"step {step}")
-        np.testing.assert_allclose(np.asarray(keys[step]), expected[step + 1][1], rtol=2e-5, atol=2e-5, err_msg=f"step {step}")
+        np.testing.assert_allclose(kept(keys[step], held), kept(expected[step + 1][1], held), rtol=2e-5, atol=2e-5,
+                                   err_msg=f"step {step}")
 
 
 # Attention, QAttention, MultiHeadAttention -----------------------------------------------
@@ -460,8 +515,8 @@ def test_multi_head_attention_packed_equals_onnxruntime_unpacked(packed, run_onn
 def test_group_query_attention_refusals_name_the_input():
     op = jaxonnx.get_op("GroupQueryAttention", 1, "com.microsoft")
     inputs = _gqa_inputs(1, (4, 2), 5, past=8)
-    with pytest.raises(jaxonnx.OnnxValidationError, match="sliding_window_cache"):
-        op(*inputs, **_HEADS, sliding_window_cache=1, local_window_size=4)
+    with pytest.raises(jaxonnx.OnnxValidationError, match="window cache of at least"):
+        op(*inputs, **_HEADS, sliding_window_cache=1, local_window_size=9)
     with pytest.raises(jaxonnx.OnnxValidationError, match="quantized caches are not supported"):
         op(*inputs, **_HEADS, k_quant_type="PER_TENSOR")
     with pytest.raises(jaxonnx.OnnxValidationError, match="seqlens_k"):

@@ -10,6 +10,9 @@ that is how a decode loop runs under one ``jax.jit`` over a fixed-size cache
 mask's shape, so it is known at trace time; where it is traced, the present cache is taken
 to be as long as the past (the shared buffer, where it never exceeds the past's length) or,
 with no past, as the prompt; a cache that grows step by step needs it known at trace time.
+With ``sliding_window_cache`` (what the builder writes for sliding-window layers) the
+buffers are window-sized instead and evict as onnxruntime's text defines, which traced
+positions follow too.
 """
 
 from __future__ import annotations
@@ -127,13 +130,20 @@ def group_query_attention(
         qk_output: 1 returns the scores (scaled, capped, biased), 2 the probabilities, as
             ``output_qk`` ``(batch, num_heads, S, present_length)``.
         causal: 0 lets every query attend every valid key.
-        sliding_window_cache, kv_cache_bit_width, k_quant_type, v_quant_type: window-sized
-            or quantized caches, which are not supported (an error).
+        sliding_window_cache: 1: ``past_key`` holds ``C >= local_window_size`` rows, of which
+            the first ``L(T')`` hold the latest positions before the step (``T' = T - S``), in
+            order; the present caches (``C`` rows) hold the latest ``L(T)``, with ``L(T) = T``
+            up to ``C``, then ``T - G * ceil((T - C) / G)``, ``G = C - local_window_size + 1``
+            (rows past ``L`` are zeros here, unspecified in onnxruntime). Attention and
+            ``attention_bias`` (indexed by absolute key position) are as with a whole cache.
+        kv_cache_bit_width, k_quant_type, v_quant_type: quantized caches, which are not
+            supported (an error).
         qk_norm_epsilon, q_norm_epsilon, k_norm_epsilon: the norms' epsilons.
 
     Returns:
         ``(output, present_key, present_value)``: ``(batch, S, num_heads * head_size)`` and
-        the two caches ``(batch, kv_num_heads, max(total, past_length), head_size)``; with
+        the two caches ``(batch, kv_num_heads, max(total, past_length), head_size)`` (``past_length``
+        with ``sliding_window_cache``); with
         ``qk_output``, ``output_qk`` too: the scores (0 where masked) or the probabilities,
         ``(batch, num_heads, S, total_sequence_length)``.
 
@@ -144,7 +154,7 @@ def group_query_attention(
         >>> out.shape, present_key.shape
         ((1, 2, 8), (1, 1, 2, 8))
     """
-    _check_supported(sliding_window_cache, kv_cache_bit_width, k_quant_type, v_quant_type, k_scale, v_scale)
+    _check_supported(kv_cache_bit_width, k_quant_type, v_quant_type, k_scale, v_scale)
     if num_heads is None or kv_num_heads is None or num_heads <= 0 or kv_num_heads <= 0 or num_heads % kv_num_heads:
         raise OnnxValidationError(
             f"needs `num_heads` > 0 a multiple of `kv_num_heads` > 0, got {num_heads} and {kv_num_heads}."
@@ -158,10 +168,15 @@ def group_query_attention(
     batch, _, length, head_size = q.shape
     past_length = _checked_past(past_key, past_value, batch, kv_num_heads, head_size)
     total = _total(total_sequence_length, past_length, length, attention_bias, qk_output)
-    present_length = max(total, past_length)
-    if not is_traced(total_sequence_length) and query_seqlens is None:
-        _check_step(total, length, batch, present_length, past_length)
-    totals = _checked_lengths(seqlens_k, "seqlens_k", batch, 1, present_length, offset=1)
+    windowed = bool(sliding_window_cache)
+    if windowed:
+        _check_windowed(past_key, local_window_size, causal, qk_output)
+        present_length = past_length  # the window's capacity; positions may run past it
+    else:
+        present_length = max(total, past_length)
+        if not is_traced(total_sequence_length) and query_seqlens is None:
+            _check_step(total, length, batch, present_length, past_length)
+    totals = _checked_lengths(seqlens_k, "seqlens_k", batch, 1, None if windowed else present_length, offset=1)
     if query_seqlens is not None:
         valid = _checked_lengths(query_seqlens, "query_seqlens", batch, 0, length, offset=0)
         starts = totals - valid
@@ -185,21 +200,28 @@ def group_query_attention(
         rotary_positions = positions if position_ids is None else _checked_position_ids(position_ids, batch, length)
         q, k = _rotary(q, k, cos_cache, sin_cache, rotary_positions, head_size, total, rotary_interleaved)
 
-    present_key = _present(past_key, k, starts, valid, present_length)
-    present_value = _present(past_value, v, starts, valid, present_length)
-
-    keys = jnp.arange(present_length, dtype=jnp.int32).reshape(1, 1, 1, present_length)
-    # A first prompt's padding rows (past a batch entry's T) attend as its last valid row does.
-    query_at = jnp.minimum(positions, totals[:, None] - 1).reshape(batch, 1, length, 1)
-    if causal:
-        allowed = keys <= query_at
-        if local_window_size is not None and local_window_size > 0:
-            allowed = allowed & (keys > query_at - local_window_size)
+    if windowed:
+        keys_k, keys_v, key_at, present_key, present_value = _windowed(past_key, past_value, k, v, totals, starts, valid,
+                                                                       local_window_size)
+        key_valid = key_at >= 0
     else:
-        allowed = keys < totals.reshape(batch, 1, 1, 1)
+        present_key = _present(past_key, k, starts, valid, present_length)
+        present_value = _present(past_value, v, starts, valid, present_length)
+        keys_k, keys_v = present_key, present_value
+        key_at = jnp.broadcast_to(jnp.arange(present_length, dtype=jnp.int32), (batch, present_length))
+        key_valid = key_at < totals[:, None]
+    # The absolute position of each key (batch, 1, 1, keys) and query (batch, 1, S, 1); a
+    # first prompt's padding rows (past a batch entry's T) attend as its last valid row does.
+    key_at = key_at.reshape(batch, 1, 1, -1)
+    query_at = jnp.minimum(positions, totals[:, None] - 1).reshape(batch, 1, length, 1)
+    allowed = key_valid.reshape(batch, 1, 1, -1)
+    if causal:
+        allowed = allowed & (key_at <= query_at)
+        if local_window_size is not None and local_window_size > 0:
+            allowed = allowed & (key_at > query_at - local_window_size)
     bias = None
     if attention_bias is not None:
-        bias = _checked_bias(attention_bias, batch, num_heads, length, total, present_length)
+        bias = _checked_bias(attention_bias, batch, num_heads, length, total, key_at)
     sink = None
     if head_sink is not None:
         if tuple(head_sink.shape) != (num_heads,):
@@ -210,7 +232,7 @@ def group_query_attention(
     scale = float(scale) if scale else 1.0 / np.sqrt(head_size)
     if qk_output not in (0, 1, 2):
         raise OnnxValidationError(f"got `qk_output`={qk_output}; it is 0, 1 (scores) or 2 (probabilities).")
-    result = grouped_attention(q, present_key, present_value, scale=scale, allowed=allowed, bias=bias,
+    result = grouped_attention(q, keys_k, keys_v, scale=scale, allowed=allowed, bias=bias,
                                softcap=float(softcap or 0.0), sink=sink, probabilities=bool(qk_output))
     if not qk_output:
         return merge_heads(result), present_key, present_value
@@ -219,12 +241,7 @@ def group_query_attention(
     return merge_heads(y), present_key, present_value, qk[..., :total]
 
 
-def _check_supported(sliding_window_cache, bit_width, k_quant, v_quant, k_scale, v_scale):
-    if sliding_window_cache:
-        raise OnnxValidationError(
-            "got `sliding_window_cache`=1 (window-sized buffers that evict internally); it is not supported: give a "
-            "cache that holds the whole sequence with `local_window_size`, whose attention is the same."
-        )
+def _check_supported(bit_width, k_quant, v_quant, k_scale, v_scale):
     if (k_quant or "NONE") != "NONE" or (v_quant or "NONE") != "NONE" or k_scale is not None or v_scale is not None \
             or bit_width:
         raise OnnxValidationError(
@@ -316,9 +333,9 @@ def _checked_lengths(lengths, name, batch, low, high, *, offset):
         )
     if not is_traced(lengths):
         values = np.asarray(lengths).astype(np.int64) + offset
-        if values.size and (values.min() < low or values.max() > high):
+        if values.size and (values.min() < low or (high is not None and values.max() > high)):
             raise OnnxValidationError(
-                f"got `{name}`={np.asarray(lengths).tolist()}; each {name}{' + 1' if offset else ''} is in [{low}, {high}]."
+                f"got `{name}`={np.asarray(lengths).tolist()}; each {name}{' + 1' if offset else ''} is in [{low}, {'inf' if high is None else high}]."
             )
     return jnp.asarray(lengths).astype(jnp.int32) + offset
 
@@ -375,18 +392,71 @@ def _present(past, new, starts, valid, present_length):
     return present
 
 
-def _checked_bias(bias, batch, heads, length, total, present_length):
-    """``attention_bias`` broadcast to ``(batch, heads, S, present_length)`` (its last axis is
-    ``total_sequence_length`` long; a longer cache's other keys are never attended)."""
+def _checked_bias(bias, batch, heads, length, total, key_at):
+    """``attention_bias`` at each key's absolute position (its last axis is
+    ``total_sequence_length`` long, indexed by position): ``(batch or 1, heads or 1, S, keys)``."""
     target = (batch, heads, length, total)
     if bias.ndim != 4 or any(b not in (1, t) for b, t in zip(bias.shape[:2], target[:2])) or tuple(bias.shape[2:]) != target[2:]:
         raise OnnxValidationError(
             f"needs `attention_bias` of shape (batch or 1, num_heads or 1, sequence, total_sequence_length) = "
             f"{target}, got {tuple(bias.shape)}."
         )
-    if present_length > total:
-        bias = jnp.pad(bias, [(0, 0), (0, 0), (0, 0), (0, present_length - total)])
-    return bias
+    # Keys past the total (or none) are never attended: any column will do for them.
+    shape = (batch, bias.shape[1], length)
+    columns = jnp.broadcast_to(jnp.clip(key_at, 0, total - 1), shape + (key_at.shape[3],))
+    return jnp.take_along_axis(jnp.broadcast_to(bias, shape + (total,)), columns, axis=3)
+
+
+def _check_windowed(past_key, local_window_size, causal, qk_output):
+    if past_key is None or local_window_size is None or local_window_size <= 0 or not causal or qk_output:
+        raise OnnxValidationError(
+            f"needs `past_key` (the window's buffer), `local_window_size` > 0 and causal attention with "
+            f"`sliding_window_cache`=1, and no `qk_output`; got local_window_size={local_window_size}, causal={causal}, "
+            f"qk_output={qk_output}."
+        )
+    if past_key.shape[2] < local_window_size:
+        raise OnnxValidationError(
+            f"needs a window cache of at least `local_window_size`={local_window_size} rows, got {past_key.shape[2]}."
+        )
+
+
+def _resident(held, capacity, window):
+    """How many positions a window cache of ``capacity`` keeps after ``held`` tokens:
+    ``held`` while it fits, then ``held - G * ceil((held - capacity) / G)`` with ``G =
+    capacity - window + 1`` (onnxruntime evicts ``G`` positions at once)."""
+    evict = capacity - window + 1
+    over = jnp.maximum(held - capacity, 0)
+    return jnp.where(held <= capacity, held, held - evict * ((over + evict - 1) // evict))
+
+
+def _windowed(past_key, past_value, k, v, totals, starts, valid, window):
+    """onnxruntime's window cache (``sliding_window_cache``): rows ``[0, L)`` of a buffer of
+    ``C`` rows hold the ``L`` latest positions in order. Returns the keys and values to
+    attend (the past rows, then the new ones), each key's absolute position (-1 for none),
+    and the present caches."""
+    batch, heads, length, size = k.shape
+    capacity = past_key.shape[2]
+    new_count = length if valid is None else valid
+    before = _resident(starts, capacity, window)  # resident before the step: positions starts - before ..
+    after = _resident(starts + new_count, capacity, window)
+    rows = jnp.arange(capacity, dtype=jnp.int32)[None, :]
+    news = jnp.arange(length, dtype=jnp.int32)[None, :]
+    past_at = jnp.where(rows < before[:, None], starts[:, None] - before[:, None] + rows, -1)
+    new_count = jnp.broadcast_to(jnp.asarray(new_count, jnp.int32), (batch,))
+    new_at = jnp.where(news < new_count[:, None], starts[:, None] + news, -1)
+    key_at = jnp.concatenate([past_at, new_at], axis=1)  # (batch, capacity + S)
+    keys_k = jnp.concatenate([past_key.astype(k.dtype), k], axis=2)
+    keys_v = jnp.concatenate([past_value.astype(v.dtype), v], axis=2)
+    # Present row r holds position T - L + r: a past row or a new one.
+    ends = starts + new_count
+    wanted = ends[:, None] - after[:, None] + rows  # (batch, capacity)
+    source = jnp.where(wanted < starts[:, None], wanted - (starts[:, None] - before[:, None]), capacity + wanted - starts[:, None])
+    source = jnp.clip(source, 0, capacity + length - 1)
+    index = jnp.broadcast_to(source.reshape(batch, 1, capacity, 1), (batch, heads, capacity, 1))
+    keep = (rows < after[:, None]).reshape(batch, 1, capacity, 1)
+    present_key = jnp.where(keep, jnp.take_along_axis(keys_k, index, axis=2), jnp.zeros((), k.dtype))
+    present_value = jnp.where(keep, jnp.take_along_axis(keys_v, index, axis=2), jnp.zeros((), v.dtype))
+    return keys_k, keys_v, key_at, present_key, present_value
 
 
 __all__ = ["group_query_attention"]
