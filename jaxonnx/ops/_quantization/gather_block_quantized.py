@@ -27,6 +27,7 @@ _SCHEMA = microsoft_schema(
     type_constraints=[("T1", ["tensor(int4)", "tensor(uint4)", "tensor(uint8)"] + _FLOAT_CODES),
                       ("T2", ["tensor(float)", "tensor(float16)", "tensor(bfloat16)"]),
                       ("Tind", ["tensor(int32)", "tensor(int64)"])],
+    differentiable=("scales",),
     attributes=[
         _Attribute("bits", onnx.helper.make_attribute("bits", 4), "Bits per value of uint8 `data` (2, 4 or 8)."),
         _Attribute("block_size", onnx.helper.make_attribute("block_size", 128),

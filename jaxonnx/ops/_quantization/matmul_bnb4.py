@@ -23,6 +23,7 @@ _SCHEMA = microsoft_schema(
     inputs=[("A", "T1"), ("B", "T2"), ("absmax", "T1")],
     outputs=[("Y", "T1")],
     type_constraints=[("T1", ["tensor(float)", "tensor(float16)", "tensor(bfloat16)"]), ("T2", ["tensor(uint8)"])],
+    differentiable=("A", "absmax"),
     attributes=[
         _Attribute("K", _INT, "Input feature count of the weight.", required=True),
         _Attribute("N", _INT, "Output feature count of the weight.", required=True),

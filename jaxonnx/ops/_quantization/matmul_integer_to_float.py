@@ -28,6 +28,7 @@ _INTEGER_TO_FLOAT_SCHEMA = microsoft_schema(
     outputs=[("Y", "T3")],
     type_constraints=[("T1", ["tensor(int8)", "tensor(uint8)"]), ("T2", ["tensor(int8)", "tensor(uint8)"]),
                       ("T3", ["tensor(float)", "tensor(float16)"])],
+    differentiable=("a_scale", "b_scale", "bias"),
 )
 _DYNAMIC_SCHEMA = microsoft_schema(
     "DynamicQuantizeMatMul",
@@ -36,6 +37,7 @@ _DYNAMIC_SCHEMA = microsoft_schema(
     inputs=[("A", "T1"), ("B", "T2"), ("b_scale", "T1"), ("b_zero_point", "T2", "optional"), ("bias", "T1", "optional")],
     outputs=[("Y", "T1")],
     type_constraints=[("T1", ["tensor(float)"]), ("T2", ["tensor(int8)", "tensor(uint8)"])],
+    differentiable=("b_scale", "bias"),
 )
 
 

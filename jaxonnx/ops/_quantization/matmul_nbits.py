@@ -26,6 +26,7 @@ _SCHEMA = microsoft_schema(
     outputs=[("Y", "T1")],
     type_constraints=[("T1", _FLOATS), ("T2", ["tensor(uint8)"]), ("T3", ["tensor(uint8)"] + _FLOATS),
                       ("T4", ["tensor(int32)"])],
+    differentiable=("A", "scales", "zero_points", "bias"),
     attributes=[
         _Attribute("K", _INT, "Input feature dimension of the weight matrix.", required=True),
         _Attribute("N", _INT, "Output feature dimension of the weight matrix.", required=True),

@@ -30,6 +30,7 @@ _DEQUANTIZE_SCHEMA = microsoft_schema(
     inputs=[("x", "T1"), ("x_scale", "T2"), ("x_zero_point", "T1", "optional")],
     outputs=[("y", "T2")],
     type_constraints=[("T1", _INTEGERS + ["tensor(int32)"]), ("T2", ["tensor(float16)", "tensor(float)"])],
+    differentiable=("x_scale",),
     attributes=[_AXIS],
 )
 
