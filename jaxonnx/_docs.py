@@ -125,6 +125,7 @@ def ops_reference() -> str:
             f"::: {function.__module__}.{function.__qualname__}",
             "    options:",
             "      show_root_heading: false",
+            "      show_root_toc_entry: false",
             "",
             f"<small>{what}</small>",
             "",
