@@ -1,8 +1,8 @@
 """What onnxruntime runs although the IR or the operator text is stricter, and jaxonnx runs
 the same way (the README's "Leniencies onnxruntime allows"): nodes out of topological order
 (in the main graph; jaxonnx sorts Loop bodies and function bodies too), an initializer that an IR 3
-file does not list as a graph input, a graph output whose type sets no case, and Expand with
-a 0-D shape. (STFT's 2-D signal: tests/test_stft_exports.py.) Each against onnxruntime,
+file does not list as a graph input, a graph output whose type sets no case, Expand with a 0-D shape, and com.microsoft
+nodes whose domain the file does not import. (STFT's 2-D signal: tests/test_stft_exports.py.) Each against onnxruntime,
 eager and under jax.jit."""
 
 from __future__ import annotations
@@ -130,3 +130,16 @@ def test_what_onnxruntime_refuses_stays_refused(case):
         ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feed)
     with pytest.raises(error):
         jaxonnx.load(proto)(**feed)
+
+
+def test_a_com_microsoft_node_without_its_domain_imported(run_onnxruntime):
+    # onnxruntime's transformer optimizer at opt_level 0 writes such files (only "" imported).
+    node = helper.make_node("FusedMatMul", ["x", "w"], ["y"], domain="com.microsoft", alpha=0.5, transB=1)
+    weight = numpy_helper.from_array(np.arange(8, dtype=np.float32).reshape(2, 4), "w")
+    proto = _model([node], [vi("x", T.FLOAT, [3, 4])], [vi("y", T.FLOAT, [3, 2])], [weight])
+    assert [o.domain for o in proto.opset_import] == [""]
+    model = _assert_runs_as_onnxruntime(proto, {"x": X}, run_onnxruntime)
+    assert model.opsets["com.microsoft"] == max(jaxonnx.supported_ops("com.microsoft")["FusedMatMul"])
+    unknown = helper.make_node("Frobnicate", ["x"], ["y"], domain="com.example")
+    with pytest.raises(jaxonnx.ModelLoadError, match=r"\['com.example'\] but its opset_import names no version"):
+        jaxonnx.load(_model([unknown], [vi("x", T.FLOAT, [3, 4])], [vi("y", T.FLOAT, [3, 4])]))

@@ -185,10 +185,16 @@ class Model:
         # `jax.jit(model)` names its computation after this (`jit_<graph name>`).
         self.__name__ = graph.name or "onnx_model"
         functions = {(f.domain, f.name): f for f in proto_copy.functions}
-        unimported = sorted(
-            {canonical_domain(n.domain) for n in graph.node if (n.domain, n.op_type) not in functions}
-            - set(self.opsets)
-        )
+        used = {canonical_domain(n.domain) for n in graph.node if (n.domain, n.op_type) not in functions}
+        # onnxruntime's transformer optimizer at opt_level 0 writes com.microsoft nodes without
+        # importing the domain; onnxruntime runs a domain it knows at its newest version, and
+        # so does jaxonnx for a domain its registry has ops of (the newest registered version).
+        for domain in sorted(used - set(self.opsets) - {""}):
+            known = [v for versions in (registry or REGISTRY).supported_ops(domain).values() for v in versions]
+            if known:
+                proto_copy.opset_import.append(onnx.helper.make_opsetid(domain, max(known)))
+                self.opsets[domain] = max(known)
+        unimported = sorted(used - set(self.opsets))
         if unimported:
             raise ModelLoadError(
                 f"The model's nodes use the domains {unimported} but its opset_import names no version "
