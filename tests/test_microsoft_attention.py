@@ -174,6 +174,25 @@ _GQA_CASES = {
 }
 
 
+def _int8_cache(inputs, per_channel):
+    """The inputs with an int8 past and its scales."""
+    inputs = list(inputs)
+    batch, heads, length, size = inputs[3].shape
+    inputs[3], inputs[4] = (_rng.integers(-100, 101, (batch, heads, length, size)).astype(np.int8) for _ in range(2))
+    shape = (1, heads, 1, size) if per_channel else (1,)
+    scales = [(_rng.random(shape) * 0.03 + 0.01).astype(_F) for _ in range(2)]
+    return _with(inputs) [:12] + scales
+
+
+_INT8 = {"kv_cache_bit_width": 8}
+_GQA_CASES.update({
+    "int8_cache_per_tensor": (_int8_cache(_gqa_inputs(1, (4, 2), 5, past=8), False),
+                              {**_INT8, "k_quant_type": "PER_TENSOR", "v_quant_type": "PER_TENSOR"}, 3, None),
+    "int8_cache_per_channel_prompt": (_int8_cache(_gqa_inputs(5, (4, 4), 5, past=8), True),
+                                      {**_INT8, "k_quant_type": "PER_CHANNEL", "v_quant_type": "PER_CHANNEL"}, 3, None),
+})
+
+
 def _rows(valid):
     """A ``compare`` that keeps the outputs' valid query rows (output 0 only)."""
     def compare(index, got, want):
@@ -216,6 +235,8 @@ _WINDOW_CASES = {
     "query_seqlens": (_with(_gqa_inputs(3, (11, 9), 12, past=8), query_seqlens=_i32(3, 2)), {}, [3, 2]),
     "rotary": (_with(_gqa_inputs(1, (8, 12), 13, past=8), cos_cache=_COS, sin_cache=_SIN), {"do_rotary": 1}, None),
     "attention_bias": (_with(_gqa_inputs(1, (8, 12), 13, past=8), attention_bias=_normal(2, 1, 1, 13)), {}, None),
+    "int8_cache": (_int8_cache(_gqa_inputs(1, (8, 10), 11, past=6), True),
+                   {"kv_cache_bit_width": 8, "k_quant_type": "PER_CHANNEL", "v_quant_type": "PER_CHANNEL"}, None),
 }
 
 
@@ -517,8 +538,8 @@ def test_group_query_attention_refusals_name_the_input():
     inputs = _gqa_inputs(1, (4, 2), 5, past=8)
     with pytest.raises(jaxonnx.OnnxValidationError, match="window cache of at least"):
         op(*inputs, **_HEADS, sliding_window_cache=1, local_window_size=9)
-    with pytest.raises(jaxonnx.OnnxValidationError, match="quantized caches are not supported"):
-        op(*inputs, **_HEADS, k_quant_type="PER_TENSOR")
+    with pytest.raises(jaxonnx.OnnxValidationError, match="k_quant_type"):
+        op(*inputs, **_HEADS, k_quant_type="PER_TENSOR")  # no scale, a float cache
     with pytest.raises(jaxonnx.OnnxValidationError, match="seqlens_k"):
         op(*inputs[:5], _i32(8, 2), inputs[6], **_HEADS)  # 9 positions for a cache of 8
     # The scores' last dim is total_sequence_length: a traced one is refused there.

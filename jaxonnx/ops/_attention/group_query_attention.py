@@ -117,7 +117,7 @@ def group_query_attention(
         position_ids: optional int64 ``(batch, S)``: the rotary positions.
         attention_bias: optional, broadcastable to ``(batch, num_heads, S, total_sequence_length)``.
         head_sink: optional ``(num_heads,)``: one logit per head in the softmax denominator.
-        k_scale, v_scale: the scales of a quantized cache: not supported (an error).
+        k_scale, v_scale: the scales of a quantized cache (see ``k_quant_type``).
         q_norm_weight, k_norm_weight: optional ``(head_size,)``: per-head RMS norms of Q and K.
         query_seqlens: optional int32 ``(batch,)``: the valid rows of a right-padded chunk
             (only those enter the cache; the others' outputs are unspecified).
@@ -136,8 +136,11 @@ def group_query_attention(
             up to ``C``, then ``T - G * ceil((T - C) / G)``, ``G = C - local_window_size + 1``
             (rows past ``L`` are zeros here, unspecified in onnxruntime). Attention and
             ``attention_bias`` (indexed by absolute key position) are as with a whole cache.
-        kv_cache_bit_width, k_quant_type, v_quant_type: quantized caches, which are not
-            supported (an error).
+        kv_cache_bit_width, k_quant_type, v_quant_type: an int8 cache (bit width 8) quantized
+            ``PER_TENSOR`` or ``PER_CHANNEL`` with ``k_scale``, ``v_scale``: the past is
+            dequantized, the new keys and values quantized (round half to even, saturate),
+            and attention reads the cache's values, as onnxruntime's CPU kernel does; 4-bit
+            and float8 caches are not supported (an error).
         qk_norm_epsilon, q_norm_epsilon, k_norm_epsilon: the norms' epsilons.
 
     Returns:
@@ -154,7 +157,6 @@ def group_query_attention(
         >>> out.shape, present_key.shape
         ((1, 2, 8), (1, 1, 2, 8))
     """
-    _check_supported(kv_cache_bit_width, k_quant_type, v_quant_type, k_scale, v_scale)
     if num_heads is None or kv_num_heads is None or num_heads <= 0 or kv_num_heads <= 0 or num_heads % kv_num_heads:
         raise OnnxValidationError(
             f"needs `num_heads` > 0 a multiple of `kv_num_heads` > 0, got {num_heads} and {kv_num_heads}."
@@ -167,6 +169,15 @@ def group_query_attention(
     q, k, v = _heads(query, key, value, num_heads, kv_num_heads)
     batch, _, length, head_size = q.shape
     past_length = _checked_past(past_key, past_value, batch, kv_num_heads, head_size)
+    key_codec = _cache_codec("k", k_quant_type, k_scale, past_key, kv_cache_bit_width, kv_num_heads, head_size, q.dtype)
+    value_codec = _cache_codec("v", v_quant_type, v_scale, past_value, kv_cache_bit_width, kv_num_heads, head_size,
+                               q.dtype)
+    if key_codec is not None:
+        # Computed in float: the past as its codes say, the new keys and values as the cache
+        # will hold them; the present caches are quantized at the end.
+        past_key, k = key_codec[0](past_key), key_codec[0](key_codec[1](k))
+    if value_codec is not None:
+        past_value, v = value_codec[0](past_value), value_codec[0](value_codec[1](v))
     total = _total(total_sequence_length, past_length, length, attention_bias, qk_output)
     windowed = bool(sliding_window_cache)
     if windowed:
@@ -219,6 +230,10 @@ def group_query_attention(
         allowed = allowed & (key_at <= query_at)
         if local_window_size is not None and local_window_size > 0:
             allowed = allowed & (key_at > query_at - local_window_size)
+    if key_codec is not None:
+        present_key = key_codec[1](present_key)
+    if value_codec is not None:
+        present_value = value_codec[1](present_value)
     bias = None
     if attention_bias is not None:
         bias = _checked_bias(attention_bias, batch, num_heads, length, total, key_at)
@@ -241,13 +256,40 @@ def group_query_attention(
     return merge_heads(y), present_key, present_value, qk[..., :total]
 
 
-def _check_supported(bit_width, k_quant, v_quant, k_scale, v_scale):
-    if (k_quant or "NONE") != "NONE" or (v_quant or "NONE") != "NONE" or k_scale is not None or v_scale is not None \
-            or bit_width:
+def _cache_codec(which, quant_type, scale, past, bit_width, kv_heads, head_size, dtype):
+    """``(dequantize, quantize)`` of a quantized cache, or None for a float one: int8 codes
+    (``kv_cache_bit_width`` 8) times a scale per tensor (``[1]``) or per channel (``[1,
+    kv_num_heads, 1, head_size]``), rounded half to even and saturated."""
+    quant_type = quant_type or "NONE"
+    if quant_type == "NONE":
+        if scale is not None or (past is not None and not jnp.issubdtype(past.dtype, jnp.floating)):
+            raise OnnxValidationError(
+                f"got `{which}_scale` or an integer cache with `{which}_quant_type`='NONE'; a quantized cache names its "
+                "quantization type."
+            )
+        return None
+    if quant_type not in ("PER_TENSOR", "PER_CHANNEL") or scale is None or past is None:
         raise OnnxValidationError(
-            f"got a quantized cache (`k_quant_type`={k_quant!r}, `v_quant_type`={v_quant!r}, scales given: "
-            f"{k_scale is not None}/{v_scale is not None}); quantized caches are not supported, only float ones."
+            f"needs `{which}_quant_type` 'PER_TENSOR' or 'PER_CHANNEL' with `{which}_scale` and a past cache, got "
+            f"{quant_type!r} (scale given: {scale is not None}, past given: {past is not None})."
         )
+    if past.dtype != jnp.int8 or (bit_width or 8) != 8:
+        raise OnnxValidationError(
+            f"got a {np.dtype(past.dtype).name} cache with `kv_cache_bit_width`={bit_width}; the quantized cache "
+            "supported is int8 (8 bits): not 4-bit packed uint8 nor float8 (which onnxruntime's CPU kernel lacks)."
+        )
+    want = (1,) if quant_type == "PER_TENSOR" else (1, kv_heads, 1, head_size)
+    if scale.size != int(np.prod(want)):
+        raise OnnxValidationError(f"needs `{which}_scale` of shape {want} for {quant_type}, got {tuple(scale.shape)}.")
+    scale = jnp.asarray(scale, jnp.float32).reshape((1, 1, 1, 1) if quant_type == "PER_TENSOR" else want)
+
+    def dequantize(x):
+        return x.astype(jnp.float32) * scale
+
+    def quantize(x):
+        return jnp.clip(jnp.round(x.astype(jnp.float32) / scale), -128, 127).astype(jnp.int8)
+
+    return (lambda x: dequantize(x).astype(dtype)), quantize
 
 
 def _heads(query, key, value, num_heads, kv_num_heads):
