@@ -174,11 +174,14 @@ _GQA_CASES = {
 }
 
 
-def _int8_cache(inputs, per_channel):
-    """The inputs with an int8 past and its scales."""
+def _int8_cache(inputs, per_channel, bits=8):
+    """The inputs with an int8 past (or 4-bit codes packed in uint8) and its scales."""
     inputs = list(inputs)
     batch, heads, length, size = inputs[3].shape
-    inputs[3], inputs[4] = (_rng.integers(-100, 101, (batch, heads, length, size)).astype(np.int8) for _ in range(2))
+    if bits == 8:
+        inputs[3], inputs[4] = (_rng.integers(-100, 101, (batch, heads, length, size)).astype(np.int8) for _ in range(2))
+    else:
+        inputs[3], inputs[4] = (_rng.integers(0, 256, (batch, heads, length, size // 2)).astype(np.uint8) for _ in range(2))
     shape = (1, heads, 1, size) if per_channel else (1,)
     scales = [(_rng.random(shape) * 0.03 + 0.01).astype(_F) for _ in range(2)]
     return _with(inputs) [:12] + scales
@@ -190,6 +193,13 @@ _GQA_CASES.update({
                               {**_INT8, "k_quant_type": "PER_TENSOR", "v_quant_type": "PER_TENSOR"}, 3, None),
     "int8_cache_per_channel_prompt": (_int8_cache(_gqa_inputs(5, (4, 4), 5, past=8), True),
                                       {**_INT8, "k_quant_type": "PER_CHANNEL", "v_quant_type": "PER_CHANNEL"}, 3, None),
+    # 4-bit codes two a byte (the rows past the held positions stay zero bytes).
+    "int4_cache_per_tensor": (_int8_cache(_gqa_inputs(1, (4, 2), 5, past=8), False, bits=4),
+                              {"kv_cache_bit_width": 4, "k_quant_type": "PER_TENSOR", "v_quant_type": "PER_TENSOR"}, 3,
+                              None),
+    "int4_cache_per_channel_prompt": (_int8_cache(_gqa_inputs(5, (4, 4), 5, past=8), True, bits=4),
+                                      {"kv_cache_bit_width": 4, "k_quant_type": "PER_CHANNEL",
+                                       "v_quant_type": "PER_CHANNEL"}, 3, None),
 })
 
 

@@ -139,8 +139,10 @@ def group_query_attention(
         kv_cache_bit_width, k_quant_type, v_quant_type: an int8 cache (bit width 8) quantized
             ``PER_TENSOR`` or ``PER_CHANNEL`` with ``k_scale``, ``v_scale``: the past is
             dequantized, the new keys and values quantized (round half to even, saturate),
-            and attention reads the cache's values, as onnxruntime's CPU kernel does; 4-bit
-            and float8 caches are not supported (an error).
+            and attention reads the cache's values, as onnxruntime's CPU kernel does; or a
+            4-bit cache (bit width 4): uint8 of ``ceil(head_size / 2)`` bytes a row, codes
+            ``c + 8`` (``c`` in [-8, 7]) with the even feature in the low nibble. Float8
+            caches are not supported (an error; onnxruntime's CPU kernel has none either).
         qk_norm_epsilon, q_norm_epsilon, k_norm_epsilon: the norms' epsilons.
 
     Returns:
@@ -168,7 +170,8 @@ def group_query_attention(
         )
     q, k, v = _heads(query, key, value, num_heads, kv_num_heads)
     batch, _, length, head_size = q.shape
-    past_length = _checked_past(past_key, past_value, batch, kv_num_heads, head_size)
+    past_key_dtype = None if past_key is None else past_key.dtype
+    past_value_dtype = None if past_value is None else past_value.dtype
     key_codec = _cache_codec("k", k_quant_type, k_scale, past_key, kv_cache_bit_width, kv_num_heads, head_size, q.dtype)
     value_codec = _cache_codec("v", v_quant_type, v_scale, past_value, kv_cache_bit_width, kv_num_heads, head_size,
                                q.dtype)
@@ -178,6 +181,7 @@ def group_query_attention(
         past_key, k = key_codec[0](past_key), key_codec[0](key_codec[1](k))
     if value_codec is not None:
         past_value, v = value_codec[0](past_value), value_codec[0](value_codec[1](v))
+    past_length = _checked_past(past_key, past_value, batch, kv_num_heads, head_size)
     total = _total(total_sequence_length, past_length, length, attention_bias, qk_output)
     windowed = bool(sliding_window_cache)
     if windowed:
@@ -230,10 +234,13 @@ def group_query_attention(
         allowed = allowed & (key_at <= query_at)
         if local_window_size is not None and local_window_size > 0:
             allowed = allowed & (key_at > query_at - local_window_size)
+    # Quantized, the rows past the held positions are zero bytes (onnxruntime clears the
+    # buffer), not the code of 0.
+    held_rows = (jnp.arange(present_length, dtype=jnp.int32)[None, :] < totals[:, None]).reshape(batch, 1, -1, 1)
     if key_codec is not None:
-        present_key = key_codec[1](present_key)
+        present_key = jnp.where(held_rows, key_codec[1](present_key), jnp.zeros((), past_key_dtype))
     if value_codec is not None:
-        present_value = value_codec[1](present_value)
+        present_value = jnp.where(held_rows, value_codec[1](present_value), jnp.zeros((), past_value_dtype))
     bias = None
     if attention_bias is not None:
         bias = _checked_bias(attention_bias, batch, num_heads, length, total, key_at)
@@ -258,8 +265,10 @@ def group_query_attention(
 
 def _cache_codec(which, quant_type, scale, past, bit_width, kv_heads, head_size, dtype):
     """``(dequantize, quantize)`` of a quantized cache, or None for a float one: int8 codes
-    (``kv_cache_bit_width`` 8) times a scale per tensor (``[1]``) or per channel (``[1,
-    kv_num_heads, 1, head_size]``), rounded half to even and saturated."""
+    (``kv_cache_bit_width`` 8), or 4-bit codes ``c + 8`` two a byte in uint8 (the even
+    feature in the low nibble; the last axis ``ceil(head_size / 2)``), times a scale per
+    tensor (``[1]``) or per channel (``[1, kv_num_heads, 1, head_size]``), rounded half to
+    even and saturated."""
     quant_type = quant_type or "NONE"
     if quant_type == "NONE":
         if scale is not None or (past is not None and not jnp.issubdtype(past.dtype, jnp.floating)):
@@ -273,10 +282,11 @@ def _cache_codec(which, quant_type, scale, past, bit_width, kv_heads, head_size,
             f"needs `{which}_quant_type` 'PER_TENSOR' or 'PER_CHANNEL' with `{which}_scale` and a past cache, got "
             f"{quant_type!r} (scale given: {scale is not None}, past given: {past is not None})."
         )
-    if past.dtype != jnp.int8 or (bit_width or 8) != 8:
+    bits = bit_width or 8
+    if not ((past.dtype == jnp.int8 and bits == 8) or (past.dtype == jnp.uint8 and bits == 4)):
         raise OnnxValidationError(
-            f"got a {np.dtype(past.dtype).name} cache with `kv_cache_bit_width`={bit_width}; the quantized cache "
-            "supported is int8 (8 bits): not 4-bit packed uint8 nor float8 (which onnxruntime's CPU kernel lacks)."
+            f"got a {np.dtype(past.dtype).name} cache with `kv_cache_bit_width`={bit_width}; the quantized caches "
+            "supported are int8 (8 bits) and 4-bit codes packed in uint8 (not float8, which onnxruntime's CPU kernel lacks)."
         )
     want = (1,) if quant_type == "PER_TENSOR" else (1, kv_heads, 1, head_size)
     if scale.size != int(np.prod(want)):
@@ -284,10 +294,20 @@ def _cache_codec(which, quant_type, scale, past, bit_width, kv_heads, head_size,
     scale = jnp.asarray(scale, jnp.float32).reshape((1, 1, 1, 1) if quant_type == "PER_TENSOR" else want)
 
     def dequantize(x):
+        if bits == 4:  # two codes a byte, the even feature in the low nibble, offset by 8
+            x = jnp.stack([x & 15, x >> 4], axis=-1).reshape(x.shape[:-1] + (2 * x.shape[-1],))[..., :head_size]
+            x = x.astype(jnp.int8) - 8
         return x.astype(jnp.float32) * scale
 
     def quantize(x):
-        return jnp.clip(jnp.round(x.astype(jnp.float32) / scale), -128, 127).astype(jnp.int8)
+        low, high = (-8, 7) if bits == 4 else (-128, 127)
+        codes = jnp.clip(jnp.round(x.astype(jnp.float32) / scale), low, high).astype(jnp.int8)
+        if bits == 8:
+            return codes
+        codes = (codes + 8).astype(jnp.uint8)
+        if head_size % 2:
+            codes = jnp.pad(codes, [(0, 0)] * 3 + [(0, 1)])
+        return codes[..., 0::2] | (codes[..., 1::2] << 4)
 
     return (lambda x: dequantize(x).astype(dtype)), quantize
 
