@@ -153,6 +153,12 @@ _GQA_CASES = {
     "rotary_chunk": (_with(_gqa_inputs(3, (6,), 7, past=8), cos_cache=_COS, sin_cache=_SIN), {"do_rotary": 1}, 3, None),
     "rotary_position_ids": (_with(_gqa_inputs(1, (4, 2), 5, past=8), cos_cache=_COS, sin_cache=_SIN,
                                   position_ids=np.array([[9], [3]], np.int64)), {"do_rotary": 1}, 3, None),
+    # A first prompt reads only the first position id (the others follow it); a chunk reads all.
+    "rotary_position_ids_prompt": (_with(_gqa_inputs(5, (4, 4), 5), cos_cache=_COS, sin_cache=_SIN,
+                                         position_ids=np.array([[3, 4, 5, 6, 7], [0, 2, 4, 6, 8]], np.int64)),
+                                   {"do_rotary": 1}, 3, None),
+    "rotary_position_ids_chunk": (_with(_gqa_inputs(3, (5,), 6, past=8), cos_cache=_COS, sin_cache=_SIN,
+                                        position_ids=np.array([[9, 1, 3]], np.int64)), {"do_rotary": 1}, 3, None),
     # A local window (padding rows left out: onnxruntime's depend on its loop bounds).
     "window_prompt": (_gqa_inputs(6, (5, 3), 6), {"local_window_size": 2}, 3, (6, 4)),
     "window_token": (_gqa_inputs(1, (6, 4), 7, past=8), {"local_window_size": 3}, 3, None),

@@ -114,7 +114,8 @@ def group_query_attention(
         total_sequence_length: int32 scalar, the batch's largest ``seqlens_k + 1``: it
             decides the present length, ``max(total, past_length)`` (traced: see above).
         cos_cache: ``(max_position, rotary_dim / 2)`` with ``do_rotary``; ``sin_cache`` likewise.
-        position_ids: optional int64 ``(batch, S)``: the rotary positions.
+        position_ids: optional int64 ``(batch, S)``: the rotary positions (of a first prompt,
+            only the very first one, every entry's following it, as onnxruntime reads them).
         attention_bias: optional, broadcastable to ``(batch, num_heads, S, total_sequence_length)``.
         head_sink: optional ``(num_heads,)``: one logit per head in the softmax denominator.
         k_scale, v_scale: the scales of a quantized cache (see ``k_quant_type``).
@@ -212,7 +213,15 @@ def group_query_attention(
         q = rms_normalize(q, q_norm_weight, q_norm_epsilon if q_norm_epsilon is not None else qk_norm_epsilon)
         k = rms_normalize(k, k_norm_weight, k_norm_epsilon if k_norm_epsilon is not None else qk_norm_epsilon)
     if do_rotary:
-        rotary_positions = positions if position_ids is None else _checked_position_ids(position_ids, batch, length)
+        rotary_positions = positions
+        if position_ids is not None:
+            rotary_positions = _checked_position_ids(position_ids, batch, length)
+            # A first prompt reads only the first position id (of the first entry), the others
+            # following it, as onnxruntime does.
+            first_prompt = query_seqlens is None and length == total and (past_key is None or not is_traced(total_sequence_length))
+            if first_prompt:
+                rotary_positions = jnp.broadcast_to(
+                    rotary_positions[:1, :1] + jnp.arange(length, dtype=rotary_positions.dtype)[None, :], (batch, length))
         q, k = _rotary(q, k, cos_cache, sin_cache, rotary_positions, head_size, total, rotary_interleaved)
 
     if windowed:
