@@ -186,7 +186,7 @@ def _versions() -> str:
     return ", ".join(found) + f", Python {platform.python_version()}"
 
 
-def run(models: str, repeat: int, only: list[str] | None, out: str | None) -> str:
+def run(models: str, repeat: int, only: list[str] | None, out: str | None, batches=BATCHES) -> str:
     import jaxonnx
 
     try:
@@ -212,7 +212,7 @@ def run(models: str, repeat: int, only: list[str] | None, out: str | None) -> st
         optimum = os.path.join(models, f"{name}_optimum", "model.onnx")
         builder = os.path.join(models, f"{name}_genai")
         vocab = config["vocab_size"]
-        for batch in BATCHES:
+        for batch in batches:
             tokens = batch * NEW_TOKENS
             seconds, compile_seconds = time_jaxonnx(optimum, batch, vocab, repeat)
             row = {"jaxonnx": tokens / seconds, "compile": compile_seconds}
@@ -241,6 +241,7 @@ def main(argv=None) -> int:
     parser.add_argument("--genai-python", default=sys.executable, help="a Python with onnxruntime-genai and transformers>=5")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--only", nargs="*", choices=list(CONFIGS))
+    parser.add_argument("--batches", nargs="*", type=int, default=list(BATCHES))
     parser.add_argument("--out", default=os.path.join(HERE, "generation_results.md"))
     args = parser.parse_args(argv)
     if args.command == "prepare":
@@ -250,7 +251,7 @@ def main(argv=None) -> int:
         import jax
 
         jax.config.update("jax_enable_x64", True)
-        print(run(args.models, args.repeat, args.only, args.out))
+        print(run(args.models, args.repeat, args.only, args.out, args.batches))
     return 0
 
 
