@@ -1,5 +1,5 @@
 """What onnxruntime runs although the IR or the operator text is stricter, and jaxonnx runs
-the same way (the README's "Leniencies onnxruntime allows"): nodes out of topological order
+the same way (docs/guide/loading.md, "Leniencies onnxruntime allows"): nodes out of topological order
 (in the main graph; jaxonnx sorts Loop bodies and function bodies too), an initializer that an IR 3
 file does not list as a graph input, a graph output whose type sets no case, Expand with a 0-D shape, and com.microsoft
 nodes whose domain the file does not import. (STFT's 2-D signal: tests/test_stft_exports.py.) Each against onnxruntime,

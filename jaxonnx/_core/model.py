@@ -844,6 +844,6 @@ def unsupported_message(problems: list[str], opsets: Mapping[str, int]) -> str:
     return (
         f"The model uses ops jaxonnx does not support: {ops} (opsets: {opset_text}). The nodes: "
         + "; ".join(shown)
-        + ". The README's support table lists what jaxonnx runs, `python -m jaxonnx check MODEL.onnx` "
-        "shows every node, and `jaxonnx.register` supplies a missing op yourself (see the README)."
+        + ". The docs' support table (docs/ops.md) lists what jaxonnx runs, `python -m jaxonnx check MODEL.onnx` "
+        "shows every node, and `jaxonnx.register` supplies a missing op yourself (see docs/guide/loading.md)."
     )

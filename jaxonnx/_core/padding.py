@@ -221,7 +221,7 @@ def refusal(node, origin: Mark, what: str) -> OnnxValidationError:
         f"and its padding reaches node {node.path!r} ({node.op.name}), which {what}: the result would be "
         "silently wrong. Ways out: run the model without a size hint for that output (eagerly, where every "
         "length is exact), or keep the padded value to ops with a padding rule (elementwise ops, ops that "
-        "move values, gathers, scatters, reductions, TopK, Shape); see the README's size hints section."
+        "move values, gathers, scatters, reductions, TopK, Shape); see the docs' size hints page (docs/guide/shapes.md)."
     )
 
 

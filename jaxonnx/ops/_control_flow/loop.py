@@ -1,7 +1,7 @@
 """Loop: every version (1, 11, 13, 16, 19, 21, 23, 24, 25; later versions only widen the types).
 
-How a loop runs depends on what is known at trace time (see the README's "Control flow
-under jax.jit"):
+How a loop runs depends on what is known at trace time (see the docs' "Control flow under
+jax.jit", docs/guide/control-flow.md):
 
 - Everything concrete (an eager call): a Python loop, exactly as the text runs it; carried
   values may change shape between iterations, and scan outputs are stacked as they come.
