@@ -211,36 +211,27 @@ def _torch_models(quick: bool) -> dict:
 CONVOLUTIONAL = {"resnet18", "vit_b_16", "mobilenet_v3_large", "yolov8n_like"}
 
 
-class _Logits:
-    """A Hugging Face LM as a module of ``input_ids`` returning the logits."""
+def _of_input_ids(model, pick):
+    """A Hugging Face model as a module of ``input_ids`` returning ``pick(outputs)``."""
+    import torch
 
-    def __new__(cls, model):
-        import torch
+    class Wrapped(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.model = model
 
-        class Wrapped(torch.nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.model = model
+        def forward(self, input_ids):
+            return pick(self.model(input_ids=input_ids))
 
-            def forward(self, input_ids):
-                return self.model(input_ids=input_ids).logits
-
-        return Wrapped()
+    return Wrapped()
 
 
-class _Hidden:
-    def __new__(cls, model):
-        import torch
+def _Logits(model):
+    return _of_input_ids(model, lambda out: out.logits)
 
-        class Wrapped(torch.nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.model = model
 
-            def forward(self, input_ids):
-                return self.model(input_ids=input_ids).last_hidden_state
-
-        return Wrapped()
+def _Hidden(model):
+    return _of_input_ids(model, lambda out: out.last_hidden_state)
 
 
 def _export(module, inputs, path):
