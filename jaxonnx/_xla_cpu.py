@@ -1,5 +1,5 @@
-"""XLA:CPU's convolutions on every core, and wide vectors where they run at full speed: two
-flags that ``import jaxonnx`` sets.
+"""XLA:CPU's convolutions on every core, wide vectors where they run at full speed, and CPU
+computations on the calling thread: what ``import jaxonnx`` sets.
 
 jaxlib 0.10's XLA:CPU hands each convolution to YNNPACK (the default of
 ``--xla_cpu_experimental_ynn_fusion_type`` there is ``individual_dot,individual_convolution,
@@ -32,6 +32,23 @@ interleaved in warm blocks, 256 -> 512 at batch 1: EfficientNet-B0 7.3 -> 6.0 ms
 MobileNetV3-large 6.2 -> 5.4, a YOLOv8n-like detector 13.0 -> 11.6, ResNet-18 unchanged
 (its time is in Eigen's convolutions); at batch 8 3-11% faster. :data:`PREFERS_WIDE_VECTORS`
 says whether it did.
+
+Third, ``import jaxonnx`` has JAX run CPU computations on the calling thread
+(``jax_cpu_enable_async_dispatch=False``), under the same conditions as above (less the
+jaxlib version: the option means the same in every version that has it) and unless the
+environment sets ``JAX_CPU_ENABLE_ASYNC_DISPATCH``. With JAX's default, a call hands its
+computation to a worker thread and the caller then sleeps until it is done: two thread
+wakes per call. On a VM that halts idle vCPUs (this project's 2-core machine does) a wake
+costs tens of microseconds, more than a small model's arithmetic. Measured there, warm,
+interleaved with onnxruntime in one process, one process per setting, ``jax.jit(model)`` at
+batch 1: the tiny ViT fixture 0.181 -> 0.092 ms, GPT-2 0.195 -> 0.069, BERT 0.20-0.34 ->
+0.12-0.16, the small CNN fixture 0.200 -> 0.096, a 3-layer MLP at batch 8 0.130 -> 0.058;
+a YOLOv8n-like detector at 320x320 (10-30 ms) within noise. What it costs: a call returns
+when its result is ready, so Python no longer runs ahead of the CPU; on CPU that overlap
+competes for the same cores the computation uses. The option is read when the CPU backend
+starts: set it back (``jax.config.update("jax_cpu_enable_async_dispatch", True)``) after
+``import jaxonnx`` and before the first computation to keep JAX's default.
+:data:`DISPATCHES_INLINE` says whether jaxonnx set it.
 """
 
 from __future__ import annotations
@@ -46,6 +63,7 @@ _WITHOUT_CONVOLUTIONS = "individual_dot,reduce"
 _VERSION_READ = (0, 10)
 _VECTOR_FLAG = "--xla_cpu_prefer_vector_width"
 _KEEP = "JAXONNX_KEEP_XLA_FLAGS"
+_DISPATCH_OPTION = "jax_cpu_enable_async_dispatch"
 
 
 def _flag_value(flags: str, flag: str = _FLAG) -> str | None:
@@ -139,5 +157,19 @@ def ynn_convolutions() -> bool:
     return "individual_convolution" in value.split(",")
 
 
+def _dispatch_inline() -> bool:
+    """Has JAX run CPU computations on the calling thread where the module docstring says so;
+    returns whether it did."""
+    if os.environ.get(_KEEP, "") not in ("", "0") or _DISPATCH_OPTION.upper() in os.environ:
+        return False
+    import jax
+
+    if _backend_started() or not jax.config.values.get(_DISPATCH_OPTION, False):
+        return False  # too late, a jax without the option, or already inline
+    jax.config.update(_DISPATCH_OPTION, False)
+    return True
+
+
 TOOK_CONVOLUTIONS_OUT = _take_convolutions_out_of_ynnpack()
 PREFERS_WIDE_VECTORS = _prefer_wide_vectors()
+DISPATCHES_INLINE = _dispatch_inline()

@@ -1,6 +1,7 @@
-"""``import jaxonnx`` takes XLA:CPU's convolutions out of YNNPACK (one core) and asks for
-512-bit vectors on CPUs that run them at full speed, where it can, and leaves each flag alone
-where the user set it, opted out, or a backend had already started."""
+"""``import jaxonnx`` takes XLA:CPU's convolutions out of YNNPACK (one core), asks for
+512-bit vectors on CPUs that run them at full speed and runs CPU computations on the calling
+thread, where it can, and leaves each setting alone where the user set it, opted out, or a
+backend had already started."""
 
 import os
 import subprocess
@@ -130,3 +131,42 @@ def test_import_sets_the_vector_width_only_where_it_pays():
     flags, prefers = _fresh_process(code, XLA_FLAGS=f"{_VECTORS}=256").split("|")
     assert prefers == "False" and _flag_value(flags, _VECTORS) == "256"
     assert _flag_value(flags) == ("individual_dot,reduce" if _READ_VERSION else None)
+
+
+# What the child prints: whether jaxonnx set inline dispatch, JAX's option after the import,
+# and whether a jitted call returned an array whose value was already computed.
+_DISPATCH_REPORT = """
+import time, jax, jax.numpy as jnp
+{before}
+import jaxonnx
+from jaxonnx._xla_cpu import DISPATCHES_INLINE
+slow = jax.jit(lambda x: jnp.linalg.matrix_power(x, 64) @ x)
+x = jnp.full((512, 512), 1e-3)
+slow(x).block_until_ready()
+y = slow(x)
+print(DISPATCHES_INLINE, jax.config.values["jax_cpu_enable_async_dispatch"], y.is_ready(), sep="|")
+"""
+
+
+def test_import_runs_cpu_computations_on_the_calling_thread():
+    # With async dispatch a call returns before a 30 ms computation is done; inline, after.
+    assert _fresh_process(_DISPATCH_REPORT.format(before="")) == "True|False|True"
+
+
+@pytest.mark.parametrize(
+    ("before", "env"),
+    [
+        ("jnp.ones(1).block_until_ready()", {}),  # a backend started first: too late
+        ("", {"JAX_CPU_ENABLE_ASYNC_DISPATCH": "true"}),  # the user's choice stands
+        ("", {"JAXONNX_KEEP_XLA_FLAGS": "1"}),  # opted out
+    ],
+)
+def test_dispatch_is_left_alone_where_it_must_be(before, env):
+    assert _fresh_process(_DISPATCH_REPORT.format(before=before), **env) == "False|True|False"
+
+
+def test_setting_dispatch_back_after_the_import_keeps_jaxs_default():
+    code = _DISPATCH_REPORT.format(before="").replace(
+        "from jaxonnx._xla_cpu import DISPATCHES_INLINE",
+        "from jaxonnx._xla_cpu import DISPATCHES_INLINE\njax.config.update('jax_cpu_enable_async_dispatch', True)")
+    assert _fresh_process(code) == "True|True|False"
