@@ -119,16 +119,18 @@ def test_channels_last_gradients_equal_those_in_onnx_layout(model_proto, image):
 
 
 def _activation_transposes(model, image) -> int:
-    """The transposes of 4-D activations in the lowered model, leaving out those that only
-    move size-1 axes (bitcasts)."""
-    text = jax.jit(model).lower(image).as_text()
-    shapes = re.findall(r"stablehlo\.transpose .*: \(tensor<((?:\d+x){4})f32>\)", text)
-    return sum(1 for shape in shapes if sum(int(d) > 1 for d in shape.split("x")[1:4]) > 1)
+    """The transposes of 4-D activations that XLA keeps in the compiled model (fused ones
+    too), leaving out those that only move size-1 axes (bitcasts). Counted after XLA's
+    simplifier, which cancels a transpose and its inverse (the stem reads the image
+    channels-first: ``conv_cpu._stem_multiply_adds``)."""
+    text = jax.jit(model).lower(image).compile().as_text()
+    shapes = re.findall(r"= f32\[(\d+),(\d+),(\d+),(\d+)\]\{[\d,]+\} transpose\(", text)
+    return sum(1 for shape in shapes if sum(int(d) > 1 for d in shape[1:]) > 1)
 
 
 def test_channels_last_keeps_transposes_at_the_edges(model_proto, image):
-    # Channels-last: one into the stem and one out to the inner output `a4`.
-    assert _activation_transposes(jaxonnx.load(model_proto), image) == 2
+    # Channels-last: at most one into the stem and one out to the inner output `a4`.
+    assert _activation_transposes(jaxonnx.load(model_proto), image) <= 2
     assert _activation_transposes(jaxonnx.load(model_proto, channels_last=False), image) > 2
 
 
