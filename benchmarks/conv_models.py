@@ -2,141 +2,53 @@
 
     python benchmarks/conv_models.py            # writes conv_models_results.md and conv_models.png
     python benchmarks/conv_models.py --quick    # fewer repetitions
-    python benchmarks/conv_models.py --only mobilenet_v3_small resnet
+    python benchmarks/conv_models.py --only small_cnn mlp_256 yolov8n
+    python benchmarks/conv_models.py --profile small_cnn   # where one model's time goes
 
-Models: the committed dynamic-batch fixtures of ``tests/fixtures/models`` and, when torch and
-torchvision are installed, torchvision's MobileNetV3-large, ResNet-18 and EfficientNet-B0 at
-224x224, a PaddleOCR-like text detector (a MobileNetV3-large backbone and a small FPN
-head at 320x320) and a YOLOv8n-like detector at 320x320 (``yolo_like.py``), exported once with random weights into a temporary folder (nothing is
-downloaded). At batch 1 and 8 every model runs three ways in one process, alternating in
-blocks: jaxonnx as it is (on CPU, convolutions through ``ops/_helpers/conv_cpu.py``, the
-activations between them channels-last: ``_core/layout.py``), jaxonnx as it was before
-(``channels_last=False`` and XLA's own convolution, compiled with XLA's default YNNPACK
-convolutions where ``import jaxonnx`` took them out: ``jaxonnx/_xla_cpu.py``), and a default
-onnxruntime CPU ``InferenceSession``. Medians are reported; ratio = onnxruntime / jaxonnx (higher is
-better). Compile time is ``jax.jit(model).lower(...).compile()``. Outputs are checked close.
+Models: the committed dynamic-batch fixtures of ``tests/fixtures/models`` and, when torch
+(and torchvision, for its models) is installed, models exported once with random weights
+into a temporary folder (nothing is downloaded; ``_cpu_bench.py``): a small CNN (3 -> 8 -> 16
+channels, 3x3 convolutions, ReLU and 2x2 max pools, a Linear; 32x32 at batch 2), an MLP (64 ->
+256 -> 256 -> 10 at batch 8), torchvision's MobileNetV3-large, ResNet-18 and EfficientNet-B0 at
+224x224, a PaddleOCR-like text detector (a MobileNetV3-large backbone and a small FPN head at
+320x320) and a YOLOv8n-like detector at 320x320 (``yolo_like.py``). Without torch those rows
+are left out with a message. At batch 1 and 8 (the small CNN and the MLP at their own batch)
+every model runs three ways in one process, alternating in warm blocks: jaxonnx as it is (on
+CPU, convolutions through ``ops/_helpers/conv_cpu.py``, the activations between them
+channels-last: ``_core/layout.py``), jaxonnx as it was before (``channels_last=False`` and
+XLA's own convolution, compiled with XLA's default YNNPACK convolutions where ``import
+jaxonnx`` took them out: ``jaxonnx/_xla_cpu.py``), and a default onnxruntime CPU
+``InferenceSession``. Then, in a second process pinned to core 0, jaxonnx as it is against
+onnxruntime again: each model and setting runs in a fresh process (``_cpu_bench.py``).
+Medians are reported; ratio = onnxruntime / jaxonnx (higher is better). Compile time is
+``jax.jit(model).lower(...).compile()``. Outputs are checked close.
 
 It also times depthwise and standard convolutions alone and in depthwise-separable blocks
-(depthwise, Relu, 1x1 convolution; before / after / onnxruntime) and
-what a call costs through ``jax.jit(model)`` against an ahead-of-time compiled executable.
+(depthwise, Relu, 1x1 convolution; before / after / onnxruntime) and what a call costs
+through ``jax.jit(model)`` against an ahead-of-time compiled executable (all cores).
+
+``--profile MODEL`` prints, on all cores and pinned to one, jaxonnx's time per XLA:CPU thunk
+and per thread (XLA's CPU profiler) beside onnxruntime's time per op and node (its own
+profiler), per call.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import platform
 import sys
-import tempfile
 import time
 
 import numpy as np
 
+import _cpu_bench as bench
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-FIXTURES = os.path.join(HERE, "..", "tests", "fixtures", "models")
-CACHE = os.path.join(tempfile.gettempdir(), "jaxonnx_conv_models")
 FIXTURE_MODELS = ("mobilenet_v3_small", "resnet", "cnn", "vit", "gpt2", "mlp")
-TORCH_MODELS = ("mobilenet_v3_large", "resnet18", "efficientnet_b0", "ocr_detector", "yolov8n")
+TORCH_MODELS = ("small_cnn", "mlp_256", "mobilenet_v3_large", "resnet18", "efficientnet_b0", "ocr_detector", "yolov8n")
 BATCHES = (1, 8)
-
-
-def _fixture(name: str):
-    for exporter in ("dynamo", "torchscript"):
-        path = os.path.join(FIXTURES, f"{name}_{exporter}_dynamic.onnx")
-        if os.path.exists(path):
-            data = np.load(path.replace(".onnx", ".npz"))
-            inputs = [data[f"inputs.{i}"] for i in range(sum(k.startswith("inputs.") for k in data))]
-            return path, inputs
-    return None, None
-
-
-def _torch_model(name: str):
-    """Exports a torchvision model (random weights, eval mode) once; None without torch."""
-    try:
-        import torch
-        import torchvision
-    except ImportError:
-        return None, None
-    size = 320 if name in ("ocr_detector", "yolov8n") else 224
-    path = os.path.join(CACHE, f"{name}.onnx")
-    image = np.random.default_rng(0).standard_normal((1, 3, size, size)).astype(np.float32)
-    if not os.path.exists(path):
-        os.makedirs(CACHE, exist_ok=True)
-        torch.manual_seed(0)
-        if name == "ocr_detector":
-            module = _ocr_detector(torch, torchvision)
-        elif name == "yolov8n":
-            sys.path.insert(0, HERE)
-            from yolo_like import yolov8n_like
-
-            module = yolov8n_like(torch)
-        else:
-            module = getattr(torchvision.models, name)(weights=None)
-        module.eval()
-        torch.onnx.export(
-            module, (torch.from_numpy(image),), path, input_names=["image"], dynamo=False,
-            dynamic_axes={"image": {0: "batch"}}, opset_version=17,
-        )
-    return path, [image]
-
-
-def _ocr_detector(torch, torchvision):
-    """A PaddleOCR-DB-like detector: MobileNetV3-large features at strides 4..32, a
-    top-down FPN of 1x1 and 3x3 convolutions, nearest upsampling, and a probability map."""
-    nn = torch.nn
-
-    class Detector(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.features = torchvision.models.mobilenet_v3_large(weights=None).features
-            self.taps = (3, 6, 12, 16)  # strides 4, 8, 16, 32
-            widths = (24, 40, 112, 960)
-            self.lateral = nn.ModuleList(nn.Conv2d(c, 96, 1) for c in widths)
-            self.smooth = nn.ModuleList(nn.Conv2d(96, 24, 3, padding=1) for _ in widths)
-            self.head = nn.Sequential(nn.Conv2d(96, 24, 3, padding=1), nn.BatchNorm2d(24), nn.ReLU(), nn.Conv2d(24, 1, 1), nn.Sigmoid())
-
-        def forward(self, x):
-            maps = []
-            for i, layer in enumerate(self.features):
-                x = layer(x)
-                if i in self.taps:
-                    maps.append(x)
-            lat = [conv(m) for conv, m in zip(self.lateral, maps)]
-            for i in range(len(lat) - 1, 0, -1):
-                lat[i - 1] = lat[i - 1] + nn.functional.interpolate(lat[i], scale_factor=2.0, mode="nearest")
-            outs = [nn.functional.interpolate(s(m), scale_factor=2.0 ** i, mode="nearest") for i, (s, m) in enumerate(zip(self.smooth, lat))]
-            return self.head(torch.cat(outs, 1))
-
-    return Detector()
-
-
-def _tile(inputs, batch):
-    return [np.concatenate([x] * -(-batch // x.shape[0]), axis=0)[:batch] for x in inputs]
-
-
-def _interleaved(fns: dict, runs: int, blocks: int, warm_s: float = 0.2) -> dict:
-    """Median seconds per call of each function, alternating in blocks of ``runs`` calls.
-
-    Each block starts with untimed calls for ``warm_s`` seconds (at least one), so that every
-    runtime is timed warm, as a server calling it back to back sees it. XLA's worker threads
-    sleep when idle, and the first calls after that run slow: on the 2-core VM the YOLOv8n-like
-    detector took 14-17 ms for its first three calls after 0.2 s without work, against 9.5 ms
-    warm (onnxruntime, whose threads spin, 7.2 against 6.3 for its first). With one untimed
-    call per block, whatever ran right after onnxruntime's block ran up to 1.5x slower than
-    the same executable later in the rotation.
-    """
-    times = {name: [] for name in fns}
-    for _ in range(blocks):
-        for name, fn in fns.items():
-            start = time.perf_counter()
-            fn()
-            while time.perf_counter() - start < warm_s:
-                fn()
-            for _ in range(runs):
-                start = time.perf_counter()
-                fn()
-                times[name].append(time.perf_counter() - start)
-    return {name: float(np.median(t)) for name, t in times.items()}
+# The small CNN and the MLP at the batch the issue measured them at (issue 35).
+MODEL_BATCHES = {"small_cnn": (2,), "mlp_256": (8,)}
 
 
 def _xla_convolutions():
@@ -176,7 +88,9 @@ def _xla_default_options() -> dict:
     return options
 
 
-def measure_models(names, quick: bool) -> list[dict]:
+def measure_models(names, quick: bool, before: bool = True) -> list[dict]:
+    """Rows of ``names`` in this process: jaxonnx after (and before, where ``before``) against
+    onnxruntime, interleaved; each model at its batches."""
     import jax
     import onnxruntime as ort
 
@@ -184,47 +98,39 @@ def measure_models(names, quick: bool) -> list[dict]:
 
     rows = []
     for name in names:
-        path, inputs = _fixture(name) if name in FIXTURE_MODELS else _torch_model(name)
-        if path is None:
-            print(f"{name}: not available (torch/torchvision not installed?)", file=sys.stderr)
-            continue
+        path, inputs = bench.model_inputs(name)
         model = jaxonnx.load(path)
         old_model = jaxonnx.load(path, channels_last=False)  # ONNX's layout, as before
         session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
         names_in = [i.name for i in session.get_inputs()]
-        for batch in BATCHES:
-            arrays = _tile(inputs, batch)
-            on_device = [jax.device_put(x.astype(np.int32) if x.dtype == np.int64 else x) for x in arrays]
+        for batch in MODEL_BATCHES.get(name, BATCHES):
+            arrays = bench.tile(inputs, batch)
+            on_device = bench.for_jax(arrays)
             # A fresh function per compile: jax.jit caches traces by function, and the two
             # formulations must each be traced.
             start = time.perf_counter()
             after = jax.jit(lambda *a: model(*a)).lower(*on_device).compile()
             compile_s = time.perf_counter() - start
-            with _xla_convolutions():
-                start = time.perf_counter()
-                before = jax.jit(lambda *a: old_model(*a)).lower(*on_device).compile(_xla_default_options())
-                before_compile_s = time.perf_counter() - start
+            fns = {"after": lambda: jax.block_until_ready(after(*on_device))}
+            if before:
+                with _xla_convolutions():
+                    start = time.perf_counter()
+                    old = jax.jit(lambda *a: old_model(*a)).lower(*on_device).compile(_xla_default_options())
+                    before_compile_s = time.perf_counter() - start
+                fns["before"] = lambda: jax.block_until_ready(old(*on_device))
             feed = dict(zip(names_in, arrays))
+            fns["ort"] = lambda: session.run(None, feed)
             expected = session.run(None, feed)
-            for got in (after(*on_device), before(*on_device)):
-                for e, g in zip(expected, got):
-                    np.testing.assert_allclose(np.asarray(g), e, rtol=2e-3, atol=2e-4 * max(1.0, float(np.abs(e).max())))
-            heavy = name in TORCH_MODELS
+            bench.check_close(expected, after(*on_device))
+            if before:
+                bench.check_close(expected, old(*on_device))
+            heavy = name in TORCH_MODELS and name not in MODEL_BATCHES
             runs = (3 if heavy else 10) if quick else (5 if heavy else 30)
-            blocks = 3 if quick else 5
-            t = _interleaved(
-                {
-                    "after": lambda: jax.block_until_ready(after(*on_device)),
-                    "before": lambda: jax.block_until_ready(before(*on_device)),
-                    "ort": lambda: session.run(None, feed),
-                },
-                runs, blocks,
-            )
-            row = {
-                "model": name, "batch": batch, "jaxonnx_ms": 1e3 * t["after"], "before_ms": 1e3 * t["before"],
-                "ort_ms": 1e3 * t["ort"], "compile_ms": 1e3 * compile_s, "before_compile_ms": 1e3 * before_compile_s,
-            }
-            row["ratio"], row["before_ratio"] = t["ort"] / t["after"], t["ort"] / t["before"]
+            t = bench.interleaved(fns, runs, 3 if quick else 5)
+            row = {"model": name, "batch": batch, "jaxonnx_ms": 1e3 * t["after"], "ort_ms": 1e3 * t["ort"],
+                   "compile_ms": 1e3 * compile_s, "ratio": t["ort"] / t["after"]}
+            if before:
+                row.update(before_ms=1e3 * t["before"], before_compile_ms=1e3 * before_compile_s, before_ratio=t["ort"] / t["before"])
             print(row, file=sys.stderr)
             rows.append(row)
     return rows
@@ -297,7 +203,7 @@ def measure_convolutions(quick: bool) -> list[dict]:
         args = (x, w, p) if block else (x, w)
         np.testing.assert_allclose(after(*args), before(*args), rtol=1e-4, atol=1e-3 * (c if block else 1))
         # Inputs already on the device, as between the layers of a model.
-        t = _interleaved(
+        t = bench.interleaved(
             {
                 "after": lambda: jax.block_until_ready(after(*args)),
                 "before": lambda: jax.block_until_ready(before(*args)),
@@ -320,14 +226,14 @@ def measure_dispatch(quick: bool) -> list[dict]:
 
     import jaxonnx
 
-    path, inputs = _fixture("mlp")
+    path, inputs = bench.model_inputs("mlp")
     model = jaxonnx.load(path)
     x = jax.device_put(inputs[0][:1])
     jitted = jax.jit(model)
     compiled = jitted.lower(x).compile()
     session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
     feed = {session.get_inputs()[0].name: np.asarray(x)}
-    t = _interleaved(
+    t = bench.interleaved(
         {
             "jax.jit(model)(x)": lambda: jax.block_until_ready(jitted(x)),
             "jax.jit(model).lower(x).compile()(x)": lambda: jax.block_until_ready(compiled(x)),
@@ -339,24 +245,13 @@ def measure_dispatch(quick: bool) -> list[dict]:
     return [{"how": k, "us": 1e6 * v} for k, v in t.items()]
 
 
-def _report(models, convs, dispatch) -> str:
-    import jax
-    import onnxruntime as ort
-
-    try:
-        import torch
-
-        torch_line = f", torch {torch.__version__} (exports)"
-    except ImportError:
-        torch_line = ""
+def _report(models, convs, dispatch, machine: str) -> str:
     lines = [
         "# Convolutional models on CPU: jaxonnx jit forward vs onnxruntime",
         "",
-        f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores; jax {jax.__version__}, "
-        f"onnxruntime {ort.__version__}{torch_line}; JAX's default 32-bit mode. Made by `python benchmarks/conv_models.py`. "
-        f"Load average {os.getloadavg()[0]:.1f} at the end (onnxruntime uses both cores and loses the most "
-        "when other work shares them: run it on a quiet machine). The columns of one row ran interleaved "
-        "in one process.",
+        f"{machine} JAX's default 32-bit mode. Made by `python benchmarks/conv_models.py`. onnxruntime uses "
+        "both cores and loses the most when other work shares them: run it on a quiet machine. The columns of "
+        "one setting ran interleaved in one process; each model ran in a fresh process per setting.",
         "",
         "Ratio = onnxruntime time / jaxonnx time (higher is better, 1 = as fast). *Before* is jaxonnx "
         "as it was: every op in ONNX's layout (`channels_last=False`) and XLA's own convolution on CPU "
@@ -364,24 +259,28 @@ def _report(models, convs, dispatch) -> str:
         "*After* is jaxonnx as it is: XLA:CPU's convolutions out of YNNPACK, on every core "
         "(`jaxonnx/_xla_cpu.py`), the CPU formulations of `jaxonnx/ops/_helpers/conv_cpu.py` "
         "(depthwise and stem sums, Winograd from 256 channels, patch embeddings as one dot) and the "
-        "activations between convolutions kept channels-last (`jaxonnx/_core/layout.py`).",
+        "activations between convolutions kept channels-last (`jaxonnx/_core/layout.py`). *1 core* is "
+        "jaxonnx as it is and onnxruntime, both with their defaults, in a process pinned to core 0 "
+        f"(`os.sched_setaffinity(0, {{0}})` before either is imported, as `taskset -c 0`). {bench.settings_line(models)}",
         "",
-        "| model | batch | jaxonnx ms | before ms | onnxruntime ms | ratio | ratio before | compile ms | before compile ms |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| model | batch | jaxonnx ms | before ms | onnxruntime ms | ratio | ratio before | 1 core: jaxonnx ms "
+        "| 1 core: onnxruntime ms | 1 core: ratio | compile ms | before compile ms |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in models:
         lines.append(
             f"| {r['model']} | {r['batch']} | {r['jaxonnx_ms']:.3f} | {r['before_ms']:.3f} | {r['ort_ms']:.3f} | "
-            f"{r['ratio']:.2f} | {r['before_ratio']:.2f} | {r['compile_ms']:.0f} | {r['before_compile_ms']:.0f} |"
+            f"{r['ratio']:.2f} | {r['before_ratio']:.2f} | {r['pinned_jaxonnx_ms']:.3f} | {r['pinned_ort_ms']:.3f} | "
+            f"{r['pinned_ratio']:.2f} | {r['compile_ms']:.0f} | {r['before_compile_ms']:.0f} |"
         )
     if convs:
         lines += [
-            "", "## Single convolutions and depthwise-separable blocks (float32, 'same' padding, inputs on the device)", "",
+            "", "## Single convolutions and depthwise-separable blocks (float32, 'same' padding, inputs on the device, all cores)", "",
             "| convolution | after ms | before (XLA) ms | onnxruntime ms |", "|---|---|---|---|",
         ]
         lines += [f"| {r['conv']} | {r['after_ms']:.3f} | {r['before_ms']:.3f} | {r['ort_ms']:.3f} |" for r in convs]
     if dispatch:
-        lines += ["", "## Calling a small model (MLP fixture, batch 1)", "", "| how | µs per call |", "|---|---|"]
+        lines += ["", "## Calling a small model (MLP fixture, batch 1, all cores)", "", "| how | µs per call |", "|---|---|"]
         lines += [f"| `{r['how']}` | {r['us']:.1f} |" for r in dispatch]
     return "\n".join(lines) + "\n"
 
@@ -395,8 +294,9 @@ def _chart(models, out: str) -> None:
     labels = [f"{r['model']}\nbatch {r['batch']}" for r in models]
     xs = np.arange(len(models))
     fig, ax = plt.subplots(figsize=(max(8, 0.7 * len(models)), 4.5))
-    ax.bar(xs - 0.2, [r["before_ratio"] for r in models], 0.4, label="before (XLA's convolution, ONNX's layout)")
-    ax.bar(xs + 0.2, [r["ratio"] for r in models], 0.4, label="after (CPU formulations, channels-last)")
+    ax.bar(xs - 0.27, [r["before_ratio"] for r in models], 0.27, label="before (XLA's convolution, ONNX's layout)")
+    ax.bar(xs, [r["ratio"] for r in models], 0.27, label="after (CPU formulations, channels-last)")
+    ax.bar(xs + 0.27, [r["pinned_ratio"] for r in models], 0.27, label="after, one core (both runtimes pinned)")
     ax.axhline(1.0, color="black", linewidth=0.8)
     ax.set_yscale("log")
     ax.set_xticks(xs, labels, rotation=60, ha="right", fontsize=7)
@@ -407,18 +307,60 @@ def _chart(models, out: str) -> None:
     fig.savefig(out, dpi=110)
 
 
+def _child(args) -> int:
+    """A measuring process in one core setting (``--child``; the parent merges what it writes)."""
+    bench.pin(args.cores)  # before jax or onnxruntime starts its threads
+    if args.child == "profile":
+        bench.profile_child(args.profile, args.batch, args.cores, args.calls)
+        bench.write_json(args.json, True)
+    elif args.child == "models":
+        bench.write_rows(args.json, measure_models(args.only, args.quick, before=args.cores == "all"))
+    else:
+        bench.write_json(args.json, {"convs": measure_convolutions(args.quick), "dispatch": measure_dispatch(args.quick)})
+    return 0
+
+
+def profile(script: str, name: str, batch: int | None, calls: int) -> int:
+    """Prints where one model's time goes, jaxonnx beside onnxruntime, on all cores and on one."""
+    if not bench.export(name):
+        print(f"{name}: not available (torch/torchvision not installed?)", file=sys.stderr)
+        return 1
+    print(f"# Where {name}'s time goes on CPU\n\n{bench.machine_line(os.getloadavg()[0])}")
+    extra = ["--profile", name, "--calls", str(calls)] + ([] if batch is None else ["--batch", str(batch)])
+    ok = [bench.run_child(script, "profile", cores, extra, env=bench.profile_env()) for cores in bench.SETTINGS]
+    print(f"\nLoad average (1 min) {os.getloadavg()[0]:.2f} at the end.")
+    return 0 if all(ok) else 1
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--only", nargs="*", help="models to run (default: all)")
     parser.add_argument("--out", default=os.path.join(HERE, "conv_models_results.md"))
     parser.add_argument("--chart", default=os.path.join(HERE, "conv_models.png"))
+    parser.add_argument("--profile", metavar="MODEL", help="print where MODEL's time goes (XLA's and onnxruntime's profilers)")
+    parser.add_argument("--batch", type=int, help="with --profile: the batch (default: the model's sample batch)")
+    parser.add_argument("--calls", type=int, default=50, help="with --profile: calls profiled per runtime")
+    parser.add_argument("--child", choices=("models", "sections", "profile"), help=argparse.SUPPRESS)
+    parser.add_argument("--cores", default="all", help=argparse.SUPPRESS)
+    parser.add_argument("--json", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    names = args.only or FIXTURE_MODELS + TORCH_MODELS
-    models = measure_models(names, args.quick)
-    convs = [] if args.only else measure_convolutions(args.quick)
-    dispatch = [] if args.only else measure_dispatch(args.quick)
-    report = _report(models, convs, dispatch)
+    if args.child:
+        return _child(args)
+    script = os.path.abspath(__file__)
+    if args.profile:
+        return profile(script, args.profile, args.batch, args.calls)
+    load_start = os.getloadavg()[0]
+    names = []
+    for name in args.only or FIXTURE_MODELS + TORCH_MODELS:
+        if bench.export(name):
+            names.append(name)
+        else:
+            print(f"{name}: not available (torch/torchvision not installed?)", file=sys.stderr)
+    quick = ["--quick"] if args.quick else []
+    models = bench.side_by_side(script, names, quick)
+    sections = {} if args.only else bench.run_child(script, "sections", "all", quick) or {}
+    report = _report(models, sections.get("convs"), sections.get("dispatch"), bench.machine_line(load_start, os.getloadavg()[0]))
     with open(args.out, "w") as f:
         f.write(report)
     if models:

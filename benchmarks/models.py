@@ -2,126 +2,94 @@
 
     python benchmarks/models.py            # writes benchmarks/models_results.md
     python benchmarks/models.py --quick    # fewer repetitions
+    python benchmarks/models.py --only small_cnn mlp_256
 
-Each model is a committed dynamic-batch fixture of ``tests/fixtures/models`` (PyTorch
-exports with random weights, made by ``tools/export_fixtures.py``). At batch 1 and 32 the
-fixture's inputs are tiled along the batch axis; both runtimes get the same arrays. jaxonnx
-runs ``jax.jit(jaxonnx.load(model))`` with inputs already on the device, timed up to
-``block_until_ready``; onnxruntime runs a default CPU ``InferenceSession``. The two
-alternate in blocks, medians are reported, outputs are checked close. Compile time is
-``jit(...).lower(...).compile()`` at that batch, reported beside the run time. The process
-runs in the environment it was started in (no allocator setting): the default environment.
+Each fixture model is a committed dynamic-batch fixture of ``tests/fixtures/models``
+(PyTorch exports with random weights, made by ``tools/export_fixtures.py``), timed at batch 1
+and 32 with the fixture's inputs tiled along the batch axis. With torch installed, three
+more are exported once with random weights into a temporary folder (``_cpu_bench.py``;
+without torch they are left out with a message): a small CNN (3 -> 8 -> 16 channels, 3x3
+convolutions, ReLU and 2x2 max pools, a Linear; 32x32 at batch 2), an MLP (64 -> 256 -> 256
+-> 10 at batch 8) and a YOLOv8n-like detector at 320x320 (``yolo_like.py``, batch 1). Both
+runtimes get the same arrays. jaxonnx runs ``jax.jit(jaxonnx.load(model))`` compiled ahead
+of time, with inputs already on the device, timed up to ``block_until_ready``; onnxruntime
+runs a default CPU ``InferenceSession``. The two alternate in warm blocks, medians are
+reported, outputs are checked close. Compile time is ``jit(...).lower(...).compile()`` at
+that batch. Each model runs twice, each time in a fresh process: on all cores, and pinned to
+core 0 (both runtimes with their defaults). The processes run in the environment the script
+was started in (no allocator setting): the default environment.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import platform
 import sys
 import time
 
-import numpy as np
+import _cpu_bench as bench
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-FIXTURES = os.path.join(HERE, "..", "tests", "fixtures", "models")
-MODELS = ("mlp", "cnn", "vit", "gpt2", "bert")
+MODELS = ("mlp", "cnn", "vit", "gpt2", "bert", "small_cnn", "mlp_256", "yolov8n")
 BATCHES = (1, 32)
+# The exported models at the batch the issue measured them at (issue 35).
+MODEL_BATCHES = {"small_cnn": (2,), "mlp_256": (8,), "yolov8n": (1,)}
 
 
-def _fixture(name: str):
-    for exporter in ("dynamo", "torchscript"):
-        path = os.path.join(FIXTURES, f"{name}_{exporter}_dynamic.onnx")
-        if os.path.exists(path):
-            return path, exporter
-    return None, None
-
-
-def _inputs(path: str, batch: int) -> list[np.ndarray]:
-    data = np.load(path.replace(".onnx", ".npz"))
-    inputs = [data[f"inputs.{i}"] for i in range(sum(k.startswith("inputs.") for k in data))]
-    return [np.concatenate([x] * -(-batch // x.shape[0]), axis=0)[:batch] for x in inputs]
-
-
-def _median_time(fn, runs: int) -> float:
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return float(np.median(times))
-
-
-def measure(quick: bool) -> list[dict]:
+def measure(names, quick: bool) -> list[dict]:
+    """Rows of ``names`` in this process's core setting."""
     import jax
     import onnxruntime as ort
 
     import jaxonnx
 
     rows = []
-    for name in MODELS:
-        path, exporter = _fixture(name)
-        if path is None:
-            print(f"{name}: no dynamic fixture", file=sys.stderr)
-            continue
+    for name in names:
+        path, inputs = bench.model_inputs(name)
         model = jaxonnx.load(path)
         session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
         feeds_names = [i.name for i in session.get_inputs()]
-        for batch in BATCHES:
-            inputs = _inputs(path, batch)
-            x64_off = [x.astype(np.int32) if x.dtype == np.int64 else x for x in inputs]
-            on_device = [jax.device_put(x) for x in x64_off]
+        for batch in MODEL_BATCHES.get(name, BATCHES):
+            arrays = bench.tile(inputs, batch)
+            on_device = bench.for_jax(arrays)
             start = time.perf_counter()
             compiled = jax.jit(model).lower(*on_device).compile()
             compile_s = time.perf_counter() - start
-            feed = dict(zip(feeds_names, inputs))
-
-            def run_jax():
-                jax.block_until_ready(compiled(*on_device))
-
-            def run_ort():
-                session.run(None, feed)
-
-            expected = session.run(None, feed)
-            got = compiled(*on_device)
-            for e, g in zip(expected, got):
-                np.testing.assert_allclose(np.asarray(g), e, rtol=2e-3, atol=2e-4)
-            runs = 5 if quick else 20
-            jax_times, ort_times = [], []
-            for _ in range(3 if quick else 5):  # alternate in blocks
-                run_jax()
-                jax_times.append(_median_time(run_jax, runs))
-                run_ort()
-                ort_times.append(_median_time(run_ort, runs))
+            feed = dict(zip(feeds_names, arrays))
+            bench.check_close(session.run(None, feed), compiled(*on_device))
+            runs = (3 if name == "yolov8n" else 10) if quick else (5 if name == "yolov8n" else 30)
+            t = bench.interleaved(
+                {"jax": lambda: jax.block_until_ready(compiled(*on_device)), "ort": lambda: session.run(None, feed)},
+                runs, 3 if quick else 5,
+            )
             row = {
-                "model": name, "exporter": exporter, "batch": batch,
-                "jaxonnx_ms": 1e3 * float(np.median(jax_times)), "ort_ms": 1e3 * float(np.median(ort_times)),
-                "compile_ms": 1e3 * compile_s,
+                "model": name, "exporter": bench.exporter(name), "batch": batch,
+                "jaxonnx_ms": 1e3 * t["jax"], "ort_ms": 1e3 * t["ort"], "ratio": t["ort"] / t["jax"], "compile_ms": 1e3 * compile_s,
             }
-            row["ratio"] = row["ort_ms"] / row["jaxonnx_ms"]
             print(row, file=sys.stderr)
             rows.append(row)
     return rows
 
 
-def _report(rows: list[dict]) -> str:
-    import jax
-    import onnxruntime as ort
-
+def _report(rows: list[dict], machine: str) -> str:
     lines = [
         "# Exported models on CPU: jaxonnx jit forward vs onnxruntime",
         "",
-        f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores; "
-        f"jax {jax.__version__}, onnxruntime {ort.__version__}; default environment (no allocator setting); "
-        "JAX's default 32-bit mode (int64 inputs passed as int32). Ratio = onnxruntime / jaxonnx (higher is better).",
+        f"{machine} Default environment (no allocator setting); JAX's default 32-bit mode (int64 inputs "
+        "passed as int32). Made by `python benchmarks/models.py`. Ratio = onnxruntime / jaxonnx (higher is "
+        "better). *1 core*: both runtimes with their defaults in a process pinned to core 0 "
+        f"(`os.sched_setaffinity(0, {{0}})` before either is imported, as `taskset -c 0`). {bench.settings_line(rows)} "
+        "Each model and setting ran in a fresh process; the two runtimes interleaved in warm blocks.",
         "",
-        "| model (exporter) | batch | jaxonnx ms | onnxruntime ms | ratio | compile ms |",
-        "|---|---|---|---|---|---|",
+        "| model (exporter) | batch | jaxonnx ms | onnxruntime ms | ratio | 1 core: jaxonnx ms | 1 core: onnxruntime ms "
+        "| 1 core: ratio | compile ms |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         lines.append(
             f"| {r['model']} ({r['exporter']}) | {r['batch']} | {r['jaxonnx_ms']:.3f} | {r['ort_ms']:.3f} | "
-            f"{r['ratio']:.2f} | {r['compile_ms']:.0f} |"
+            f"{r['ratio']:.2f} | {r['pinned_jaxonnx_ms']:.3f} | {r['pinned_ort_ms']:.3f} | {r['pinned_ratio']:.2f} | "
+            f"{r['compile_ms']:.0f} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -129,9 +97,25 @@ def _report(rows: list[dict]) -> str:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--only", nargs="*", help="models to run (default: all)")
     parser.add_argument("--out", default=os.path.join(HERE, "models_results.md"))
+    parser.add_argument("--child", choices=("models",), help=argparse.SUPPRESS)
+    parser.add_argument("--cores", default="all", help=argparse.SUPPRESS)
+    parser.add_argument("--json", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    report = _report(measure(args.quick))
+    if args.child:
+        bench.pin(args.cores)  # before jax or onnxruntime starts its threads
+        bench.write_rows(args.json, measure(args.only, args.quick))
+        return 0
+    load_start = os.getloadavg()[0]
+    names = []
+    for name in args.only or MODELS:
+        if bench.export(name):
+            names.append(name)
+        else:
+            print(f"{name}: not available (torch not installed, or no fixture)", file=sys.stderr)
+    rows = bench.side_by_side(os.path.abspath(__file__), names, ["--quick"] if args.quick else [])
+    report = _report(rows, bench.machine_line(load_start, os.getloadavg()[0]))
     with open(args.out, "w") as f:
         f.write(report)
     print(report)
