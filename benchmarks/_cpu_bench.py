@@ -22,6 +22,7 @@ import importlib.metadata
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 import tempfile
@@ -420,6 +421,10 @@ def ort_profile(path: str, feed: dict, calls: int, warm: int) -> tuple[dict, dic
     return per_op, per_node, np.array([d for _, d in runs], dtype=float), wall
 
 
+# Spans of XLA's and PjRt's runtime around the thunks (they nest the thunks' time).
+_RUNTIME_SPANS = ("PjitFunction", "PjRt", "ThunkExecutor", "Execute", "Allocate", "Handle input", "ParseArguments", "PythonRefManager", "ThreadpoolListener")
+
+
 def _table(header: list[str], rows) -> None:
     print("| " + " | ".join(header) + " |\n|" + "---|" * len(header))
     for row in rows:
@@ -472,6 +477,15 @@ def profile_child(name: str, batch: int | None, cores: str, calls: int) -> None:
     _table(["span"] + [f"{g} µs" for g in groups] + ["all threads µs (mean)"], (
         [f"`{event}`"] + [med(per_name.get((event, g), np.zeros(1)), 1e3) for g in groups] + [mean(totals[event], 1e3)]
         for event in top
+    ))
+    kinds = {}
+    for (event, group), sums in per_name.items():
+        if event != "call" and not any(marker in event for marker in _RUNTIME_SPANS):
+            kind = re.sub(r"\.\d+$", "", event)
+            kinds[kind] = kinds.get(kind, 0) + sums
+    print("\nThunks by kind (the name less its `.N`; the runtime's own spans left out), all threads:\n")
+    _table(["thunk kind", "µs", "µs (mean)"], (
+        [f"`{kind}`", med(kinds[kind], 1e3), mean(kinds[kind], 1e3)] for kind in sorted(kinds, key=lambda k: -np.median(kinds[k]))[:15]
     ))
     print("\n### onnxruntime: kernel time per op type and per node\n")
     kernels = sum(per_op.values())
