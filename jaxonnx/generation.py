@@ -22,9 +22,12 @@ takes a past of length ``p`` and returns a present of length ``p + 1``. :func:`g
 keeps a window of ``W = prompt + max_new_tokens - 1`` cache slots, the real entries at its
 right end and zero padding on the left. Each step feeds the whole window as the past, with
 an attention mask that is 0 on the padding slots and explicit ``position_ids`` (each row's
-count of real tokens so far), then drops the oldest slot of the present, so the window has
-length ``W`` again. Only padding is ever dropped: after the last step the window holds
-exactly ``prompt + max_new_tokens - 1`` entries. The tokens are the same as a growing cache
+count of real tokens so far). The loop carries the present, ``W + 1`` slots, and the next
+step's past is its newest ``W``: the oldest slot is dropped, and it is always padding (after
+the last step the present holds ``prompt + max_new_tokens - 1`` entries, one slot of
+padding before them). Carrying the present rather than the window lets XLA read the window
+inside the graph's Concat, so a step writes the whole cache twice (the Concat, and the copy
+back into the loop's buffer) rather than three times. The tokens are the same as a growing cache
 gives because every exported attention adds the mask's large negative value to the padding
 slots' scores before its softmax; ``exp`` of them underflows to exactly 0, so they add
 exactly nothing to the weighted sum, and the positions (hence rotary or learned position
@@ -467,32 +470,40 @@ def _decode(model, layout, input_ids, attention_mask, rng, temperature, top_k, t
 
     window = prompt + max_new_tokens - 1
     axis = layout.axis
-    padding = window - prompt
+    # The loop carries each present as the graph returned it, ``window + 1`` slots, and feeds
+    # its last ``window`` slots as the next past: XLA fuses that slice into the graph's
+    # Concat, so the cache is written once a step and copied back into the loop's buffer
+    # once, where a carry of ``window`` slots (the present less its oldest slot) costs a third
+    # write of the whole cache.
+    padding = window + 1 - prompt
 
     def left_pad(x):
         widths = [(0, 0)] * x.ndim
         widths[axis] = (padding, 0)
         return jnp.pad(x, widths)
 
+    def newest(x):
+        return jax.lax.slice_in_dim(x, 1, None, axis=axis)  # the oldest slot is always padding
+
     cache = tuple(left_pad(x) for x in present)
-    window_mask = jnp.pad(mask, ((0, 0), (padding, 0)))
+    carried_mask = jnp.pad(mask, ((0, 0), (padding, 0)))
 
     def not_done(state):
         index, _, _, _, finished = state
         return (index < max_new_tokens) & ~jnp.all(finished)
 
     def decode_step(state):
-        index, new, cache, window_mask, finished = state
+        index, new, cache, carried_mask, finished = state
+        window_mask = carried_mask[:, 1:]
         step_mask = jnp.concatenate([window_mask, jnp.ones((batch, 1), window_mask.dtype)], axis=-1)
         positions = jnp.sum(window_mask, axis=-1, keepdims=True)
         previous = jax.lax.dynamic_slice_in_dim(new, index - 1, 1, axis=1)
-        token, present = step(previous, step_mask, positions, cache, key_at(index))
+        token, present = step(previous, step_mask, positions, tuple(newest(x) for x in cache), key_at(index))
         token = jnp.where(finished, pad, token)
         new = jax.lax.dynamic_update_slice_in_dim(new, token[:, None], index, axis=1)
-        cache = tuple(jax.lax.slice_in_dim(x, 1, None, axis=axis) for x in present)  # the oldest slot: padding
-        return index + 1, new, cache, step_mask[:, 1:], finished | ended(token)
+        return index + 1, new, present, step_mask, finished | ended(token)
 
-    state = (jnp.asarray(1), new, cache, window_mask, finished)
+    state = (jnp.asarray(1), new, cache, carried_mask, finished)
     index, new, _, _, _ = jax.lax.while_loop(not_done, decode_step, state)
     return jnp.concatenate([input_ids, new], axis=-1), index
 
