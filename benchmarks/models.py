@@ -17,7 +17,8 @@ runs a default CPU ``InferenceSession``. The two alternate in warm blocks, media
 reported, outputs are checked close. Compile time is ``jit(...).lower(...).compile()`` at
 that batch. Each model runs twice, each time in a fresh process: on all cores, and pinned to
 core 0 (both runtimes with their defaults). The processes run in the environment the script
-was started in (no allocator setting): the default environment.
+was started in (no allocator setting): the default environment. Where one model's time goes:
+``python benchmarks/conv_models.py --profile MODEL`` (any model named here).
 """
 
 from __future__ import annotations
