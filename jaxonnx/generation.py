@@ -66,10 +66,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxonnx import _xla_cpu
 from jaxonnx._core.model import Model, load
 from jaxonnx._errors import OnnxValidationError
 
-__all__ = ["CacheLayout", "cache_dims_beside", "choose_tokens", "filtered_logits", "find_cache", "generate", "load_causal_lm"]
+__all__ = ["CacheLayout", "cache_dims_beside", "choose_tokens", "decode_compiler_options", "filtered_logits", "find_cache",
+           "generate", "load_causal_lm"]
 
 # Past inputs and present outputs by the names Optimum and onnxruntime-genai give them.
 _NAMED_PAST = re.compile(r"^past_key_values[._](\d+)[._](key|value)$")
@@ -359,7 +361,9 @@ def generate(
 
     ``jax.jit(generate, static_argnames="max_new_tokens")`` compiles once per shape of the
     prompts (and per choice of greedy or sampled, and of which options are None); the
-    model is an argument, so fine-tuned params need no recompilation.
+    model is an argument, so fine-tuned params need no recompilation. Called directly,
+    ``generate`` compiles with :func:`decode_compiler_options` (on CPU, dots through Eigen);
+    under your own ``jax.jit``, pass ``compiler_options=decode_compiler_options()`` to it.
 
     Example:
         >>> model = jaxonnx.load("tests/fixtures/generation/llama_optimum/model.onnx")
@@ -394,8 +398,12 @@ def generate(
     eos = None if eos_token_id is None else jnp.asarray(eos_token_id).reshape(-1)
     if pad_token_id is None:
         pad_token_id = 0 if eos is None else eos[0]
-    tokens = _generate(model, layout, input_ids, attention_mask, rng, temperature, top_k, top_p, eos,
-                       jnp.asarray(pad_token_id), int(max_new_tokens))
+    # jax takes compiler options only on a top-level jit: under a transformation (a jit of
+    # the caller's, vmap, grad) the enclosing computation's options decide.
+    options = decode_compiler_options() if _outside_transformations() else {}
+    compiled = _compiled_generate(tuple(sorted(options.items())))
+    tokens = compiled(model, layout, input_ids, attention_mask, rng, temperature, top_k, top_p, eos,
+                      jnp.asarray(pad_token_id), int(max_new_tokens))
     return tokens[0] if one_prompt else tokens
 
 
@@ -414,10 +422,52 @@ def _check_left_padded(mask, layout: CacheLayout) -> None:
         raise OnnxValidationError("The model takes no attention_mask, so it cannot decode padded prompts.")
 
 
-@functools.partial(jax.jit, static_argnames=("layout", "max_new_tokens"))
+# Dots through Eigen, YNNPACK keeping only the reductions (``jaxonnx._xla_cpu`` has already
+# taken the convolutions out of it): the option's value as a per-compilation override takes.
+_EIGEN_DOTS = {"xla_cpu_experimental_ynn_fusion_type": "LIBRARY_FUSION_TYPE_REDUCE"}
+
+
+def decode_compiler_options() -> dict[str, str]:
+    """The XLA options :func:`generate` compiles its loop with: on CPU, its dots through
+    Eigen rather than YNNPACK, where ``import jaxonnx`` chose XLA:CPU's library flags
+    (``jaxonnx._xla_cpu``: not where ``XLA_FLAGS`` set them, ``JAXONNX_KEEP_XLA_FLAGS``
+    opted out, or the jaxlib is another); otherwise none.
+
+    A decode step's products have as many rows as the batch. On XLA:CPU (jaxlib 0.10, a
+    2-core AMD EPYC) YNNPACK ran those slower than Eigen: a 12-layer stack of 768x2048 and
+    2048x768 products and a 768x32000 head took 59 ms against Eigen's 42 at 8 rows and 45
+    against 28 at 16 (medians, both compiled in one process and interleaved), the same at one
+    row; at 128 rows YNNPACK was 1.15x faster, at 1024 even. The loop of the 12-layer,
+    768-wide Llama of ``benchmarks/generation.py`` at batch 8 ran 1.2-1.4x faster so.
+
+    ``generate`` passes these itself; under your own ``jax.jit`` pass them too, or the
+    process's flags decide.
+
+    Example:
+        >>> model = jaxonnx.load("tests/fixtures/generation/llama_optimum/model.onnx")
+        >>> fast = jax.jit(generate, static_argnames="max_new_tokens", compiler_options=decode_compiler_options())
+        >>> fast(model, jnp.array([[5, 6, 7]]), max_new_tokens=4).shape
+        (1, 7)
+    """
+    if jax.default_backend() != "cpu" or not _xla_cpu.TOOK_CONVOLUTIONS_OUT:
+        return {}
+    return dict(_EIGEN_DOTS)
+
+
 def _generate(model, layout, input_ids, attention_mask, rng, temperature, top_k, top_p, eos, pad, max_new_tokens):
     tokens, _ = _decode(model, layout, input_ids, attention_mask, rng, temperature, top_k, top_p, eos, pad, max_new_tokens)
     return tokens
+
+
+def _outside_transformations() -> bool:
+    from jax._src import core  # no public spelling of this in jax 0.10
+
+    return core.trace_state_clean()
+
+
+@functools.lru_cache(maxsize=None)
+def _compiled_generate(options: tuple[tuple[str, str], ...]):
+    return jax.jit(_generate, static_argnames=("layout", "max_new_tokens"), compiler_options=dict(options) or None)
 
 
 def _decode(model, layout, input_ids, attention_mask, rng, temperature, top_k, top_p, eos, pad, max_new_tokens):

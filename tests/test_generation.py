@@ -14,6 +14,7 @@ from __future__ import annotations
 import doctest
 import json
 import os
+import re
 
 import chex
 import jax
@@ -364,8 +365,25 @@ def test_command_line_with_text(capsys):
     assert capsys.readouterr().out == tokenizer.decode(ids + new, skip_special_tokens=True) + "\n"
 
 
-@pytest.mark.parametrize("function", [generation.generate, generation.find_cache, generation.choose_tokens],
-                         ids=lambda f: f.__name__)
+def test_generate_compiles_its_loop_with_the_decode_options(llama):
+    """Called directly, generate's own jit carries decode_compiler_options: on CPU where
+    jaxonnx chose XLA's flags, no dot of the compiled loop is left to YNNPACK."""
+    options = generation.decode_compiler_options()
+    ids = jnp.asarray(_prompts("llama_optimum")[0])
+    arguments = (llama, find_cache(llama), ids, jnp.ones_like(ids), None, 1.0, None, None, None, jnp.asarray(0), 3)
+    compiled = generation._compiled_generate(tuple(sorted(options.items())))
+    text = compiled.lower(*arguments).compile().as_text()
+    bodies = {block.split(" ", 1)[0].lstrip("%"): block for block in text.split("\n\n")}
+    ynn_called = re.findall(r"calls=%([\w.\-]+)[^\n]*__ynn_fusion", text)
+    ynn_dots = [name for name in ynn_called if " dot(" in bodies.get(name, "")]
+    if options:  # (elsewhere the process's flags decide: only the tokens are checked)
+        assert not ynn_dots and " dot(" in text
+    plain = jax.jit(generation._generate, static_argnames=("layout", "max_new_tokens"))
+    np.testing.assert_array_equal(compiled(*arguments), plain(*arguments))
+
+
+@pytest.mark.parametrize("function", [generation.generate, generation.find_cache, generation.choose_tokens,
+                                      generation.decode_compiler_options], ids=lambda f: f.__name__)
 def test_docstring_examples_run(function, monkeypatch):
     monkeypatch.chdir(os.path.join(os.path.dirname(__file__), os.pardir))  # the examples name files from the repo's root
     globs = {"jax": jax, "jnp": jnp, "np": np, "jaxonnx": jaxonnx, **{n: getattr(generation, n) for n in generation.__all__}}
