@@ -1,0 +1,87 @@
+"""Eager calls, ``model(x)`` as onnxruntime's users write ``session.run``: the whole graph's
+executable, reached without per-call work that costs more than a small model runs (a
+computation to see whether a trace is in progress; the input checks again for arrays of a
+shape and type already checked), and without skipping a check that a new input needs."""
+
+from __future__ import annotations
+
+import pathlib
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxonnx
+
+FIXTURES = pathlib.Path(__file__).parent / "fixtures" / "models"
+
+
+@pytest.fixture(scope="module")
+def mlp():
+    model = jaxonnx.load(FIXTURES / "mlp_dynamo_dynamic.onnx")
+    x = np.asarray(np.load(FIXTURES / "mlp_dynamo_dynamic.npz")["inputs.0"], np.float32)
+    return model, x
+
+
+def _primitives_run_eagerly(fn) -> int:
+    """How many primitives JAX evaluated one at a time, outside any trace, while ``fn`` ran
+    (a compiled executable called from Python is not among them)."""
+    from jax._src import core
+
+    count = 0
+    original = core.EvalTrace.process_primitive
+
+    def counting(self, primitive, tracers, params):
+        nonlocal count
+        count += 1
+        return original(self, primitive, tracers, params)
+
+    core.EvalTrace.process_primitive = counting
+    try:
+        jax.block_until_ready(fn())
+    finally:
+        core.EvalTrace.process_primitive = original
+    return count
+
+
+def test_a_warm_eager_call_runs_only_the_compiled_graph(mlp):
+    model, x = mlp
+    x = jnp.asarray(x)
+    model(x)  # compiles
+    assert _primitives_run_eagerly(lambda: model(x)) == 0
+    assert _primitives_run_eagerly(lambda: model(x=x)) == 0  # by name: checked, no computation either
+
+
+def test_repeated_eager_calls_equal_the_jitted_model(mlp):
+    model, x = mlp
+    expected = jax.jit(model)(x)
+    for value in (x, jnp.asarray(x), jnp.asarray(x), jnp.asarray(np.concatenate([x, x]))):
+        got = model(value)
+        rows = len(value)
+        np.testing.assert_allclose(np.asarray(got[0])[: len(x)], np.asarray(expected[0]), rtol=1e-6, atol=1e-6)
+        assert got[0].shape[0] == rows
+
+
+def test_arrays_of_a_new_shape_or_type_are_checked_again(mlp):
+    model, x = mlp
+    model(jnp.asarray(x))
+    model(jnp.asarray(x))  # the signature is known now
+    with pytest.raises(jaxonnx.OnnxTypeError, match="'x'.*int32"):
+        model(jnp.asarray(x).astype(jnp.int32))
+    with pytest.raises(jaxonnx.OnnxValidationError, match=r"'x' is declared with shape"):
+        model(jnp.ones((x.shape[0], x.shape[1] + 1), jnp.float32))
+
+
+def test_a_model_on_constants_inside_a_trace_is_traced(mlp):
+    # No input is a tracer, yet the call is traced: the model must be staged into the
+    # caller's computation, not run eagerly at trace time.
+    model, x = mlp
+    constant = jnp.asarray(x)
+    model(constant)
+    jaxpr = jax.make_jaxpr(lambda: model(constant))()
+    assert any(eq.primitive.name in ("pjit", "jit", "dot_general") for eq in jaxpr.jaxpr.eqns)
+    np.testing.assert_allclose(np.asarray(jax.jit(lambda: model(constant))()[0]), np.asarray(model(constant)[0]),
+                               rtol=1e-6, atol=1e-6)
+    grads = jax.grad(lambda scale: model(constant * scale)[0].sum())(1.0)
+    assert np.isfinite(float(grads))
