@@ -34,7 +34,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.join(HERE, "..", "tests", "fixtures", "models")
 CACHE = os.path.join(tempfile.gettempdir(), "jaxonnx_conv_models")
 # Exported from torch at run time (random weights, eval mode, opset 17, dynamic batch).
-TORCH_MODELS = ("small_cnn", "mlp_256", "mobilenet_v3_large", "resnet18", "efficientnet_b0", "ocr_detector", "yolov8n")
+TORCH_MODELS = ("small_cnn", "mlp_256", "mobilenet_v3_small_224", "mobilenet_v3_large", "resnet18", "efficientnet_b0", "ocr_detector", "yolov8n")
 # The input each torch model is exported with (its batch is the one it is timed at where a
 # script gives no other).
 _INPUT_SHAPES = {"small_cnn": (2, 3, 32, 32), "mlp_256": (8, 64), "ocr_detector": (1, 3, 320, 320), "yolov8n": (1, 3, 320, 320)}
@@ -132,6 +132,8 @@ def _torch_module(name: str, torch):
         return None
     if name == "ocr_detector":
         return lambda: _ocr_detector(torch, torchvision)
+    if name == "mobilenet_v3_small_224":  # torchvision's, at 224x224 (the fixture is smaller)
+        return lambda: torchvision.models.mobilenet_v3_small(weights=None)
     return lambda: getattr(torchvision.models, name)(weights=None)
 
 

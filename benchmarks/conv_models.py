@@ -45,7 +45,7 @@ import _cpu_bench as bench
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURE_MODELS = ("mobilenet_v3_small", "resnet", "cnn", "vit", "gpt2", "mlp")
-TORCH_MODELS = ("small_cnn", "mlp_256", "mobilenet_v3_large", "resnet18", "efficientnet_b0", "ocr_detector", "yolov8n")
+TORCH_MODELS = bench.TORCH_MODELS
 BATCHES = (1, 8)
 # The small CNN and the MLP at the batch the issue measured them at (issue 35).
 MODEL_BATCHES = {"small_cnn": (2,), "mlp_256": (8,)}
@@ -220,7 +220,8 @@ def measure_convolutions(quick: bool) -> list[dict]:
 
 def measure_dispatch(quick: bool) -> list[dict]:
     """Per-call cost of the MLP fixture at batch 1: ``jax.jit(model)`` against the
-    executable of ``jax.jit(model).lower(x).compile()``, and onnxruntime."""
+    executable of ``jax.jit(model).lower(x).compile()``, the eager call ``model(x)`` (the
+    whole graph compiled by jaxonnx), and onnxruntime."""
     import jax
     import onnxruntime as ort
 
@@ -238,6 +239,8 @@ def measure_dispatch(quick: bool) -> list[dict]:
             "jax.jit(model)(x)": lambda: jax.block_until_ready(jitted(x)),
             "jax.jit(model).lower(x).compile()(x)": lambda: jax.block_until_ready(compiled(x)),
             "same, numpy input": lambda: jax.block_until_ready(compiled(feed[session.get_inputs()[0].name])),
+            "model(x), eager": lambda: jax.block_until_ready(model(x)),
+            "model(x), eager, numpy input": lambda: jax.block_until_ready(model(feed[session.get_inputs()[0].name])),
             "onnxruntime session.run": lambda: session.run(None, feed),
         },
         200 if quick else 1000, 3 if quick else 5,

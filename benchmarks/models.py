@@ -31,7 +31,7 @@ import time
 import _cpu_bench as bench
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODELS = ("mlp", "cnn", "vit", "gpt2", "bert", "small_cnn", "mlp_256", "yolov8n")
+MODELS = ("mlp", "cnn", "vit", "gpt2", "bert", "small_cnn", "mlp_256", "mobilenet_v3_small_224", "yolov8n")
 BATCHES = (1, 32)
 # The exported models at the batch the issue measured them at (issue 35).
 MODEL_BATCHES = {"small_cnn": (2,), "mlp_256": (8,), "yolov8n": (1,)}
