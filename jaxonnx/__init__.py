@@ -30,6 +30,7 @@ from jaxonnx._core.registry import get_op as get_op
 from jaxonnx._core.registry import register as register
 from jaxonnx._core.registry import supported_ops as supported_ops
 from jaxonnx._tuning import tune_cpu_allocator as tune_cpu_allocator
+from jaxonnx._xla_cpu import compiler_options as compiler_options
 
 __version__ = "0.1.0"
 
@@ -49,6 +50,7 @@ __all__ = [
     "UnsupportedOpError",
     "ValueInfo",
     "X64Warning",
+    "compiler_options",
     "demo_model_path",
     "generate",
     "get_op",

@@ -157,6 +157,56 @@ def ynn_convolutions() -> bool:
     return "individual_convolution" in value.split(",")
 
 
+# A computation of fewer flops than this runs its products single-threaded through Eigen
+# (see `compiler_options`).
+SMALL_COMPUTATION_FLOPS = 1e6
+_SMALL_COMPUTATION_OPTIONS = {
+    "xla_cpu_multi_thread_eigen": False,
+    # The process's YNNPACK fusions (`_WITHOUT_CONVOLUTIONS`) less its dots.
+    "xla_cpu_experimental_ynn_fusion_type": "LIBRARY_FUSION_TYPE_REDUCE",
+}
+
+
+def compiler_options(lowered) -> dict:
+    """The XLA options for compiling ``lowered`` (a ``jax.stages.Lowered``) that its size
+    calls for: on CPU, for a computation of under a million flops, its products (dots,
+    convolutions) on one thread through Eigen; otherwise, and on other platforms, none.
+    :meth:`jaxonnx.Model.compile` and an eager ``model(x)`` use them; under your own
+    ``jax.jit``, pass them as its ``compiler_options``.
+
+    Why: such a model's products take a few microseconds each, less than handing them to
+    another core costs on a VM that halts idle vCPUs, and YNNPACK's products of a few rows
+    ran slower than Eigen's. Measured on this project's 2-core AMD EPYC (jaxlib 0.10, warm,
+    interleaved with onnxruntime in one process, batch 1): the tiny GPT-2 fixture 0.107 ->
+    0.069 ms (onnxruntime 0.179), BERT 0.086 -> 0.060, ViT 0.079 -> 0.064, the small
+    MobileNetV3 fixture 0.28 -> 0.16-0.20, the MLP fixture 0.031 -> 0.015 (onnxruntime
+    0.019). Past a million flops it stopped paying: a 64-256-256-10 MLP at batch 8 (1.4
+    million) ran 0.046 ms with the defaults against 0.049, and the transformer fixtures at
+    batch 8 (2-3 million) 5-20% slower. Only where ``import jaxonnx`` set XLA:CPU's library
+    flags (:data:`TOOK_CONVOLUTIONS_OUT`): the YNNPACK option names jaxlib 0.10's fusions.
+
+    Example:
+        >>> import jaxonnx
+        >>> model = jaxonnx.load("tests/fixtures/models/mlp_dynamo_dynamic.onnx")
+        >>> lowered = jax.jit(model).lower(jnp.ones((1, 8)))
+        >>> fast = lowered.compile(jaxonnx.compiler_options(lowered))
+    """
+    if not TOOK_CONVOLUTIONS_OUT or tuple(_platforms(lowered)) != ("cpu",):
+        return {}
+    cost = lowered.cost_analysis()
+    cost = cost[0] if isinstance(cost, (list, tuple)) else cost
+    flops = (cost or {}).get("flops")
+    return dict(_SMALL_COMPUTATION_OPTIONS) if flops is not None and flops < SMALL_COMPUTATION_FLOPS else {}
+
+
+def _platforms(lowered) -> tuple[str, ...]:
+    """The platforms ``lowered`` is for (jax 0.10 keeps them on its private lowering; the
+    default backend where that is not there)."""
+    import jax
+
+    return tuple(getattr(getattr(lowered, "_lowering", None), "_platforms", None) or (jax.default_backend(),))
+
+
 def _dispatch_inline() -> bool:
     """Has JAX run CPU computations on the calling thread where the module docstring says so;
     returns whether it did."""

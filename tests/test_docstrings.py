@@ -19,6 +19,8 @@ PUBLIC = [getattr(jaxonnx.ops, name) for name in jaxonnx.ops.__all__] + [  # eve
     jaxonnx.register,
     jaxonnx.demo_model_path,
     jaxonnx.tune_cpu_allocator,
+    jaxonnx.compiler_options,
+    jaxonnx.Model.compile,
     # Helpers whose examples document a rule.
     _xla_cpu.wide_vectors_run_fast,
     _xla_cpu.ynn_convolutions,

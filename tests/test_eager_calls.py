@@ -85,3 +85,28 @@ def test_a_model_on_constants_inside_a_trace_is_traced(mlp):
                                rtol=1e-6, atol=1e-6)
     grads = jax.grad(lambda scale: model(constant * scale)[0].sum())(1.0)
     assert np.isfinite(float(grads))
+
+
+def test_small_computations_compile_their_products_single_threaded(mlp):
+    from jaxonnx import _xla_cpu
+
+    model, x = mlp
+    small = jax.jit(model).lower(jnp.asarray(x))
+    large = jax.jit(lambda a: a @ a).lower(jnp.ones((256, 256)))  # 33 million flops
+    expected = dict(_xla_cpu._SMALL_COMPUTATION_OPTIONS) if _xla_cpu.TOOK_CONVOLUTIONS_OUT else {}
+    assert jaxonnx.compiler_options(small) == expected
+    assert jaxonnx.compiler_options(large) == {}
+    compiled = model.compile(jnp.asarray(x))
+    if expected:  # the products are Eigen's, not YNNPACK's
+        assert "__ynn_fusion" in jax.jit(model).lower(jnp.asarray(x)).compile().as_text()
+        assert "__ynn_fusion" not in compiled.as_text()
+    np.testing.assert_allclose(np.asarray(compiled(jnp.asarray(x))[0]), np.asarray(jax.jit(model)(x)[0]),
+                               rtol=1e-6, atol=1e-6)
+
+
+def test_compile_takes_shapes_and_refuses_other_inputs(mlp):
+    model, x = mlp
+    run = model.compile(jax.ShapeDtypeStruct((5, x.shape[1]), jnp.float32))
+    assert run(jnp.ones((5, x.shape[1]), jnp.float32))[0].shape[0] == 5
+    with pytest.raises(TypeError):
+        run(jnp.ones((6, x.shape[1]), jnp.float32))

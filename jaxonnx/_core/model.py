@@ -46,6 +46,7 @@ from jaxonnx._core.loading import (
 )
 from jaxonnx._core.loading import decode_attribute
 from jaxonnx._core.registry import REGISTRY, OpVersion, Registry, is_traced
+from jaxonnx._xla_cpu import compiler_options
 from jaxonnx._core.types import ValueInfo, ValueType
 from jaxonnx._errors import (
     ModelLoadError,
@@ -381,20 +382,51 @@ class Model:
         ``rng``: a ``jax.random`` key for the model's random draws (training-mode Dropout,
         the random ops); see :mod:`jaxonnx._core.graph` for how each node's key is made.
         """
-        signature = None
-        if rng is None and not named_inputs and not self._params:
-            signature = _array_signature(inputs)
-            if signature in self._checked_signatures and _trace_state_clean is not None and _trace_state_clean():
-                # Arrays of a shape and type checked before, no trace: straight to the
-                # compiled graph. The checks and the feed cost more than small models run.
-                return self._whole_graph(dict(zip(self.input_names, inputs)), {}, None)
+        compiled = self._compiled_call(inputs, rng, named_inputs)
+        if compiled is not None:
+            return compiled(*inputs)
         if len(inputs) == 1 and isinstance(inputs[0], Mapping) and not named_inputs:
             inputs, named_inputs = (), dict(inputs[0])  # onnxruntime's feed dict
-        outputs = self._evaluate(self._call_feed(inputs, named_inputs), self._params or {}, rng)
-        if rng is None and not named_inputs and not self._params and self._whole_graph is not None \
-                and not self._draws and signature is not None and _trace_state_clean is not None and _trace_state_clean():
-            self._checked_signatures.add(signature)
-        return outputs
+        return self._evaluate(self._call_feed(inputs, named_inputs), self._params or {}, rng)
+
+    def compile(self, *inputs) -> jax.stages.Compiled:
+        """The model compiled ahead of time for inputs like ``inputs`` (positional, in graph
+        order: arrays or ``jax.ShapeDtypeStruct``), with the XLA options its size calls for
+        (:func:`jaxonnx.compiler_options`: on CPU, a computation of under a million flops
+        runs its products on one thread). Calling it runs no Python of jaxonnx's; an eager
+        ``model(x)`` of JAX arrays runs one of these per input signature.
+
+        Example:
+            >>> model = jaxonnx.load("tests/fixtures/models/mlp_dynamo_dynamic.onnx")
+            >>> run = model.compile(jax.ShapeDtypeStruct((4, 8), jnp.float32))
+            >>> [y.shape for y in run(jnp.ones((4, 8)))]
+            [(4, 4)]
+        """
+        lowered = jax.jit(self._run_positional).lower(*inputs)
+        return lowered.compile(compiler_options(lowered) or None)
+
+    def _run_positional(self, *inputs) -> tuple:
+        return self._run_graph(dict(zip(self.input_names, inputs)), {}, None)
+
+    def _compiled_call(self, inputs, rng, named_inputs):
+        """What an eager call of JAX arrays, given positionally, runs: the executable of its
+        input signature (:meth:`compile`, made after the inputs' checks passed); None where
+        the call takes the general path (inputs by name or not all JAX arrays, a key, a
+        pytree copy's params, a graph run op by op or one that draws, a trace in progress).
+        The checks and the feed cost more than a small model runs, so a signature is checked
+        once."""
+        if rng is not None or named_inputs or self._params or self._whole_graph is None or self._draws \
+                or len(inputs) != len(self.input_names):
+            return None
+        signature = _array_signature(inputs)
+        if signature is None or _trace_state_clean is None or not _trace_state_clean():
+            return None
+        compiled = self._compiled.get(signature)
+        if compiled is None:
+            for name, value in zip(self.input_names, inputs):
+                self._declared[name].checked_input(value, kind="input")  # raises, naming the input
+            compiled = self._compiled[signature] = self.compile(*inputs)
+        return compiled
 
     def _call_feed(self, inputs, named_inputs) -> dict[str, Any]:
         """The feed of a call, positional inputs first, then keywords by graph input name."""
@@ -520,9 +552,8 @@ class Model:
             _needs_concrete_values(self.graph, set(self.input_names))
         self.eager_mode = "whole graph compiled per input signature" if reason is None else f"op by op: {reason}"
         self._whole_graph = jax.jit(self._run_graph) if reason is None else None
-        # Positional input signatures (see `_array_signature`) whose checks passed in an
-        # eager call of the whole graph: later calls with arrays of those go straight to it.
-        self._checked_signatures: set[tuple] = set()
+        # The executable of each input signature of eager calls (see `_compiled_call`).
+        self._compiled: dict[tuple, jax.stages.Compiled] = {}
 
     def _checked_param(self, name: str, value):
         own = self._weights.get(name, self._file_initializers.get(name))
