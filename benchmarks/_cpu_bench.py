@@ -284,8 +284,9 @@ def write_json(path: str, value) -> None:
 
 
 def side_by_side(script: str, names, args: list[str]) -> list[dict]:
-    """Each model's rows on all cores with the one-core setting's ``jaxonnx_ms``, ``ort_ms``
-    and ``ratio`` added as ``pinned_...``; one process per model and setting."""
+    """Each model's rows on all cores with the one-core setting's ``jaxonnx_ms``, ``ort_ms``,
+    ``ratio``, ``eager_ms`` and ``eager_ratio`` (where the script measures them) added as
+    ``pinned_...``; one process per model and setting."""
     rows = []
     for name in names:
         settings = {cores: run_child(script, "models", cores, ["--only", name, *args]) for cores in SETTINGS}
@@ -295,7 +296,7 @@ def side_by_side(script: str, names, args: list[str]) -> list[dict]:
         by_batch = {(r["model"], r["batch"]): r for r in pinned["rows"]}
         for row in settings["all"]["rows"]:
             one = by_batch.get((row["model"], row["batch"]), {})
-            for key in ("jaxonnx_ms", "ort_ms", "ratio"):
+            for key in ("jaxonnx_ms", "ort_ms", "ratio", "eager_ms", "eager_ratio"):
                 row[f"pinned_{key}"] = one.get(key, float("nan"))
             row["affinity"], row["pinned_affinity"] = settings["all"]["affinity"], pinned["affinity"]
             rows.append(row)
