@@ -10,6 +10,7 @@ import pytest
 import jaxonnx
 import jaxonnx.backend
 from jaxonnx import _xla_cpu
+from jaxonnx._core import checks
 from jaxonnx.ops._helpers import pool_cpu
 
 PUBLIC = [getattr(jaxonnx.ops, name) for name in jaxonnx.ops.__all__] + [  # every op, from the registry
@@ -21,6 +22,7 @@ PUBLIC = [getattr(jaxonnx.ops, name) for name in jaxonnx.ops.__all__] + [  # eve
     jaxonnx.tune_cpu_allocator,
     jaxonnx.compiler_options,
     jaxonnx.Model.compile,
+    checks,  # the module: how an eager call defers the checks of traced values
     # Helpers whose examples document a rule.
     _xla_cpu.wide_vectors_run_fast,
     _xla_cpu.ynn_convolutions,

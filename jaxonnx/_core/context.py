@@ -40,6 +40,9 @@ class OpContext:
         channels_last: the node's main input is given channels-last (``(N, D..., C)``) and
             its output is wanted so (see :mod:`jaxonnx._core.layout`). Reaches ops whose
             contract sets ``channels_last``.
+        checks: where the checks go that the op cannot make on a traced value, made after
+            the computation (a :class:`~jaxonnx._core.checks.NodeChecks`; an eager call of a
+            compiled graph passes one), or None. Reaches ops whose contract sets ``checks``.
     """
 
     node: str = ""
@@ -53,3 +56,5 @@ class OpContext:
     computation: Any = None
     #: The main input is channels-last and the output is wanted so.
     channels_last: bool = False
+    #: The checks of traced values, made after the computation (jaxonnx/_core/checks.py).
+    checks: Any = None

@@ -189,10 +189,13 @@ class Graph:
     # ----------------------------------------------------------------------- running
 
     def run(self, feed: Mapping[str, Any], scope: Mapping[str, Any] = {}, *, rng=None,
-            options: Mapping[str, Any] | None = None, params: Mapping[str, Any] | None = None) -> tuple:
+            options: Mapping[str, Any] | None = None, params: Mapping[str, Any] | None = None,
+            checks=None) -> tuple:
         """The graph's outputs for ``feed`` (its inputs by name), reading ``scope`` (the
         enclosing graphs' values) for the outer names it uses. Values are not checked
-        against the declarations here; :class:`~jaxonnx.Model` checks the main graph's."""
+        against the declarations here; :class:`~jaxonnx.Model` checks the main graph's.
+        ``checks``: a :class:`~jaxonnx._core.checks.DeferredChecks` that collects the checks
+        of traced values the ops defer (an eager call's compiled graph), or None."""
         values: dict[str, Any] = {name: scope[name] for name in self.outer_names if name in scope}
         values.update(self.initializers)
         values.update(params or {})
@@ -202,7 +205,8 @@ class Graph:
         for index, node in zip(self.key_indices, self.nodes):
             if params and node.outputs and node.outputs[0] in params and getattr(node.op, "op_type", "") == "Constant":
                 continue  # a param replaces this Constant's value (paddle2onnx stores weights as Constants)
-            run_node(node, values, rng=_node_key(rng, index), options=options, padding=padding, graph_rng=rng)
+            run_node(node, values, rng=_node_key(rng, index), options=options, padding=padding, graph_rng=rng,
+                     checks=checks)
             if self.value_info:
                 self._check_declared(node, values, padding)
         return tuple(padding_rules.real_output(layout.channels_first(values[name]), padding.get(name)) if name else None
@@ -262,7 +266,7 @@ class Subgraph:
 
 
 def run_node(node: Node, values: dict[str, Any], *, rng=None, options: Mapping[str, Any] | None = None,
-             padding: dict[str, padding_rules.Marks] | None = None, graph_rng=None) -> None:
+             padding: dict[str, padding_rules.Marks] | None = None, graph_rng=None, checks=None) -> None:
     """Runs one node on ``values`` (by name) and stores its outputs there; ``padding``
     holds the marks of the values a size hint's padding reaches, and the node's op
     follows its contract's padding rule on them (see :mod:`jaxonnx._core.padding`).
@@ -281,9 +285,12 @@ def run_node(node: Node, values: dict[str, Any], *, rng=None, options: Mapping[s
             raise node_error(node, args, padding_rules.refusal(
                 node, padding[read[0]].origin(), "reads it inside its subgraph, where no rule follows the padding"))
     computation = None if node.computation is None else Subgraph(node.computation, values, graph_rng, options)
+    deferred = None
+    if checks is not None and isinstance(node.op, OpVersion) and node.op.contract.checks:
+        deferred = checks.for_node(f"Node {node.path!r} ({node.op.name}) failed: {node.op.name}")
     ctx = OpContext(node=node.path, output_count=len(node.outputs), size=node.size, rng=rng,
                     options=dict(options or {}), real_length=padding_rules.asks_real_length(node),
-                    computation=computation)
+                    computation=computation, checks=deferred)
 
     def call(arguments):
         return node.op(*arguments, ctx=ctx, **attributes)

@@ -31,6 +31,7 @@ import onnx
 from onnx import numpy_helper
 
 from jaxonnx import ops as _ops  # noqa: F401  (registers every op)
+from jaxonnx._core.checks import DeferredChecks
 from jaxonnx._core.dtypes import X64_ON_HINT, as_jax, is_narrowed, is_string_array, jax_dtype, onnx_type_name, x64_enabled
 from jaxonnx._core.graph import Environment, Graph
 from jaxonnx._core.loading import (
@@ -416,7 +417,7 @@ class Model:
         The checks and the feed cost more than a small model runs, so a signature is checked
         once."""
         if rng is not None or named_inputs or self._params or self._whole_graph is None or self._draws \
-                or len(inputs) != len(self.input_names):
+                or self._defers_checks or len(inputs) != len(self.input_names):
             return None
         signature = _array_signature(inputs)
         if signature is None or _trace_state_clean is None or not _trace_state_clean():
@@ -524,11 +525,33 @@ class Model:
         if self._whole_graph is not None and set(checked_params) <= set(self._trainable) and not any(
             isinstance(v, (list, np.ndarray)) and is_string_array(v) for v in checked_feed.values()
         ):
+            if self._defers_checks:
+                return self._checked_call(checked_feed, checked_params, rng)
             return self._whole_graph(checked_feed, checked_params, rng)
         return self._run_graph(checked_feed, checked_params, rng)
 
-    def _run_graph(self, feed, params, rng) -> tuple:
-        outputs = self.graph.run(feed, rng=rng, options=self.options, params=params)
+    def _checked_call(self, feed, params, rng) -> tuple:
+        """An eager call of a graph whose ops check values that come from the inputs (a
+        Gather's indices): compiled whole per signature with those checks deferred
+        (:mod:`jaxonnx._core.checks`), run, and the first failed check raised, naming its
+        node, as running op by op on concrete values would."""
+        key = (_signature_key(feed), _signature_key(params), _signature_key({"rng": rng}))
+        entry = self._checked.get(key)
+        if entry is None:
+            checks = DeferredChecks()
+
+            def run(feed, params, rng):
+                return self._run_graph(feed, params, rng, checks=checks), checks.flags()
+
+            lowered = jax.jit(run).lower(feed, params, rng)
+            entry = self._checked[key] = (lowered.compile(compiler_options(lowered) or None), checks)
+        compiled, checks = entry
+        outputs, flags = compiled(feed, params, rng)
+        checks.raise_failed(flags)
+        return outputs
+
+    def _run_graph(self, feed, params, rng, checks=None) -> tuple:
+        outputs = self.graph.run(feed, rng=rng, options=self.options, params=params, checks=checks)
         warned = self.graph.warned_shapes
         return tuple(
             declared.output(value, warned=None if declared.name in self._hinted_lengths else warned)
@@ -554,6 +577,11 @@ class Model:
         self._whole_graph = jax.jit(self._run_graph) if reason is None else None
         # The executable of each input signature of eager calls (see `_compiled_call`).
         self._compiled: dict[tuple, jax.stages.Compiled] = {}
+        # A graph whose ops check values computed from the inputs compiles whole for an
+        # eager call only with those checks deferred (see `_checked_call`), per signature.
+        self._defers_checks = reason is None and any(
+            isinstance(node.op, OpVersion) and node.op.contract.checks for node in self.graph.nodes)
+        self._checked: dict[tuple, tuple] = {}
 
     def _checked_param(self, name: str, value):
         own = self._weights.get(name, self._file_initializers.get(name))
@@ -745,6 +773,17 @@ def _tracing(*trees) -> bool:
 _trace_state_clean = getattr(jax._src.core, "trace_state_clean", None)
 
 
+def _signature_key(values: Mapping[str, Any]) -> tuple:
+    """What an executable compiled for ``values`` (by name) depends on: each one's shape,
+    type and, for a JAX array, placement."""
+    return tuple(sorted(
+        (name, None if value is None else (
+            np.shape(value), str(value.dtype) if hasattr(value, "dtype") else type(value).__name__,
+            getattr(value, "sharding", None), getattr(value, "weak_type", False)))
+        for name, value in values.items()
+    ))
+
+
 def _array_signature(inputs) -> tuple | None:
     """The shapes, types and shardings of positional inputs that are all JAX arrays (not
     tracers), or None: what the checks of an eager call depend on."""
@@ -774,7 +813,8 @@ def _needs_concrete_values(graph: Graph, dependent: set[str]) -> str | None:
         if op.contract.size_hint or op.contract.rng:
             return f"node {node.path!r} ({op.name}) has a data-dependent length or draws"
         formals = op.formal_names(len(node.inputs))
-        needs = set(op.contract.static) | set(op.contract.concrete)
+        # Values read only to check them are checked after the computation (checks.py).
+        needs = set(op.contract.static) | (set() if op.contract.checks else set(op.contract.concrete))
         bad = [formal for formal, name in zip(formals, node.inputs) if name in dependent and formal in needs]
         if bad:
             return f"node {node.path!r} ({op.name}) reads the value of `{bad[0]}`, computed from the inputs"

@@ -76,6 +76,11 @@ class OpContract:
         node: the op raises errors outside its call (when reverse mode transposes it, or from
             a run-time check), which must name the node themselves: it takes a ``node``
             keyword, the node's path (:attr:`OpContext.node`; ``""`` when called by hand).
+        checks: the op reads its ``concrete`` inputs only to check them (bounds), so a
+            traced one is computed with as it is; it takes a ``checks`` keyword
+            (:attr:`OpContext.checks`), where it defers those checks when the value is
+            traced (see :mod:`jaxonnx._core.checks`): an eager call then compiles the graph
+            whole instead of running it op by op.
 
     ``output_count``, ``size_hint`` (``size``), ``rng`` and ``options`` arrive through the
     :class:`~jaxonnx._core.context.OpContext` of the call, never mixed into the node's
@@ -93,6 +98,7 @@ class OpContract:
     computation: bool = False
     channels_last: bool = False
     node: bool = False
+    checks: bool = False
 
     def keywords(self, ctx: OpContext | None) -> dict[str, Any]:
         """The keywords the op takes from ``ctx``, as this contract declares them."""
@@ -115,6 +121,8 @@ class OpContract:
             keywords["channels_last"] = True
         if self.node:
             keywords["node"] = ctx.node
+        if self.checks:
+            keywords["checks"] = ctx.checks
         return keywords
 
     def public_keywords(self) -> tuple[str, ...]:
@@ -126,6 +134,7 @@ class OpContract:
             + (("computation",) if self.computation else ())
             + (("channels_last",) if self.channels_last else ())
             + (("node",) if self.node else ())
+            + (("checks",) if self.checks else ())
             + self.options
         )
 
@@ -597,13 +606,14 @@ class Registry:
         computation: bool = False,
         channels_last: bool = False,
         node: bool = False,
+        checks: bool = False,
     ):
         """See :func:`register`."""
         domain = canonical_domain(domain)
         if padding not in PADDING_KINDS:
             raise ValueError(f"{op_type}: `padding` is one of {', '.join(map(repr, PADDING_KINDS))}, got {padding!r}.")
         contract = OpContract(tuple(static), tuple(concrete), size_hint, folds, output_count, rng, tuple(options), padding,
-                              computation, channels_last, node)
+                              computation, channels_last, node, checks)
 
         def decorate(fn):
             # Check every version first, so that a refused call registers nothing.
@@ -700,6 +710,7 @@ def register(
     computation: bool = False,
     channels_last: bool = False,
     node: bool = False,
+    checks: bool = False,
     registry: Registry | None = None,
 ):
     """Registers ``fn`` as ``op_type`` at each of ``since_versions``; returns ``fn``, marked
@@ -712,7 +723,7 @@ def register(
     (the schema's default, or None, where the node gives none; a GRAPH attribute as a
     function of the subgraph's inputs), and the keywords its contract takes from the node
     and the call (``size`` / ``fill_value``, ``output_count``, ``rng``, options,
-    ``computation``, ``channels_last``, ``node``). Its
+    ``computation``, ``channels_last``, ``node``, ``checks``). Its
     errors are sentences without the op's name ("got `axis`=3 for ..."); the registry puts
     the version label in front. The contract keywords are those of :class:`OpContract`. A
     version that only widens the type list is one more number here; a version whose
@@ -741,7 +752,7 @@ def register(
     return (registry or REGISTRY).register(
         op_type, *since_versions, domain=domain, static=static, concrete=concrete, size_hint=size_hint,
         folds=folds, output_count=output_count, rng=rng, options=options, padding=padding, schema=schema,
-        computation=computation, channels_last=channels_last, node=node,
+        computation=computation, channels_last=channels_last, node=node, checks=checks,
     )
 
 

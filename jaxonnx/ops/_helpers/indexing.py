@@ -22,10 +22,12 @@ def check_indices_fit(indices, data, axis: int, *, kind: str) -> None:
             )
 
 
-def in_bounds_indices(indices, dim: int, *, axis: int, shape, name: str = "indices"):
+def in_bounds_indices(indices, dim: int, *, axis: int, shape, name: str = "indices", checks=None):
     """``indices`` along an axis of size ``dim`` wrapped into ``[0, dim)``, in the narrowest
     exact integer type. Concrete indices outside ``[-dim, dim)`` raise with the value and its
-    position; traced ones are clamped (their values are unknown at trace time)."""
+    position; traced ones are clamped (their values are unknown at trace time), and their
+    check goes to ``checks`` (a :class:`~jaxonnx._core.checks.NodeChecks`) where one is given,
+    to be made after the computation."""
     index_type = np.int32 if dim < 2**31 else np.int64
     if not is_traced(indices):
         concrete = np.asarray(indices)
@@ -45,6 +47,10 @@ def in_bounds_indices(indices, dim: int, *, axis: int, shape, name: str = "indic
         return indices.astype(index_type)
     # In a type that holds `dim` (uint8 indices + 300 would wrap); clamped as XLA would.
     wide = indices.astype(np.promote_types(indices.dtype, index_type)) if indices.dtype.kind == "i" else indices
+    if checks is not None:
+        checks.fail_where((wide < -dim) | (wide >= dim), indices,
+                          f"got index {{value}} at position {{position}} of `{name}`, outside "
+                          f"[{-dim}, {dim - 1}] for axis {axis} of `data` with shape {tuple(shape)}.")
     wrapped = jnp.where(wide < 0, wide + dim, wide) if wide.dtype.kind == "i" else wide
     return jnp.clip(wrapped, 0, dim - 1).astype(index_type)
 

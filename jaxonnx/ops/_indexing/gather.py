@@ -10,8 +10,8 @@ from jaxonnx.ops._helpers.common import namespace, normalize_axis
 from jaxonnx.ops._helpers.indexing import in_bounds_indices
 
 
-@register("Gather", 1, 11, 13, concrete=("indices",), padding="gather")
-def gather(data, indices, *, axis: int = 0, padded=frozenset()):
+@register("Gather", 1, 11, 13, concrete=("indices",), padding="gather", checks=True)
+def gather(data, indices, *, axis: int = 0, padded=frozenset(), checks=None):
     """Implements ONNX Gather: the slices of ``data`` along ``axis`` picked by ``indices``.
 
     Like ``jnp.take(data, indices, axis)``: the output shape is ``data.shape[:axis] +
@@ -28,6 +28,8 @@ def gather(data, indices, *, axis: int = 0, padded=frozenset()):
         indices: int32/int64 array of any rank.
         axis: the gather axis, in ``[-rank, rank - 1]``.
         padded: ``{"indices"}`` when ``indices`` carries a size hint's padding.
+        checks: where the bounds check of traced ``indices`` goes, to be made after the
+            computation (an eager call's compiled graph, :mod:`jaxonnx._core.checks`).
 
     Returns:
         An array of rank ``data.ndim + indices.ndim - 1`` and the dtype of ``data``.
@@ -44,7 +46,7 @@ def gather(data, indices, *, axis: int = 0, padded=frozenset()):
         dim = data.shape[axis]
         wrapped = jnp.where(indices < 0, indices + dim, indices)
         return jnp.take(jnp.asarray(data), wrapped, axis=axis, mode="fill", fill_value=0)
-    indices = in_bounds_indices(indices, data.shape[axis], axis=axis, shape=data.shape)
+    indices = in_bounds_indices(indices, data.shape[axis], axis=axis, shape=data.shape, checks=checks)
     if namespace(data) is jnp:
         # Every index is in bounds now; "clip" is XLA's native gather (no fill mask).
         return jnp.take(data, indices, axis=axis, mode="clip")
