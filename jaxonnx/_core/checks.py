@@ -50,24 +50,28 @@ class DeferredChecks:
         return NodeChecks(self, label)
 
     def flags(self) -> tuple:
-        """The traced results of the checks: per check, whether any position fails, the
-        first failing position (flat) and the value there."""
-        out = []
+        """The traced results of the checks: whether each check fails anywhere (one array,
+        read back in one transfer), and per check the first failing position (flat) and the
+        value there (read only when it failed)."""
+        if not self._traced:
+            return ()
+        failed, details = [], []
         for failing, values in self._traced:
             flat = failing.reshape(-1)
             first = jnp.argmax(flat)
-            out.append((jnp.any(flat), first, jnp.asarray(values).reshape(-1)[first] if flat.size else first))
-        return tuple(out)
+            failed.append(jnp.any(flat))
+            details.append((first, jnp.asarray(values).reshape(-1)[first] if flat.size else first))
+        return jnp.stack(failed), tuple(details)
 
     def raise_failed(self, flags) -> None:
         """Raises the error of the first check that failed, given the computed ``flags``."""
         if not flags:
             return
-        failed = np.asarray([bool(any_failed) for any_failed, _, _ in flags])
+        failed = np.asarray(flags[0])
         if not failed.any():
             return
         index = int(np.argmax(failed))
-        _, first, value = flags[index]
+        first, value = flags[1][index]
         label, message = self._messages[index]
         shape = self._shapes[index]
         position = tuple(int(i) for i in np.unravel_index(int(first), shape)) if shape else ()
