@@ -160,11 +160,10 @@ def ynn_convolutions() -> bool:
 # A computation of fewer flops than this runs its products single-threaded through Eigen
 # (see `compiler_options`).
 SMALL_COMPUTATION_FLOPS = 1e6
-_SMALL_COMPUTATION_OPTIONS = {
-    "xla_cpu_multi_thread_eigen": False,
-    # The process's YNNPACK fusions (`_WITHOUT_CONVOLUTIONS`) less its dots.
-    "xla_cpu_experimental_ynn_fusion_type": "LIBRARY_FUSION_TYPE_REDUCE",
-}
+# Dots through Eigen: the process's YNNPACK fusions (`_WITHOUT_CONVOLUTIONS`) less its dots,
+# as a per-compilation option (`compiler_options`; generation's `decode_compiler_options`).
+EIGEN_DOTS = {"xla_cpu_experimental_ynn_fusion_type": "LIBRARY_FUSION_TYPE_REDUCE"}
+_SMALL_COMPUTATION_OPTIONS = {**EIGEN_DOTS, "xla_cpu_multi_thread_eigen": False}
 
 
 def compiler_options(lowered) -> dict:

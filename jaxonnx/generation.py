@@ -68,6 +68,7 @@ import numpy as np
 
 from jaxonnx import _xla_cpu
 from jaxonnx._core.model import Model, load
+from jaxonnx._core.registry import trace_in_progress
 from jaxonnx._errors import OnnxValidationError
 
 __all__ = ["CacheLayout", "cache_dims_beside", "choose_tokens", "decode_compiler_options", "filtered_logits", "find_cache",
@@ -400,7 +401,7 @@ def generate(
         pad_token_id = 0 if eos is None else eos[0]
     # jax takes compiler options only on a top-level jit: under a transformation (a jit of
     # the caller's, vmap, grad) the enclosing computation's options decide.
-    options = decode_compiler_options() if _outside_transformations() else {}
+    options = {} if trace_in_progress() else decode_compiler_options()
     compiled = _compiled_generate(tuple(sorted(options.items())))
     tokens = compiled(model, layout, input_ids, attention_mask, rng, temperature, top_k, top_p, eos,
                       jnp.asarray(pad_token_id), int(max_new_tokens))
@@ -420,11 +421,6 @@ def _check_left_padded(mask, layout: CacheLayout) -> None:
         )
     if layout.attention_mask is None and not ones.all():
         raise OnnxValidationError("The model takes no attention_mask, so it cannot decode padded prompts.")
-
-
-# Dots through Eigen, YNNPACK keeping only the reductions (``jaxonnx._xla_cpu`` has already
-# taken the convolutions out of it): the option's value as a per-compilation override takes.
-_EIGEN_DOTS = {"xla_cpu_experimental_ynn_fusion_type": "LIBRARY_FUSION_TYPE_REDUCE"}
 
 
 def decode_compiler_options() -> dict[str, str]:
@@ -453,18 +449,12 @@ def decode_compiler_options() -> dict[str, str]:
     """
     if jax.default_backend() != "cpu" or not _xla_cpu.TOOK_CONVOLUTIONS_OUT:
         return {}
-    return dict(_EIGEN_DOTS)
+    return dict(_xla_cpu.EIGEN_DOTS)
 
 
 def _generate(model, layout, input_ids, attention_mask, rng, temperature, top_k, top_p, eos, pad, max_new_tokens):
     tokens, _ = _decode(model, layout, input_ids, attention_mask, rng, temperature, top_k, top_p, eos, pad, max_new_tokens)
     return tokens
-
-
-def _outside_transformations() -> bool:
-    from jax._src import core  # no public spelling of this in jax 0.10
-
-    return core.trace_state_clean()
 
 
 @functools.lru_cache(maxsize=None)

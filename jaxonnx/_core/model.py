@@ -46,7 +46,7 @@ from jaxonnx._core.loading import (
     read_external_data,
 )
 from jaxonnx._core.loading import decode_attribute
-from jaxonnx._core.registry import REGISTRY, OpVersion, Registry, is_traced
+from jaxonnx._core.registry import REGISTRY, OpVersion, Registry, is_traced, trace_in_progress
 from jaxonnx._xla_cpu import compiler_options
 from jaxonnx._core.types import ValueInfo, ValueType
 from jaxonnx._errors import (
@@ -420,7 +420,7 @@ class Model:
                 or self._defers_checks or len(inputs) != len(self.input_names):
             return None
         signature = _array_signature(inputs)
-        if signature is None or _trace_state_clean is None or not _trace_state_clean():
+        if signature is None or trace_in_progress():
             return None
         compiled = self._compiled.get(signature)
         if compiled is None:
@@ -762,15 +762,8 @@ def _holds_map(declared) -> bool:
 def _tracing(*trees) -> bool:
     """Whether this call is being traced (inside ``jax.jit``, ``grad``, ``vmap``): a traced
     input, or a trace in progress though no input is traced (a model called on constants
-    inside a jitted function). JAX's trace state says so in a fraction of a microsecond;
-    making an array to see whether it comes out a tracer (the fallback, for a JAX without
-    ``trace_state_clean``) ran a computation, about 150 us of every eager call."""
-    if any(is_traced(v) for tree in trees for v in jax.tree.leaves(tree)):
-        return True
-    return not _trace_state_clean() if _trace_state_clean is not None else is_traced(jnp.zeros(()))
-
-
-_trace_state_clean = getattr(jax._src.core, "trace_state_clean", None)
+    inside a jitted function)."""
+    return any(is_traced(v) for tree in trees for v in jax.tree.leaves(tree)) or trace_in_progress()
 
 
 def _signature_key(values: Mapping[str, Any]) -> tuple:

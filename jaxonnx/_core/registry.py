@@ -524,6 +524,15 @@ def is_traced(x) -> bool:
     return isinstance(x, jax.core.Tracer)
 
 
+def trace_in_progress() -> bool:
+    """Whether a JAX transformation (``jit``, ``grad``, ``vmap``) is tracing now, even where
+    no value at hand is a tracer. JAX's trace state says so in a fraction of a microsecond
+    (there is no public spelling of it in jax 0.10); without it, whether an array made now
+    comes out a tracer, which runs a small computation (about 150 us on CPU)."""
+    clean = getattr(jax._src.core, "trace_state_clean", None)
+    return not clean() if clean is not None else is_traced(jax.numpy.zeros(()))
+
+
 _OPTIONAL = onnx.defs.OpSchema.FormalParameterOption.Optional
 _VARIADIC = onnx.defs.OpSchema.FormalParameterOption.Variadic
 
