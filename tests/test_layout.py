@@ -122,8 +122,10 @@ def _activation_transposes(model, image) -> int:
     """The transposes of 4-D activations that XLA keeps in the compiled model (fused ones
     too), leaving out those that only move size-1 axes (bitcasts). Counted after XLA's
     simplifier, which cancels a transpose and its inverse (the stem reads the image
-    channels-first: ``conv_cpu._stem_multiply_adds``)."""
-    text = jax.jit(model).lower(image).compile().as_text()
+    channels-first: ``conv_cpu._stem_multiply_adds``). Compiled for the CPU, whose
+    formulations these are, also where a GPU is the default device."""
+    with jax.default_device(jax.devices("cpu")[0]):
+        text = jax.jit(model).lower(jax.device_put(image, jax.devices("cpu")[0])).compile().as_text()
     shapes = re.findall(r"= f32\[(\d+),(\d+),(\d+),(\d+)\]\{[\d,]+\} transpose\(", text)
     return sum(1 for shape in shapes if sum(int(d) > 1 for d in shape[1:]) > 1)
 

@@ -134,7 +134,8 @@ def test_import_sets_the_vector_width_only_where_it_pays():
 
 
 # What the child prints: whether jaxonnx set inline dispatch, JAX's option after the import,
-# and whether a jitted call returned an array whose value was already computed.
+# and whether a jitted call returned an array whose value was already computed. The child
+# runs on the CPU (the option is the CPU client's), also where a GPU is the default.
 _DISPATCH_REPORT = """
 import time, jax, jax.numpy as jnp
 {before}
@@ -150,7 +151,7 @@ print(DISPATCHES_INLINE, jax.config.values["jax_cpu_enable_async_dispatch"], y.i
 
 def test_import_runs_cpu_computations_on_the_calling_thread():
     # With async dispatch a call returns before a 30 ms computation is done; inline, after.
-    assert _fresh_process(_DISPATCH_REPORT.format(before="")) == "True|False|True"
+    assert _fresh_process(_DISPATCH_REPORT.format(before=""), JAX_PLATFORMS="cpu") == "True|False|True"
 
 
 @pytest.mark.parametrize(
@@ -162,11 +163,11 @@ def test_import_runs_cpu_computations_on_the_calling_thread():
     ],
 )
 def test_dispatch_is_left_alone_where_it_must_be(before, env):
-    assert _fresh_process(_DISPATCH_REPORT.format(before=before), **env) == "False|True|False"
+    assert _fresh_process(_DISPATCH_REPORT.format(before=before), JAX_PLATFORMS="cpu", **env) == "False|True|False"
 
 
 def test_setting_dispatch_back_after_the_import_keeps_jaxs_default():
     code = _DISPATCH_REPORT.format(before="").replace(
         "from jaxonnx._xla_cpu import DISPATCHES_INLINE",
         "from jaxonnx._xla_cpu import DISPATCHES_INLINE\njax.config.update('jax_cpu_enable_async_dispatch', True)")
-    assert _fresh_process(code) == "True|True|False"
+    assert _fresh_process(code, JAX_PLATFORMS="cpu") == "True|True|False"
