@@ -155,3 +155,163 @@ def test_under_jit_out_of_range_ids_are_clamped_as_documented(gpt2):
     clamped[0, 1] = 99
     np.testing.assert_array_equal(np.asarray(jax.jit(model)(bad, mask)[0]),
                                   np.asarray(jax.jit(model)(clamped, mask)[0]))
+
+
+# --------------------------------------------------------------------------- indices from the inputs
+# Every op that reads input-derived indices at trace time to raise on one out of range defers
+# that check as Gather does: the eager call compiles the graph whole and still raises.
+
+
+def _scatter_elements_reference(data, indices, updates, axis):
+    """ScatterElements with ``reduction="add"`` in a loop; an index out of range writes nothing."""
+    out = data.copy()
+    for position in np.ndindex(indices.shape):
+        dim = data.shape[axis]
+        if -dim <= indices[position] < dim:
+            target = list(position)
+            target[axis] = indices[position] % dim
+            out[tuple(target)] += updates[position]
+    return out
+
+
+def _scatter_nd_reference(data, indices, updates):
+    """ScatterND with ``reduction="add"`` in a loop; a row with an index out of range writes nothing."""
+    out = data.copy()
+    for row in np.ndindex(indices.shape[:-1]):
+        if all(-n <= i < n for i, n in zip(indices[row], data.shape)):
+            out[tuple(int(i) % n for i, n in zip(indices[row], data.shape))] += updates[row]
+    return out
+
+
+def _gather_nd_zero_rows(data, indices):
+    """GatherND of ``data`` (3, 4) by pairs; a pair out of range reads zero."""
+    inside = (indices >= -np.array(data.shape)) & (indices < np.array(data.shape))
+    rows = [data[tuple(pair)] if ok.all() else 0 for pair, ok in zip(indices, inside)]
+    return np.array(rows, data.dtype)
+
+
+_DATA = np.arange(12, dtype=np.float32).reshape(3, 4)
+_UPDATES_23 = np.array([[1, 2, 3], [4, 5, 6]], np.float32)
+_UPDATES_24 = np.array([[1, 2, 3, 4], [5, 6, 7, 8]], np.float32)
+
+#: op, opset, attributes, data, in-range indices, updates (or None), one bad (position, value),
+#: the op's error after "failed: ", and what jax.jit computes with the bad indices.
+_INDEX_CASES = {
+    "GatherElements": (
+        "GatherElements", 13, {"axis": 0}, _DATA, np.array([[0, 2, -1, 1], [2, -3, 0, 1]]), None, ((1, 2), 3),
+        "GatherElements-13 got index 3 at position (1, 2) of `indices`, outside [-3, 2] for axis 0 of `data` "
+        "with shape (3, 4).",
+        # Negative indices wrapped, then clamped.
+        lambda data, indices, updates: np.take_along_axis(data, np.clip(np.where(indices < 0, indices + 3, indices), 0, 2), 0),
+    ),
+    "GatherND": (
+        "GatherND", 13, {}, _DATA, np.array([[1, 2], [0, -1]]), None, ((1, 1), 7),
+        "GatherND-13 got index 7 at position (1, 1) of `indices`, outside [-4, 3] for dim 1 of `data` "
+        "with shape (3, 4).",
+        lambda data, indices, updates: _gather_nd_zero_rows(data, indices),  # zeros
+    ),
+    "ScatterElements": (
+        "ScatterElements", 18, {"axis": 1, "reduction": "add"}, _DATA, np.array([[3, 0, 3], [-1, 1, 2]]),
+        _UPDATES_23, ((1, 0), -5),
+        "ScatterElements-18 got index -5 at position (1, 0) of `indices`, outside [-4, 3] for dim 1 of `data` "
+        "with shape (3, 4).",
+        lambda data, indices, updates: _scatter_elements_reference(data, indices, updates, 1),  # dropped
+    ),
+    "ScatterND": (
+        "ScatterND", 18, {"reduction": "add"}, _DATA, np.array([[2], [-3]]), _UPDATES_24, ((1, 0), 3),
+        "ScatterND-18 got index 3 at position (1, 0) of `indices`, outside [-3, 2] for dim 0 of `data` "
+        "with shape (3, 4).",
+        lambda data, indices, updates: _scatter_nd_reference(data, indices, updates),  # dropped
+    ),
+    "Scatter": (
+        "Scatter", 10, {"axis": 0}, _DATA, np.array([[2, 0, 1], [0, 1, 2]]), _UPDATES_23, ((0, 1), 9),
+        "Scatter-9 got index 9 at position (0, 1) of `indices`, outside [-3, 2] for dim 0 of `data` "
+        "with shape (3, 4).",
+        # Distinct targets, so "add" onto zeroed targets is writing: the dropped one keeps `data`.
+        lambda data, indices, updates: _scatter_elements_reference(
+            np.where(_scatter_elements_reference(np.zeros_like(data), indices, np.ones_like(updates), 0) > 0, 0, data),
+            indices, updates, 0),
+    ),
+}
+
+
+def _indices_model(case):
+    """A model whose node takes its indices (and updates) from the graph inputs."""
+    from onnx import TensorProto, helper
+
+    op_type, opset, attributes, data, indices, updates, *_ = case
+    names = ["data", "indices"] + ([] if updates is None else ["updates"])
+    inputs = [helper.make_tensor_value_info("data", TensorProto.FLOAT, data.shape),
+              helper.make_tensor_value_info("indices", TensorProto.INT64, indices.shape)]
+    if updates is not None:
+        inputs.append(helper.make_tensor_value_info("updates", TensorProto.FLOAT, updates.shape))
+    node = helper.make_node(op_type, names, ["y"], name=f"node_{op_type}", **attributes)
+    graph = helper.make_graph([node], op_type, inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def _feed(case, indices):
+    _, _, _, data, _, updates, *_ = case
+    return [data, indices] + ([] if updates is None else [updates])
+
+
+@pytest.mark.parametrize("name", sorted(_INDEX_CASES))
+def test_indices_from_the_inputs_compile_whole_and_equal_onnxruntime(name, run_onnxruntime):
+    case = _INDEX_CASES[name]
+    proto = _indices_model(case)
+    model = jaxonnx.load(proto)
+    assert model.eager_mode == "whole graph compiled per input signature"
+    inputs = _feed(case, case[4])
+    expected = run_onnxruntime(proto, dict(zip(("data", "indices", "updates"), inputs)))[0]
+    op_by_op = model.graph.run(dict(zip(model.input_names, map(jnp.asarray, inputs))))[0]
+    for _ in range(2):
+        got = model(*inputs)[0]
+        np.testing.assert_array_equal(np.asarray(got), expected)
+    np.testing.assert_array_equal(np.asarray(op_by_op), expected)
+    assert _primitives_run_eagerly(lambda: model(*inputs)) == 0
+
+
+@pytest.mark.parametrize("name", sorted(_INDEX_CASES))
+def test_out_of_range_indices_from_the_inputs_raise_as_op_by_op(name):
+    import re
+
+    case = _INDEX_CASES[name]
+    op_type, opset, _, data, indices, _, (position, value), message, _ = case
+    model = jaxonnx.load(_indices_model(case))
+    model(*_feed(case, indices))  # compiled and checked for this signature
+    bad = indices.copy()
+    bad[position] = value
+    with pytest.raises(jaxonnx.OnnxValidationError) as deferred:
+        model(*_feed(case, bad))
+    with pytest.raises(jaxonnx.OnnxValidationError) as op_by_op:
+        model.graph.run(dict(zip(model.input_names, map(jnp.asarray, _feed(case, bad)))))
+    version = model.graph.nodes[0].op.name
+    assert str(deferred.value) == f"Node 'node_{op_type}' ({version}) failed: {message}"
+    # Op by op, the node's label also lists its inputs' shapes; the op's error is the same.
+    assert re.sub(r", inputs [^)]*\)", ")", str(op_by_op.value)) == str(deferred.value)
+    # The failed call leaves the model usable: the next in-range call computes.
+    np.testing.assert_array_equal(np.asarray(model(*_feed(case, indices))[0]),
+                                  np.asarray(jax.jit(model)(*_feed(case, indices))[0]))
+
+
+@pytest.mark.parametrize("name", sorted(_INDEX_CASES))
+def test_under_jit_out_of_range_indices_from_the_inputs_behave_as_documented(name):
+    case = _INDEX_CASES[name]
+    _, _, _, data, indices, updates, (position, value), _, documented = case
+    model = jaxonnx.load(_indices_model(case))
+    bad = indices.copy()
+    bad[position] = value
+    got = jax.jit(model)(*_feed(case, bad))[0]
+    np.testing.assert_array_equal(np.asarray(got), documented(data, bad, updates))
+    # The reference agrees with onnxruntime where every index is in range.
+    np.testing.assert_array_equal(np.asarray(jax.jit(model)(*_feed(case, indices))[0]),
+                                  documented(data, indices, updates))
+
+
+def test_every_version_of_the_index_checking_ops_defers_its_checks():
+    from jaxonnx._core.registry import get_op, supported_ops
+
+    versions = supported_ops()
+    for op_type in ("Gather", "GatherElements", "GatherND", "Scatter", "ScatterElements", "ScatterND"):
+        for since in versions[op_type]:
+            assert get_op(op_type, since).contract.checks, f"{op_type}-{since}"

@@ -55,12 +55,15 @@ def in_bounds_indices(indices, dim: int, *, axis: int, shape, name: str = "indic
     return jnp.clip(wrapped, 0, dim - 1).astype(index_type)
 
 
-def nd_indices(indices, shape, *, first_dim: int = 0, name: str = "indices", column: bool = True) -> tuple:
+def nd_indices(indices, shape, *, first_dim: int = 0, name: str = "indices", column: bool = True,
+               checks=None) -> tuple:
     """The columns of ``indices`` (its last axis indexes the dims of ``shape`` from
     ``first_dim`` on), each wrapped into ``[0, dim)``. Concrete indices outside
     ``[-dim, dim)`` raise with the value and position; traced ones become ``dim``, out of
-    range, so that a gather in "fill" mode reads zeros and a scatter drops them. Errors
-    show the position in ``indices`` without its last axis where ``column`` is false."""
+    range, so that a gather in "fill" mode reads zeros and a scatter drops them, and their
+    check goes to ``checks`` (a :class:`~jaxonnx._core.checks.NodeChecks`) where one is
+    given, to be made after the computation. Errors show the position in ``indices``
+    without its last axis where ``column`` is false."""
     dims = shape[first_dim : first_dim + indices.shape[-1]]
     index_type = np.int32 if max(dims, default=0) < 2**31 - 1 else np.int64
     columns = []
@@ -79,6 +82,13 @@ def nd_indices(indices, shape, *, first_dim: int = 0, name: str = "indices", col
             continue
         wide = values.astype(np.promote_types(values.dtype, index_type))
         inside = (wide >= -dim) & (wide < dim)
+        if checks is not None:
+            message = (f"got index {{value}} at position {{position}} of `{name}`, outside "
+                       f"[{-dim}, {dim - 1}] for dim {first_dim + j} of `data` with shape {tuple(shape)}.")
+            if column:  # the position in `indices`, its last axis included: column j's only
+                checks.fail_where(jnp.zeros(indices.shape, bool).at[..., j].set(~inside), indices, message)
+            else:
+                checks.fail_where(~inside, values, message)
         columns.append(jnp.where(inside, jnp.where(wide < 0, wide + dim, wide), dim).astype(index_type))
     return tuple(columns)
 
@@ -86,11 +96,12 @@ def nd_indices(indices, shape, *, first_dim: int = 0, name: str = "indices", col
 REDUCTIONS = ("none", "add", "mul", "max", "min")
 
 
-def scatter_elements_along(data, indices, updates, axis: int, reduction: str):
+def scatter_elements_along(data, indices, updates, axis: int, reduction: str, checks=None):
     """ScatterElements (and the deprecated Scatter): ``data`` with each element of
     ``updates`` written at (or combined with) the element that the same position of
     ``indices`` names along ``axis``; the other dims take the position itself. Checks the
-    ranks and shapes, ``axis`` and concrete indices; traced out-of-range indices write nothing."""
+    ranks and shapes, ``axis`` and concrete indices; traced out-of-range indices write
+    nothing, and their check goes to ``checks`` where one is given (:func:`nd_indices`)."""
     rank = data.ndim
     if rank == 0:
         raise OnnxValidationError("needs `data` of rank >= 1, got a scalar.")
@@ -101,7 +112,7 @@ def scatter_elements_along(data, indices, updates, axis: int, reduction: str):
         )
     axis = normalize_axis(axis, rank)
     check_indices_fit(indices, data, axis, kind="scatter")
-    (along,) = nd_indices(indices[..., None], data.shape, first_dim=axis, column=False)
+    (along,) = nd_indices(indices[..., None], data.shape, first_dim=axis, column=False, checks=checks)
     grid = np.indices(indices.shape, sparse=True)
     # The other dims' positions, in the index type of `along` (strict promotion in a stack).
     index = tuple(along if d == axis else np.broadcast_to(grid[d].astype(along.dtype), indices.shape) for d in range(rank))

@@ -10,8 +10,8 @@ from jaxonnx.ops._helpers.common import namespace, normalize_axis
 from jaxonnx.ops._helpers.indexing import check_indices_fit, in_bounds_indices
 
 
-@register("GatherElements", 11, 13, concrete=("indices",), padding="gather_elements")
-def gather_elements(data, indices, *, axis: int = 0, padded=frozenset()):
+@register("GatherElements", 11, 13, concrete=("indices",), padding="gather_elements", checks=True)
+def gather_elements(data, indices, *, axis: int = 0, padded=frozenset(), checks=None):
     """Implements ONNX GatherElements: ``out[i][j] = data[indices[i][j]][j]`` for ``axis=0``.
 
     Out-of-bounds indices raise when ``indices`` is concrete (numpy, or a JAX array
@@ -25,6 +25,8 @@ def gather_elements(data, indices, *, axis: int = 0, padded=frozenset()):
             back; on the other dims it may be shorter than ``data``.
         axis: the gather axis, in ``[-rank, rank - 1]``.
         padded: ``{"indices"}`` when ``indices`` carries a size hint's padding: those read zeros.
+        checks: where the bounds check of traced ``indices`` goes, to be made after the
+            computation (an eager call's compiled graph, :mod:`jaxonnx._core.checks`).
 
     Returns:
         An array of the shape of ``indices`` and the dtype of ``data``.
@@ -49,7 +51,7 @@ def gather_elements(data, indices, *, axis: int = 0, padded=frozenset()):
         corner = tuple(slice(None) if d == axis else slice(0, n) for d, n in enumerate(indices.shape))
         wrapped = jnp.where(indices < 0, indices + dim, indices)
         return jnp.take_along_axis(jnp.asarray(data)[corner], wrapped, axis, mode="fill", fill_value=0)
-    indices = in_bounds_indices(indices, dim, axis=axis, shape=data.shape)
+    indices = in_bounds_indices(indices, dim, axis=axis, shape=data.shape, checks=checks)
     # Non-axis dims of `indices` may be shorter than `data`'s: only that corner is read.
     corner = tuple(slice(None) if d == axis else slice(0, n) for d, n in enumerate(indices.shape))
     data = data[corner]

@@ -13,8 +13,8 @@ from jaxonnx.ops._helpers.common import namespace
 from jaxonnx.ops._helpers.indexing import nd_indices
 
 
-@register("GatherND", 12, 13, concrete=("indices",), padding="gather_nd")
-def gather_nd(data, indices, *, batch_dims: int = 0, padded=frozenset()):
+@register("GatherND", 12, 13, concrete=("indices",), padding="gather_nd", checks=True)
+def gather_nd(data, indices, *, batch_dims: int = 0, padded=frozenset(), checks=None):
     """Implements ONNX GatherND: slices of ``data`` addressed by the last axis of ``indices``.
 
     With ``b = batch_dims`` and ``k = indices.shape[-1]``, each row ``indices[..., :]``
@@ -36,6 +36,8 @@ def gather_nd(data, indices, *, batch_dims: int = 0, padded=frozenset()):
         batch_dims: the number of leading batch dims shared by ``data`` and ``indices``.
         padded: ``{"indices"}`` when ``indices`` carries a size hint's padding (the graph
             runner runs the op under ``jax.jit`` then, so padded rows read zeros eagerly too).
+        checks: where the bounds check of traced ``indices`` goes, to be made after the
+            computation (an eager call's compiled graph, :mod:`jaxonnx._core.checks`).
 
     Returns:
         An array with the dtype of ``data``.
@@ -65,7 +67,8 @@ def gather_nd(data, indices, *, batch_dims: int = 0, padded=frozenset()):
             f"got `indices` of shape {tuple(indices.shape)}, whose last dim {k} exceeds the "
             f"{data.ndim - b} dims of `data` {tuple(data.shape)} after {b} batch dims."
         )
-    address = nd_indices(indices, data.shape, first_dim=b)
+    # Padding rows are out of range on purpose: they read zeros, unchecked.
+    address = nd_indices(indices, data.shape, first_dim=b, checks=None if "indices" in padded else checks)
     batch = math.prod(data.shape[:b])
     # The batch dims as one leading dim of both, indexed by an iota that broadcasts.
     data = data.reshape((batch, *data.shape[b:]))
@@ -80,9 +83,9 @@ def gather_nd(data, indices, *, batch_dims: int = 0, padded=frozenset()):
     return out.reshape(out_shape)
 
 
-@register("GatherND", 11, concrete=("indices",), padding="gather_nd")
-def _gather_nd_11(data, indices, *, padded=frozenset()):
-    return gather_nd(data, indices, batch_dims=0)
+@register("GatherND", 11, concrete=("indices",), padding="gather_nd", checks=True)
+def _gather_nd_11(data, indices, *, padded=frozenset(), checks=None):
+    return gather_nd(data, indices, batch_dims=0, padded=padded, checks=checks)
 
 
 __all__ = ["gather_nd"]

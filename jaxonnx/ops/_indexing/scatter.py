@@ -6,8 +6,8 @@ from jaxonnx._core.registry import register
 from jaxonnx.ops._helpers.indexing import scatter_elements_along
 
 
-@register("Scatter", 9, 11, concrete=("indices",), padding="scatter")
-def scatter(data, indices, updates, *, axis: int = 0, padded=frozenset()):
+@register("Scatter", 9, 11, concrete=("indices",), padding="scatter", checks=True)
+def scatter(data, indices, updates, *, axis: int = 0, padded=frozenset(), checks=None):
     """Implements ONNX Scatter: ``out[indices[i][j]][j] = updates[i][j]`` for ``axis=0``.
 
     The deprecated name of ScatterElements without ``reduction`` (onnx deprecated it in
@@ -20,6 +20,8 @@ def scatter(data, indices, updates, *, axis: int = 0, padded=frozenset()):
         indices: int32/int64 array of the rank of ``data`` (negative values count from the back).
         updates: the new values, of the shape of ``indices``.
         axis: the scatter axis, in ``[-rank, rank - 1]``.
+        checks: where the bounds check of traced ``indices`` goes, to be made after the
+            computation (an eager call's compiled graph, :mod:`jaxonnx._core.checks`).
 
     Returns:
         A copy of ``data`` with ``updates`` written in.
@@ -28,7 +30,8 @@ def scatter(data, indices, updates, *, axis: int = 0, padded=frozenset()):
         >>> jaxonnx.ops.scatter(jnp.zeros((1, 5)), np.array([[1, 3]]), jnp.array([[1.1, 2.1]]), axis=1)
         Array([[0. , 1.1, 0. , 2.1, 0. ]], dtype=float32)
     """
-    return scatter_elements_along(data, indices, updates, axis, "none")
+    # Padding is out of range on purpose: it writes nothing, unchecked.
+    return scatter_elements_along(data, indices, updates, axis, "none", checks=None if "indices" in padded else checks)
 
 
 __all__ = ["scatter"]

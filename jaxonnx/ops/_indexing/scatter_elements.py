@@ -7,8 +7,9 @@ from jaxonnx._core.registry import register
 from jaxonnx.ops._helpers.indexing import REDUCTIONS, checked_reduction, scatter_elements_along
 
 
-@register("ScatterElements", 18, concrete=("indices",), padding="scatter")
-def scatter_elements(data, indices, updates, *, axis: int = 0, reduction: str = "none", padded=frozenset()):
+@register("ScatterElements", 18, concrete=("indices",), padding="scatter", checks=True)
+def scatter_elements(data, indices, updates, *, axis: int = 0, reduction: str = "none", padded=frozenset(),
+                     checks=None):
     """Implements ONNX ScatterElements: ``out[indices[i][j]][j] = updates[i][j]`` for ``axis=0``.
 
     The inverse of GatherElements: a copy of ``data`` where each element of ``updates``
@@ -28,6 +29,8 @@ def scatter_elements(data, indices, updates, *, axis: int = 0, reduction: str = 
         updates: the new values, of the shape of ``indices`` and the dtype of ``data``.
         axis: the scatter axis, in ``[-rank, rank - 1]``.
         reduction: ``"none"``, ``"add"``, ``"mul"``, ``"max"`` or ``"min"``.
+        checks: where the bounds check of traced ``indices`` goes, to be made after the
+            computation (an eager call's compiled graph, :mod:`jaxonnx._core.checks`).
 
     Returns:
         An array of the shape and dtype of ``data``.
@@ -39,18 +42,20 @@ def scatter_elements(data, indices, updates, *, axis: int = 0, reduction: str = 
     """
     if reduction not in REDUCTIONS:
         raise OnnxValidationError(f"got `reduction`={reduction!r}; it must be one of {', '.join(REDUCTIONS)}.")
-    return scatter_elements_along(data, indices, updates, axis, reduction)
+    # Padding is out of range on purpose: it writes nothing, unchecked.
+    checks = None if "indices" in padded else checks
+    return scatter_elements_along(data, indices, updates, axis, reduction, checks=checks)
 
 
-@register("ScatterElements", 16, concrete=("indices",), padding="scatter")
-def _scatter_elements_16(data, indices, updates, *, axis=0, reduction="none", padded=frozenset()):
+@register("ScatterElements", 16, concrete=("indices",), padding="scatter", checks=True)
+def _scatter_elements_16(data, indices, updates, *, axis=0, reduction="none", padded=frozenset(), checks=None):
     reduction = checked_reduction(reduction, REDUCTIONS[:3])
-    return scatter_elements(data, indices, updates, axis=axis, reduction=reduction)
+    return scatter_elements(data, indices, updates, axis=axis, reduction=reduction, padded=padded, checks=checks)
 
 
-@register("ScatterElements", 11, 13, concrete=("indices",), padding="scatter")
-def _scatter_elements_11(data, indices, updates, *, axis=0, padded=frozenset()):
-    return scatter_elements(data, indices, updates, axis=axis)
+@register("ScatterElements", 11, 13, concrete=("indices",), padding="scatter", checks=True)
+def _scatter_elements_11(data, indices, updates, *, axis=0, padded=frozenset(), checks=None):
+    return scatter_elements(data, indices, updates, axis=axis, padded=padded, checks=checks)
 
 
 __all__ = ["scatter_elements"]

@@ -8,8 +8,8 @@ from jaxonnx._core.registry import register
 from jaxonnx.ops._helpers.indexing import REDUCTIONS, checked_reduction, nd_indices, scatter
 
 
-@register("ScatterND", 18, concrete=("indices",), padding="scatter")
-def scatter_nd(data, indices, updates, *, reduction: str = "none", padded=frozenset()):
+@register("ScatterND", 18, concrete=("indices",), padding="scatter", checks=True)
+def scatter_nd(data, indices, updates, *, reduction: str = "none", padded=frozenset(), checks=None):
     """Implements ONNX ScatterND: a copy of ``data`` with the slices that the rows of
     ``indices`` address replaced by (or combined with) ``updates``.
 
@@ -32,6 +32,8 @@ def scatter_nd(data, indices, updates, *, reduction: str = "none", padded=frozen
         reduction: ``"none"``, ``"add"``, ``"mul"``, ``"max"`` or ``"min"``.
         padded: ``{"indices"}`` when ``indices`` carries a size hint's padding (then run
             under ``jax.jit`` by the graph runner: padded rows write nothing).
+        checks: where the bounds check of traced ``indices`` goes, to be made after the
+            computation (an eager call's compiled graph, :mod:`jaxonnx._core.checks`).
 
     Returns:
         An array of the shape and dtype of ``data``.
@@ -59,17 +61,20 @@ def scatter_nd(data, indices, updates, *, reduction: str = "none", padded=frozen
             f"needs `updates` of shape {expected} for `data` {tuple(data.shape)} and `indices` "
             f"{tuple(indices.shape)}, got {tuple(updates.shape)}."
         )
-    return scatter(data, nd_indices(indices, data.shape), updates, reduction)
+    # Padding rows are out of range on purpose: they write nothing, unchecked.
+    address = nd_indices(indices, data.shape, checks=None if "indices" in padded else checks)
+    return scatter(data, address, updates, reduction)
 
 
-@register("ScatterND", 16, concrete=("indices",), padding="scatter")
-def _scatter_nd_16(data, indices, updates, *, reduction="none", padded=frozenset()):
-    return scatter_nd(data, indices, updates, reduction=checked_reduction(reduction, REDUCTIONS[:3]))
+@register("ScatterND", 16, concrete=("indices",), padding="scatter", checks=True)
+def _scatter_nd_16(data, indices, updates, *, reduction="none", padded=frozenset(), checks=None):
+    return scatter_nd(data, indices, updates, reduction=checked_reduction(reduction, REDUCTIONS[:3]),
+                      padded=padded, checks=checks)
 
 
-@register("ScatterND", 11, 13, concrete=("indices",), padding="scatter")
-def _scatter_nd_11(data, indices, updates, *, padded=frozenset()):
-    return scatter_nd(data, indices, updates)
+@register("ScatterND", 11, 13, concrete=("indices",), padding="scatter", checks=True)
+def _scatter_nd_11(data, indices, updates, *, padded=frozenset(), checks=None):
+    return scatter_nd(data, indices, updates, padded=padded, checks=checks)
 
 
 __all__ = ["scatter_nd"]
