@@ -6,10 +6,13 @@ shape and type already checked), and without skipping a check that a new input n
 from __future__ import annotations
 
 import pathlib
+from collections.abc import Callable
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+import onnx
 import pytest
 
 import jaxonnx
@@ -157,6 +160,7 @@ def test_under_jit_out_of_range_ids_are_clamped_as_documented(gpt2):
                                   np.asarray(jax.jit(model)(clamped, mask)[0]))
 
 
+
 # --------------------------------------------------------------------------- indices from the inputs
 # Every op that reads input-derived indices at trace time to raise on one out of range defers
 # that check as Gather does: the eager call compiles the graph whole and still raises.
@@ -183,76 +187,146 @@ def _scatter_nd_reference(data, indices, updates):
     return out
 
 
-def _gather_nd_zero_rows(data, indices):
-    """GatherND of ``data`` (3, 4) by pairs; a pair out of range reads zero."""
+def _gather_nd_reference(data, indices):
+    """GatherND of ``data`` by pairs; a pair out of range reads zero."""
     inside = (indices >= -np.array(data.shape)) & (indices < np.array(data.shape))
     rows = [data[tuple(pair)] if ok.all() else 0 for pair, ok in zip(indices, inside)]
     return np.array(rows, data.dtype)
 
 
+def _negative_log_likelihood_reference(log_prob, target):
+    """``-log_prob[n, target[n]]``, nan for a target outside the classes."""
+    classes = log_prob.shape[1]
+    picked = log_prob[np.arange(len(target)), np.clip(target, 0, classes - 1)]
+    return np.where((target >= 0) & (target < classes), -picked, np.nan).astype(log_prob.dtype)
+
+
+def _reverse_sequence_reference(x, lengths):
+    """ReverseSequence with ``time_axis=0``, ``batch_axis=1``, each length clipped into [0, T]."""
+    out = x.copy()
+    for b, n in enumerate(np.clip(lengths, 0, x.shape[0])):
+        out[:n, b] = x[:n, b][::-1]
+    return out
+
+
+class _Case(NamedTuple):
+    op_type: str
+    opset: int
+    attributes: dict
+    inputs: dict  # name -> in-range value (None: omitted); the node takes them in this order
+    outputs: dict  # name -> onnx element type
+    index: str  # the input whose values the op checks
+    bad: tuple  # (position, value) out of range
+    message: str  # the op's error, after "failed: "
+    documented: Callable  # inputs (by name) -> the first output under jax.jit
+    domain: str = ""
+
+
+_FLOAT, _INT32 = onnx.TensorProto.FLOAT, onnx.TensorProto.INT32
 _DATA = np.arange(12, dtype=np.float32).reshape(3, 4)
-_UPDATES_23 = np.array([[1, 2, 3], [4, 5, 6]], np.float32)
-_UPDATES_24 = np.array([[1, 2, 3, 4], [5, 6, 7, 8]], np.float32)
-
-#: op, opset, attributes, data, in-range indices, updates (or None), one bad (position, value),
-#: the op's error after "failed: ", and what jax.jit computes with the bad indices.
-_INDEX_CASES = {
-    "GatherElements": (
-        "GatherElements", 13, {"axis": 0}, _DATA, np.array([[0, 2, -1, 1], [2, -3, 0, 1]]), None, ((1, 2), 3),
-        "GatherElements-13 got index 3 at position (1, 2) of `indices`, outside [-3, 2] for axis 0 of `data` "
-        "with shape (3, 4).",
-        # Negative indices wrapped, then clamped.
-        lambda data, indices, updates: np.take_along_axis(data, np.clip(np.where(indices < 0, indices + 3, indices), 0, 2), 0),
-    ),
-    "GatherND": (
-        "GatherND", 13, {}, _DATA, np.array([[1, 2], [0, -1]]), None, ((1, 1), 7),
-        "GatherND-13 got index 7 at position (1, 1) of `indices`, outside [-4, 3] for dim 1 of `data` "
-        "with shape (3, 4).",
-        lambda data, indices, updates: _gather_nd_zero_rows(data, indices),  # zeros
-    ),
-    "ScatterElements": (
-        "ScatterElements", 18, {"axis": 1, "reduction": "add"}, _DATA, np.array([[3, 0, 3], [-1, 1, 2]]),
-        _UPDATES_23, ((1, 0), -5),
-        "ScatterElements-18 got index -5 at position (1, 0) of `indices`, outside [-4, 3] for dim 1 of `data` "
-        "with shape (3, 4).",
-        lambda data, indices, updates: _scatter_elements_reference(data, indices, updates, 1),  # dropped
-    ),
-    "ScatterND": (
-        "ScatterND", 18, {"reduction": "add"}, _DATA, np.array([[2], [-3]]), _UPDATES_24, ((1, 0), 3),
-        "ScatterND-18 got index 3 at position (1, 0) of `indices`, outside [-3, 2] for dim 0 of `data` "
-        "with shape (3, 4).",
-        lambda data, indices, updates: _scatter_nd_reference(data, indices, updates),  # dropped
-    ),
-    "Scatter": (
-        "Scatter", 10, {"axis": 0}, _DATA, np.array([[2, 0, 1], [0, 1, 2]]), _UPDATES_23, ((0, 1), 9),
-        "Scatter-9 got index 9 at position (0, 1) of `indices`, outside [-3, 2] for dim 0 of `data` "
-        "with shape (3, 4).",
-        # Distinct targets, so "add" onto zeroed targets is writing: the dropped one keeps `data`.
-        lambda data, indices, updates: _scatter_elements_reference(
-            np.where(_scatter_elements_reference(np.zeros_like(data), indices, np.ones_like(updates), 0) > 0, 0, data),
-            indices, updates, 0),
-    ),
-}
+_LOG_PROB = np.log(np.array([[0.1, 0.2, 0.3, 0.4], [0.25, 0.25, 0.25, 0.25], [0.7, 0.1, 0.1, 0.1]], np.float32))
+_RNG = np.random.default_rng(0)
+_EMBEDDING = {"word_embedding": _RNG.standard_normal((5, 4)).astype(np.float32),
+              "position_embedding": _RNG.standard_normal((3, 4)).astype(np.float32), "segment_embedding": None,
+              "gamma": np.ones(4, np.float32), "beta": np.zeros(4, np.float32)}
 
 
-def _indices_model(case):
-    """A model whose node takes its indices (and updates) from the graph inputs."""
-    from onnx import TensorProto, helper
-
-    op_type, opset, attributes, data, indices, updates, *_ = case
-    names = ["data", "indices"] + ([] if updates is None else ["updates"])
-    inputs = [helper.make_tensor_value_info("data", TensorProto.FLOAT, data.shape),
-              helper.make_tensor_value_info("indices", TensorProto.INT64, indices.shape)]
-    if updates is not None:
-        inputs.append(helper.make_tensor_value_info("updates", TensorProto.FLOAT, updates.shape))
-    node = helper.make_node(op_type, names, ["y"], name=f"node_{op_type}", **attributes)
-    graph = helper.make_graph([node], op_type, inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+def _embedding_reference(inputs):
+    """EmbedLayerNormalization's output with the ids clamped into the word table."""
+    ids = np.clip(inputs["input_ids"], 0, 4)
+    total = inputs["word_embedding"][ids] + inputs["position_embedding"][np.arange(3)][None]
+    mean = total.mean(-1, keepdims=True)
+    return (total - mean) / np.sqrt(((total - mean) ** 2).mean(-1, keepdims=True) + 1e-12)
 
 
-def _feed(case, indices):
-    _, _, _, data, _, updates, *_ = case
-    return [data, indices] + ([] if updates is None else [updates])
+_INDEX_CASES = {case.op_type: case for case in (
+    _Case("GatherElements", 13, {"axis": 0}, {"data": _DATA, "indices": np.array([[0, 2, -1, 1], [2, -3, 0, 1]])},
+          {"y": _FLOAT}, "indices", ((1, 2), 3),
+          "GatherElements-13 got index 3 at position (1, 2) of `indices`, outside [-3, 2] for axis 0 of `data` "
+          "with shape (3, 4).",
+          # Negative indices wrapped, then clamped.
+          lambda i: np.take_along_axis(i["data"], np.clip(np.where(i["indices"] < 0, i["indices"] + 3, i["indices"]), 0, 2), 0)),
+    _Case("GatherND", 13, {}, {"data": _DATA, "indices": np.array([[1, 2], [0, -1]])}, {"y": _FLOAT}, "indices",
+          ((1, 1), 7),
+          "GatherND-13 got index 7 at position (1, 1) of `indices`, outside [-4, 3] for dim 1 of `data` "
+          "with shape (3, 4).",
+          lambda i: _gather_nd_reference(i["data"], i["indices"])),  # zeros
+    _Case("ScatterElements", 18, {"axis": 1, "reduction": "add"},
+          {"data": _DATA, "indices": np.array([[3, 0, 3], [-1, 1, 2]]), "updates": np.arange(1, 7, dtype=np.float32).reshape(2, 3)},
+          {"y": _FLOAT}, "indices", ((1, 0), -5),
+          "ScatterElements-18 got index -5 at position (1, 0) of `indices`, outside [-4, 3] for dim 1 of `data` "
+          "with shape (3, 4).",
+          lambda i: _scatter_elements_reference(i["data"], i["indices"], i["updates"], 1)),  # dropped
+    _Case("ScatterND", 18, {"reduction": "add"},
+          {"data": _DATA, "indices": np.array([[2], [-3]]), "updates": np.arange(1, 9, dtype=np.float32).reshape(2, 4)},
+          {"y": _FLOAT}, "indices", ((1, 0), 3),
+          "ScatterND-18 got index 3 at position (1, 0) of `indices`, outside [-3, 2] for dim 0 of `data` "
+          "with shape (3, 4).",
+          lambda i: _scatter_nd_reference(i["data"], i["indices"], i["updates"])),  # dropped
+    _Case("Scatter", 10, {"axis": 0},
+          # Zero data: with distinct targets, "add" is writing, and a dropped update leaves 0.
+          {"data": np.zeros((3, 4), np.float32), "indices": np.array([[2, 0, 1], [0, 1, 2]]),
+           "updates": np.arange(1, 7, dtype=np.float32).reshape(2, 3)},
+          {"y": _FLOAT}, "indices", ((0, 1), 9),
+          "Scatter-9 got index 9 at position (0, 1) of `indices`, outside [-3, 2] for dim 0 of `data` "
+          "with shape (3, 4).",
+          lambda i: _scatter_elements_reference(i["data"], i["indices"], i["updates"], 0)),
+    _Case("NegativeLogLikelihoodLoss", 13, {"reduction": "none"}, {"input": _LOG_PROB, "target": np.array([3, 0, 1])},
+          {"loss": _FLOAT}, "target", ((1,), 4),
+          "NegativeLogLikelihoodLoss-13 got class 4 at position (1,) of `target`, outside [0, 3] and not "
+          "`ignore_index` (None).",
+          lambda i: _negative_log_likelihood_reference(i["input"], i["target"])),  # nan
+    _Case("SoftmaxCrossEntropyLoss", 13, {"reduction": "none", "ignore_index": 2},
+          {"scores": _LOG_PROB * 3, "labels": np.array([3, 2, 1])}, {"loss": _FLOAT}, "labels", ((2,), -1),
+          "SoftmaxCrossEntropyLoss-13 got class -1 at position (2,) of `labels`, outside [0, 3] and not "
+          "`ignore_index` (2).",
+          lambda i: np.where(i["labels"] == 2, 0, _negative_log_likelihood_reference(
+              jax.nn.log_softmax(i["scores"], axis=1), np.where(i["labels"] == 2, 0, i["labels"])))),  # nan
+    _Case("ReverseSequence", 10, {"time_axis": 0, "batch_axis": 1},
+          {"input": np.arange(24, dtype=np.float32).reshape(4, 2, 3), "sequence_lens": np.array([2, 4])},
+          {"y": _FLOAT}, "sequence_lens", ((1,), 5),
+          "ReverseSequence-10 got `sequence_lens`[1]=5, outside [0, 4] (the time dim 0 of `input` (4, 2, 3)).",
+          lambda i: _reverse_sequence_reference(i["input"], i["sequence_lens"])),  # clipped
+    _Case("EmbedLayerNormalization", 1, {"epsilon": 1e-12},
+          {"input_ids": np.array([[1, 4, 0]], np.int32), "segment_ids": None, **_EMBEDDING},
+          {"output": _FLOAT, "mask_index": _INT32}, "input_ids", ((0, 1), 5),
+          "EmbedLayerNormalization-1 got input_ids[0, 1]=5, outside the 5 rows of `word_embedding`.",
+          _embedding_reference, domain="com.microsoft"),  # clamped
+)}
+
+
+def _indices_model(case: _Case) -> onnx.ModelProto:
+    """A model of one node that takes all its inputs (the checked indices too) from the graph inputs."""
+    from onnx import helper
+
+    given = _given(case)
+    inputs = [helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(value.dtype), value.shape)
+              for name, value in given.items()]
+    outputs = [helper.make_tensor_value_info(name, kind, None) for name, kind in case.outputs.items()]
+    node = helper.make_node(case.op_type, [name if name in given else "" for name in case.inputs], list(case.outputs),
+                            name=f"node_{case.op_type}",
+                            domain=case.domain, **case.attributes)
+    graph = helper.make_graph([node], case.op_type, inputs, outputs)
+    opsets = [helper.make_opsetid("", case.opset if not case.domain else 17)]
+    opsets += [helper.make_opsetid(case.domain, case.opset)] if case.domain else []
+    return helper.make_model(graph, opset_imports=opsets)
+
+
+def _given(case: _Case) -> dict:
+    return {name: value for name, value in case.inputs.items() if value is not None}
+
+
+def _with_bad_index(case: _Case) -> dict:
+    position, value = case.bad
+    inputs = _given(case)
+    inputs[case.index] = inputs[case.index].copy()
+    inputs[case.index][position] = value
+    return inputs
+
+
+def _op_by_op(model, inputs: dict):
+    """The graph run node by node on concrete values (what an eager call ran before)."""
+    return model.graph.run({name: jnp.asarray(value) for name, value in inputs.items()})
 
 
 @pytest.mark.parametrize("name", sorted(_INDEX_CASES))
@@ -261,14 +335,15 @@ def test_indices_from_the_inputs_compile_whole_and_equal_onnxruntime(name, run_o
     proto = _indices_model(case)
     model = jaxonnx.load(proto)
     assert model.eager_mode == "whole graph compiled per input signature"
-    inputs = _feed(case, case[4])
-    expected = run_onnxruntime(proto, dict(zip(("data", "indices", "updates"), inputs)))[0]
-    op_by_op = model.graph.run(dict(zip(model.input_names, map(jnp.asarray, inputs))))[0]
+    inputs = _given(case)
+    expected = run_onnxruntime(proto, inputs)
     for _ in range(2):
-        got = model(*inputs)[0]
-        np.testing.assert_array_equal(np.asarray(got), expected)
-    np.testing.assert_array_equal(np.asarray(op_by_op), expected)
-    assert _primitives_run_eagerly(lambda: model(*inputs)) == 0
+        for got, want in zip(model(**inputs), expected, strict=True):
+            np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6, atol=1e-6)
+    for got, want in zip(_op_by_op(model, inputs), expected, strict=True):
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6, atol=1e-6)
+    positional = [jnp.asarray(value) for value in inputs.values()]
+    assert _primitives_run_eagerly(lambda: model(*positional)) == 0
 
 
 @pytest.mark.parametrize("name", sorted(_INDEX_CASES))
@@ -276,42 +351,40 @@ def test_out_of_range_indices_from_the_inputs_raise_as_op_by_op(name):
     import re
 
     case = _INDEX_CASES[name]
-    op_type, opset, _, data, indices, _, (position, value), message, _ = case
     model = jaxonnx.load(_indices_model(case))
-    model(*_feed(case, indices))  # compiled and checked for this signature
-    bad = indices.copy()
-    bad[position] = value
+    inputs = _given(case)
+    model(**inputs)  # compiled and checked for this signature
+    bad = _with_bad_index(case)
     with pytest.raises(jaxonnx.OnnxValidationError) as deferred:
-        model(*_feed(case, bad))
+        model(**bad)
     with pytest.raises(jaxonnx.OnnxValidationError) as op_by_op:
-        model.graph.run(dict(zip(model.input_names, map(jnp.asarray, _feed(case, bad)))))
+        _op_by_op(model, bad)
     version = model.graph.nodes[0].op.name
-    assert str(deferred.value) == f"Node 'node_{op_type}' ({version}) failed: {message}"
+    assert str(deferred.value) == f"Node 'node_{case.op_type}' ({version}) failed: {case.message}"
     # Op by op, the node's label also lists its inputs' shapes; the op's error is the same.
     assert re.sub(r", inputs [^)]*\)", ")", str(op_by_op.value)) == str(deferred.value)
     # The failed call leaves the model usable: the next in-range call computes.
-    np.testing.assert_array_equal(np.asarray(model(*_feed(case, indices))[0]),
-                                  np.asarray(jax.jit(model)(*_feed(case, indices))[0]))
+    np.testing.assert_allclose(np.asarray(model(**inputs)[0]), np.asarray(jax.jit(model)(**inputs)[0]),
+                               rtol=1e-6, atol=1e-6)
 
 
 @pytest.mark.parametrize("name", sorted(_INDEX_CASES))
 def test_under_jit_out_of_range_indices_from_the_inputs_behave_as_documented(name):
     case = _INDEX_CASES[name]
-    _, _, _, data, indices, updates, (position, value), _, documented = case
     model = jaxonnx.load(_indices_model(case))
-    bad = indices.copy()
-    bad[position] = value
-    got = jax.jit(model)(*_feed(case, bad))[0]
-    np.testing.assert_array_equal(np.asarray(got), documented(data, bad, updates))
-    # The reference agrees with onnxruntime where every index is in range.
-    np.testing.assert_array_equal(np.asarray(jax.jit(model)(*_feed(case, indices))[0]),
-                                  documented(data, indices, updates))
+    bad = _with_bad_index(case)
+    np.testing.assert_allclose(np.asarray(jax.jit(model)(**bad)[0]), case.documented(bad), rtol=1e-5, atol=1e-5)
+    # The reference agrees with the model where every index is in range.
+    inputs = _given(case)
+    np.testing.assert_allclose(np.asarray(jax.jit(model)(**inputs)[0]), case.documented(inputs), rtol=1e-5, atol=1e-5)
 
 
 def test_every_version_of_the_index_checking_ops_defers_its_checks():
     from jaxonnx._core.registry import get_op, supported_ops
 
-    versions = supported_ops()
-    for op_type in ("Gather", "GatherElements", "GatherND", "Scatter", "ScatterElements", "ScatterND"):
-        for since in versions[op_type]:
-            assert get_op(op_type, since).contract.checks, f"{op_type}-{since}"
+    for domain, op_types in (("", ("Gather", *(c.op_type for c in _INDEX_CASES.values() if not c.domain))),
+                             ("com.microsoft", ("EmbedLayerNormalization", "QEmbedLayerNormalization"))):
+        versions = supported_ops(domain)
+        for op_type in op_types:
+            for since in versions[op_type]:
+                assert get_op(op_type, since, domain).contract.checks, f"{op_type}-{since}"

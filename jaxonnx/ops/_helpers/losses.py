@@ -31,27 +31,30 @@ def check_loss_inputs(scores, target, weight, reduction, *, names):
         )
 
 
-def negative_log_likelihood(log_prob, target, weight, *, ignore_index, reduction, target_name="target"):
+def negative_log_likelihood(log_prob, target, weight, *, ignore_index, reduction, target_name="target", checks=None):
     """``-log_prob[n, target[n, d...], d...] * weight[target]``, 0 where ``target`` is
     ``ignore_index``, reduced by ``reduction``; ``mean`` divides by the sum of the weights
     (1 each without ``weight``) of the targets that are not ignored.
 
     Targets outside ``[0, C)`` that are not ``ignore_index`` raise when ``target`` is
-    concrete; under ``jax.jit`` their loss is nan (and so is any reduction over them)."""
+    concrete; under ``jax.jit`` their loss is nan (and so is any reduction over them), and
+    their check goes to ``checks`` (a :class:`~jaxonnx._core.checks.NodeChecks`) where one
+    is given, to be made after the computation."""
     classes = log_prob.shape[1]
     # A concrete target is checked in numpy: under jax.jit a jnp mask of it would be traced.
     xp = jnp if is_traced(target) else np
     target = target if is_traced(target) else np.asarray(target)
     ignored = xp.zeros(target.shape, bool) if ignore_index is None else target == ignore_index
     outside = ((target < 0) | (target >= classes)) & ~ignored
+    message = (f"got class {{value}} at position {{position}} of `{target_name}`, outside [0, {classes - 1}] "
+               f"and not `ignore_index` ({ignore_index}).")
     if not is_traced(target):
         bad = np.asarray(outside)
         if bad.any():
             where = tuple(int(i[0]) for i in np.nonzero(bad))
-            raise OnnxValidationError(
-                f"got class {np.asarray(target)[where]} at position {where} of `{target_name}`, outside [0, {classes - 1}] "
-                f"and not `ignore_index` ({ignore_index})."
-            )
+            raise OnnxValidationError(message.format(value=np.asarray(target)[where], position=where))
+    elif checks is not None:
+        checks.fail_where(outside, target, message)
     # Ignored and invalid targets read class 0 (whose value is then masked out).
     safe = jnp.where(ignored | outside, 0, target).astype(np.int32 if classes < 2**31 else np.int64)
     picked = jnp.take_along_axis(log_prob, safe[:, None], axis=1)[:, 0]

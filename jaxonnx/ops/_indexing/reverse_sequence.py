@@ -10,8 +10,8 @@ from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.common import is_traced, namespace
 
 
-@register("ReverseSequence", 10, 28, concrete=("sequence_lens",))
-def reverse_sequence(input, sequence_lens, *, batch_axis: int = 1, time_axis: int = 0):
+@register("ReverseSequence", 10, 28, concrete=("sequence_lens",), checks=True)
+def reverse_sequence(input, sequence_lens, *, batch_axis: int = 1, time_axis: int = 0, checks=None):
     """Implements ONNX ReverseSequence: each batch entry's first ``sequence_lens[b]`` steps reversed.
 
     Steps at and past ``sequence_lens[b]`` are copied unchanged. The result is one gather
@@ -21,13 +21,16 @@ def reverse_sequence(input, sequence_lens, *, batch_axis: int = 1, time_axis: in
 
     A concrete length outside ``[0, T]`` (``T`` the time dim) raises, naming the value and
     its batch entry; a traced one is clipped into ``[0, T]`` (its value is unknown at
-    trace time), as gathers clamp traced indices.
+    trace time), as gathers clamp traced indices, and its check is made after the
+    computation where ``checks`` is given.
 
     Args:
         input: an array of rank >= 2.
         sequence_lens: int64 lengths, shape ``(batch,)``.
         batch_axis: the batch axis, 0 or 1.
         time_axis: the time axis, 1 or 0 (the other one).
+        checks: where the check of traced ``sequence_lens`` goes, to be made after the
+            computation (an eager call's compiled graph, :mod:`jaxonnx._core.checks`).
 
     Returns:
         An array of the shape and dtype of ``input``.
@@ -51,7 +54,11 @@ def reverse_sequence(input, sequence_lens, *, batch_axis: int = 1, time_axis: in
         )
     index_type = np.int32 if steps < 2**31 else np.int64
     time = np.arange(steps, dtype=index_type)
+    message = (f"got `sequence_lens`[{{position[0]}}]={{value}}, outside [0, {steps}] (the time dim "
+               f"{time_axis} of `input` {tuple(input.shape)}).")
     if is_traced(sequence_lens):
+        if checks is not None:
+            checks.fail_where((sequence_lens < 0) | (sequence_lens > steps), sequence_lens, message)
         lengths = jnp.clip(sequence_lens, 0, steps).astype(index_type)[:, None]
         source = jnp.where(time[None, :] < lengths, lengths - 1 - time[None, :], time[None, :])
     else:
@@ -59,10 +66,7 @@ def reverse_sequence(input, sequence_lens, *, batch_axis: int = 1, time_axis: in
         bad = (lengths < 0) | (lengths > steps)
         if bad.any():
             b = int(np.flatnonzero(bad)[0])
-            raise OnnxValidationError(
-                f"got `sequence_lens`[{b}]={lengths[b]}, outside [0, {steps}] (the time dim "
-                f"{time_axis} of `input` {tuple(input.shape)})."
-            )
+            raise OnnxValidationError(message.format(value=lengths[b], position=(b,)))
         lengths = lengths.astype(index_type)[:, None]
         source = np.where(time[None, :] < lengths, lengths - 1 - time[None, :], time[None, :])
     # `source` is (batch, time); laid out as `input`'s axes, with ones for the other dims.

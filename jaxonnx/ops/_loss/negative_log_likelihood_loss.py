@@ -7,8 +7,9 @@ from jaxonnx.ops._helpers.losses import check_loss_inputs, negative_log_likeliho
 
 
 # folds=False: a loss is never shape arithmetic.
-@register("NegativeLogLikelihoodLoss", 12, 13, 22, concrete=("target",), folds=False)
-def negative_log_likelihood_loss(input, target, weight=None, *, ignore_index: int | None = None, reduction: str = "mean"):
+@register("NegativeLogLikelihoodLoss", 12, 13, 22, concrete=("target",), folds=False, checks=True)
+def negative_log_likelihood_loss(input, target, weight=None, *, ignore_index: int | None = None, reduction: str = "mean",
+                                 checks=None):
     """Implements ONNX NegativeLogLikelihoodLoss: ``-input[n, target[n, d...], d...] * weight[target]``.
 
     Args:
@@ -24,6 +25,8 @@ def negative_log_likelihood_loss(input, target, weight=None, *, ignore_index: in
             onnx.reference divides by the count of all targets in one corner, ``mean``
             with ``ignore_index=-1`` and no ``weight``; the text's weighted mean is used
             there too.
+        checks: where the check of traced ``target`` goes, to be made after the
+            computation (an eager call's compiled graph, :mod:`jaxonnx._core.checks`).
 
     Returns:
         The loss, of the dtype of ``input``.
@@ -34,7 +37,7 @@ def negative_log_likelihood_loss(input, target, weight=None, *, ignore_index: in
         Array(0.34064445, dtype=float32)
     """
     check_loss_inputs(input, target, weight, reduction, names=("input", "target", "weight"))
-    return negative_log_likelihood(input, target, weight, ignore_index=ignore_index, reduction=reduction)
+    return negative_log_likelihood(input, target, weight, ignore_index=ignore_index, reduction=reduction, checks=checks)
 
 
 __all__ = ["negative_log_likelihood_loss"]

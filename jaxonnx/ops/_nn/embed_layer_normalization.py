@@ -44,10 +44,10 @@ _Q_SCHEMA = contrib_schema(
 )
 
 
-@register("EmbedLayerNormalization", 1, domain="com.microsoft", schema=_SCHEMA, folds=False)
+@register("EmbedLayerNormalization", 1, domain="com.microsoft", schema=_SCHEMA, folds=False, checks=True)
 def embed_layer_normalization(
     input_ids, segment_ids, word_embedding, position_embedding, segment_embedding=None, gamma=None, beta=None,
-    mask=None, position_ids=None, *, epsilon=1e-12, mask_index_type=None,
+    mask=None, position_ids=None, *, epsilon=1e-12, mask_index_type=None, checks=None,
 ):
     """Implements com.microsoft EmbedLayerNormalization: BERT's embeddings, summed and layer-normed.
 
@@ -56,8 +56,9 @@ def embed_layer_normalization(
     ``position_ids``; no segment term without ``segment_ids``), and ``output = (sum - mean) /
     sqrt(var + epsilon) * gamma + beta`` over the hidden dim, in float32.
 
-    Indices outside a table are refused when known (onnxruntime refuses them at run time);
-    traced ones are clamped into the table, as a gather under ``jax.jit`` does.
+    Indices outside a table are refused when known (onnxruntime refuses them at run time),
+    or after the computation where ``checks`` is given (an eager call); traced ones are
+    otherwise clamped into the table, as a gather under ``jax.jit`` does.
 
     Args:
         input_ids: int32 ``(batch, sequence)``.
@@ -69,6 +70,8 @@ def embed_layer_normalization(
         position_ids: optional int32 ``(batch, sequence)`` or ``(1, sequence)``.
         epsilon: added to the variance, >= 0.
         mask_index_type: read by onnxruntime's shape inference only; the values do not depend on it.
+        checks: where the checks of traced ids go, to be made after the computation (an
+            eager call's compiled graph, :mod:`jaxonnx._core.checks`).
 
     Returns:
         ``(output, mask_index, embedding_sum)``: ``(batch, sequence, hidden)``; int32
@@ -110,10 +113,10 @@ def embed_layer_normalization(
             f"needs `position_ids` of shape {(batch, sequence)} or {(1, sequence)}, got {tuple(position_ids.shape)}."
         )
     work = contrib_work_type(word_embedding.dtype)
-    total = _rows(word_embedding, input_ids, "input_ids", "word_embedding").astype(work)
-    total = total + _rows(position_embedding, position_ids, "position_ids", "position_embedding").astype(work)
+    total = _rows(word_embedding, input_ids, "input_ids", "word_embedding", checks).astype(work)
+    total = total + _rows(position_embedding, position_ids, "position_ids", "position_embedding", checks).astype(work)
     if segment_ids is not None:
-        total = total + _rows(segment_embedding, segment_ids, "segment_ids", "segment_embedding").astype(work)
+        total = total + _rows(segment_embedding, segment_ids, "segment_ids", "segment_embedding", checks).astype(work)
     normalized, _, _ = contrib_normalize(total, (2,), epsilon, simplified=False)
     output = normalized * gamma.astype(work).reshape(1, 1, hidden) + beta.astype(work).reshape(1, 1, hidden)
     if mask is None:
@@ -123,26 +126,28 @@ def embed_layer_normalization(
     return output.astype(word_embedding.dtype), mask_index, total.astype(word_embedding.dtype)
 
 
-def _rows(table, ids, ids_name: str, table_name: str):
-    """``table[ids]``: known ids outside the table are refused, traced ones clamped."""
+def _rows(table, ids, ids_name: str, table_name: str, checks=None):
+    """``table[ids]`` (2-D ``ids``): known ids outside the table are refused, traced ones
+    clamped, and checked by ``checks`` after the computation where given."""
     rows = table.shape[0]
+    message = f"got {ids_name}[{{position[0]}}, {{position[1]}}]={{value}}, outside the {rows} rows of `{table_name}`."
     if not is_traced(ids):
         concrete = np.asarray(ids)
         bad = (concrete < 0) | (concrete >= rows)
         if bad.any():
             where = tuple(int(i[0]) for i in np.nonzero(bad))
-            raise OnnxValidationError(
-                f"got {ids_name}[{', '.join(map(str, where))}]={concrete[where]}, outside the {rows} rows of `{table_name}`."
-            )
+            raise OnnxValidationError(message.format(value=concrete[where], position=where))
+    elif checks is not None:
+        checks.fail_where((ids < 0) | (ids >= rows), ids, message)
     return jnp.take(jnp.asarray(table), jnp.asarray(ids), axis=0, mode="clip")
 
 
-@register("QEmbedLayerNormalization", 1, domain="com.microsoft", schema=_Q_SCHEMA, folds=False)
+@register("QEmbedLayerNormalization", 1, domain="com.microsoft", schema=_Q_SCHEMA, folds=False, checks=True)
 def qembed_layer_normalization(
     input_ids, segment_ids, word_embedding_quant, position_embedding_quant, segment_embedding, gamma_quant,
     beta_quant, mask, word_embedding_scale, position_embedding_scale, segment_embedding_scale, gamma_scale,
     beta_scale, word_embedding_zero_point, position_embedding_zero_point, segment_embedding_zero_point=None,
-    gamma_zero_point=None, beta_zero_point=None, *, epsilon=1e-12,
+    gamma_zero_point=None, beta_zero_point=None, *, epsilon=1e-12, checks=None,
 ):
     """Implements com.microsoft QEmbedLayerNormalization: EmbedLayerNormalization of quantized tables.
 
@@ -158,6 +163,7 @@ def qembed_layer_normalization(
         gamma_quant, beta_quant: int8 or uint8 ``(hidden,)``.
         *_scale: float32 scalars; *_zero_point: scalars of the quantized type.
         epsilon: added to the variance, >= 0.
+        checks: where the checks of traced ids go (see :func:`embed_layer_normalization`).
 
     Returns:
         ``(layernorm_out, mask_index_out)``: float32 ``(batch, sequence, hidden)`` and int32 ``(batch,)``.
@@ -197,7 +203,7 @@ def qembed_layer_normalization(
         segment_table,
         real(gamma_quant, gamma_scale, gamma_zero_point, "gamma"),
         real(beta_quant, beta_scale, beta_zero_point, "beta"),
-        mask, epsilon=epsilon,
+        mask, epsilon=epsilon, checks=checks,
     )
     return output, mask_index
 
