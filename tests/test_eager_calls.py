@@ -239,20 +239,74 @@ def _embedding_reference(inputs):
     return (total - mean) / np.sqrt(((total - mean) ** 2).mean(-1, keepdims=True) + 1e-12)
 
 
-_INDEX_CASES = {case.op_type: case for case in (
+_CACHES = {"cos_cache": _RNG.standard_normal((5, 2)).astype(np.float32),
+           "sin_cache": _RNG.standard_normal((5, 2)).astype(np.float32)}
+
+
+def _tensor_scatter_reference(inputs):
+    """TensorScatter along axis 1 in "linear" mode; positions past the cache are dropped."""
+    out = inputs["past_cache"].copy()
+    for b, start in enumerate(inputs["write_indices"]):
+        for s, row in enumerate(inputs["update"][b]):
+            if 0 <= start + s < out.shape[1]:
+                out[b, start + s] = row
+    return out
+
+
+def _rotary_reference(x, positions, inputs):
+    """RoPE of ``x`` (batch, sequence, heads, 4), halves paired; a position past the caches
+    reads nan, a negative one counts from the back."""
+    inside = (positions >= -5) & (positions < 5)
+    cos = np.where(inside[..., None], inputs["cos_cache"][np.clip(positions, -5, 4)], np.nan)[:, :, None]
+    sin = np.where(inside[..., None], inputs["sin_cache"][np.clip(positions, -5, 4)], np.nan)[:, :, None]
+    x1, x2 = x[..., :2], x[..., 2:]
+    return np.concatenate([cos * x1 - sin * x2, sin * x1 + cos * x2], axis=-1).astype(np.float32)
+
+
+def _max_unpool_reference(x, indices, shape):
+    """MaxUnpool as a loop; an index outside the output is dropped."""
+    out = np.zeros(int(np.prod(shape)), x.dtype)
+    for value, index in zip(x.reshape(-1), indices.reshape(-1)):
+        if 0 <= index < out.size:
+            out[index] = value
+    return out.reshape(shape)
+
+
+def _max_roi_pool_reference(x, rois):
+    """MaxRoiPool of one bin per RoI (whole-pixel RoIs, scale 1); a batch id outside ``x`` reads nan."""
+    rows = []
+    for batch, x1, y1, x2, y2 in rois.astype(int):
+        inside = 0 <= batch < len(x)
+        rows.append(x[batch, :, y1:y2 + 1, x1:x2 + 1].max(axis=(1, 2)) if inside else np.full(x.shape[1], np.nan))
+    return np.array(rows, x.dtype).reshape(len(rois), x.shape[1], 1, 1)
+
+
+def _attention_reference(inputs):
+    """Attention of one query over the first ``nonpad_kv_seqlen`` keys of each batch (all keys past them)."""
+    q, k, v = inputs["Q"], inputs["K"], inputs["V"]
+    scores = np.einsum("bhqd,bhkd->bhqk", q, k) / np.sqrt(q.shape[-1])
+    valid = np.arange(k.shape[2])[None, :] < np.clip(inputs["nonpad_kv_seqlen"], 0, k.shape[2])[:, None]
+    scores = np.where(valid[:, None, None, :], scores, -np.inf)
+    weights = np.exp(scores - scores.max(-1, keepdims=True))
+    return np.einsum("bhqk,bhkd->bhqd", weights / weights.sum(-1, keepdims=True), v).astype(np.float32)
+
+
+_INDEX_CASES = {(case.domain + "." if case.domain else "") + case.op_type: case for case in (
     _Case("GatherElements", 13, {"axis": 0}, {"data": _DATA, "indices": np.array([[0, 2, -1, 1], [2, -3, 0, 1]])},
           {"y": _FLOAT}, "indices", ((1, 2), 3),
           "GatherElements-13 got index 3 at position (1, 2) of `indices`, outside [-3, 2] for axis 0 of `data` "
           "with shape (3, 4).",
           # Negative indices wrapped, then clamped.
-          lambda i: np.take_along_axis(i["data"], np.clip(np.where(i["indices"] < 0, i["indices"] + 3, i["indices"]), 0, 2), 0)),
+          lambda i: np.take_along_axis(i["data"], np.clip(np.where(i["indices"] < 0, i["indices"] + 3, i["indices"]), 0, 2),
+                                       0)),
     _Case("GatherND", 13, {}, {"data": _DATA, "indices": np.array([[1, 2], [0, -1]])}, {"y": _FLOAT}, "indices",
           ((1, 1), 7),
           "GatherND-13 got index 7 at position (1, 1) of `indices`, outside [-4, 3] for dim 1 of `data` "
           "with shape (3, 4).",
           lambda i: _gather_nd_reference(i["data"], i["indices"])),  # zeros
     _Case("ScatterElements", 18, {"axis": 1, "reduction": "add"},
-          {"data": _DATA, "indices": np.array([[3, 0, 3], [-1, 1, 2]]), "updates": np.arange(1, 7, dtype=np.float32).reshape(2, 3)},
+          {"data": _DATA, "indices": np.array([[3, 0, 3], [-1, 1, 2]]),
+           "updates": np.arange(1, 7, dtype=np.float32).reshape(2, 3)},
           {"y": _FLOAT}, "indices", ((1, 0), -5),
           "ScatterElements-18 got index -5 at position (1, 0) of `indices`, outside [-4, 3] for dim 1 of `data` "
           "with shape (3, 4).",
@@ -292,6 +346,44 @@ _INDEX_CASES = {case.op_type: case for case in (
           {"output": _FLOAT, "mask_index": _INT32}, "input_ids", ((0, 1), 5),
           "EmbedLayerNormalization-1 got input_ids[0, 1]=5, outside the 5 rows of `word_embedding`.",
           _embedding_reference, domain="com.microsoft"),  # clamped
+    _Case("TensorScatter", 24, {"axis": 1, "mode": "linear"},
+          {"past_cache": _RNG.standard_normal((2, 4, 3)).astype(np.float32),
+           "update": _RNG.standard_normal((2, 2, 3)).astype(np.float32), "write_indices": np.array([1, 2])},
+          {"present_cache": _FLOAT}, "write_indices", ((1,), 3),
+          "TensorScatter-24 got `write_indices`=[1, 3] for an update of length 2 along axis 1; in 'linear' mode "
+          "each is in [0, 2], so the update fits the cache.",
+          _tensor_scatter_reference),  # dropped past the end
+    _Case("RotaryEmbedding", 23, {}, {"X": _RNG.standard_normal((1, 2, 3, 4)).astype(np.float32), **_CACHES,
+                                      "position_ids": np.array([[0, 4, 2]])},
+          {"Y": _FLOAT}, "position_ids", ((0, 1), 7),
+          "RotaryEmbedding-23 got `position_ids` from 0 to 7; each is in [0, 5), the rows of the caches.",
+          lambda i: _rotary_reference(i["X"].transpose(0, 2, 1, 3), i["position_ids"], i).transpose(0, 2, 1, 3)),  # nan
+    _Case("RotaryEmbedding", 1, {"num_heads": 1},
+          {"input": _RNG.standard_normal((1, 3, 4)).astype(np.float32), "position_ids": np.array([[0, 4, 2]]),
+           **_CACHES},
+          {"output": _FLOAT}, "position_ids", ((0, 2), -1),
+          "RotaryEmbedding-1 got positions from -1 to 4; each is in [0, 5), the rows of the caches.",
+          lambda i: _rotary_reference(i["input"][:, :, None], i["position_ids"], i)[:, :, 0], domain="com.microsoft"),
+    _Case("MaxUnpool", 11, {"kernel_shape": [2, 2], "strides": [2, 2]},
+          {"X": np.array([[[[1, 2], [3, 4]]]], np.float32), "I": np.array([[[[0, 3], [9, 14]]]])},
+          {"Y": _FLOAT}, "I", ((0, 0, 1, 1), 16),
+          "MaxUnpool-11 got `I` with indices in [0, 16] for an output of shape [1, 1, 4, 4] (16 elements); every "
+          "index must be in [0, 15].",
+          lambda i: _max_unpool_reference(i["X"], i["I"], (1, 1, 4, 4))),  # dropped
+    _Case("MaxRoiPool", 17, {"pooled_shape": [1, 1]},
+          {"X": np.arange(32, dtype=np.float32).reshape(2, 1, 4, 4),
+           "rois": np.array([[0, 0, 0, 1, 1], [1, 1, 1, 3, 2]], np.float32)},
+          {"Y": _FLOAT}, "rois", ((1, 0), 3),
+          "MaxRoiPool-1 got batch ids [0.0, 3.0] in `rois` for `X` of 2 images; each must be in [0, 1].",
+          lambda i: _max_roi_pool_reference(i["X"], i["rois"])),  # nan
+    _Case("Attention", 24, {},
+          {"Q": _RNG.standard_normal((2, 1, 1, 2)).astype(np.float32),
+           "K": _RNG.standard_normal((2, 1, 3, 2)).astype(np.float32),
+           "V": _RNG.standard_normal((2, 1, 3, 2)).astype(np.float32), "attn_mask": None, "past_key": None,
+           "past_value": None, "nonpad_kv_seqlen": np.array([2, 3])},
+          {"Y": _FLOAT}, "nonpad_kv_seqlen", ((1,), 5),
+          "Attention-24 got `nonpad_kv_seqlen`=[2, 5]; each is in [0, 3], the key sequence length.",
+          _attention_reference),  # all keys
 )}
 
 
@@ -382,9 +474,10 @@ def test_under_jit_out_of_range_indices_from_the_inputs_behave_as_documented(nam
 def test_every_version_of_the_index_checking_ops_defers_its_checks():
     from jaxonnx._core.registry import get_op, supported_ops
 
-    for domain, op_types in (("", ("Gather", *(c.op_type for c in _INDEX_CASES.values() if not c.domain))),
-                             ("com.microsoft", ("EmbedLayerNormalization", "QEmbedLayerNormalization"))):
-        versions = supported_ops(domain)
-        for op_type in op_types:
-            for since in versions[op_type]:
-                assert get_op(op_type, since, domain).contract.checks, f"{op_type}-{since}"
+    checked = {(case.domain, case.op_type, case.index) for case in _INDEX_CASES.values()}
+    checked |= {("", "Gather", "indices"), ("com.microsoft", "QEmbedLayerNormalization", "input_ids")}
+    for domain, op_type, index in sorted(checked):
+        for since in supported_ops(domain)[op_type]:
+            op = get_op(op_type, since, domain)
+            if index in [formal.name for formal in op.schema.inputs]:  # Attention-23 has no `nonpad_kv_seqlen`
+                assert op.contract.checks, f"{op_type}-{since}"

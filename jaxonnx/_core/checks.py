@@ -42,7 +42,7 @@ class DeferredChecks:
 
     def __init__(self):
         self._messages: list[tuple[str, str]] = []  # (node label, message) per check
-        self._traced: list[tuple[Any, Any]] = []  # (failing positions, values) per check
+        self._traced: list[tuple[Any, Any, dict]] = []  # (failing positions, values, fields) per check
         self._shapes: list[tuple[int, ...]] = []  # the shape of each check's positions
 
     def for_node(self, label: str) -> NodeChecks:
@@ -51,16 +51,16 @@ class DeferredChecks:
 
     def flags(self) -> tuple:
         """The traced results of the checks: whether each check fails anywhere (one array,
-        read back in one transfer), and per check the first failing position (flat) and the
-        value there (read only when it failed)."""
+        read back in one transfer), and per check the first failing position (flat), the
+        value there and the message's other fields (read only when it failed)."""
         if not self._traced:
             return ()
         failed, details = [], []
-        for failing, values in self._traced:
+        for failing, values, fields in self._traced:
             flat = failing.reshape(-1)
             first = jnp.argmax(flat)
             failed.append(jnp.any(flat))
-            details.append((first, jnp.asarray(values).reshape(-1)[first] if flat.size else first))
+            details.append((first, jnp.asarray(values).reshape(-1)[first] if flat.size else first, fields))
         return jnp.stack(failed), tuple(details)
 
     def raise_failed(self, flags) -> None:
@@ -71,11 +71,14 @@ class DeferredChecks:
         if not failed.any():
             return
         index = int(np.argmax(failed))
-        first, value = flags[1][index]
+        first, value, fields = flags[1][index]
         label, message = self._messages[index]
         shape = self._shapes[index]
         position = tuple(int(i) for i in np.unravel_index(int(first), shape)) if shape else ()
-        raise OnnxValidationError(f"{label} " + message.format(value=np.asarray(value).item(), position=position))
+        # Fields as the op's own message shows known values: a scalar as a number, an array as a list.
+        shown = {name: np.asarray(field).tolist() for name, field in fields.items()}
+        text = message.format(value=np.asarray(value).item(), position=position, **shown)
+        raise OnnxValidationError(f"{label} {text}")
 
 
 class NodeChecks:
@@ -84,10 +87,12 @@ class NodeChecks:
     def __init__(self, checks: DeferredChecks, label: str):
         self._checks, self._label = checks, label
 
-    def fail_where(self, failing, values, message: str) -> None:
+    def fail_where(self, failing, values, message: str, /, **fields) -> None:
         """Defers a check: ``failing`` (traced booleans) marks the positions that fail,
         ``values`` holds the value at each, and ``message`` (a sentence with ``{value}`` and
-        ``{position}`` fields) is the error of the first failing position."""
+        ``{position}`` fields) is the error of the first failing position. ``fields`` (traced
+        arrays by name, e.g. ``values=indices`` or ``low=indices.min()``) fill the message's
+        other fields, where it names more than one value: read back only when it fails."""
         self._checks._messages.append((self._label, message))
-        self._checks._traced.append((failing, values))
+        self._checks._traced.append((failing, values, fields))
         self._checks._shapes.append(tuple(np.shape(failing)))

@@ -23,7 +23,7 @@ from jaxonnx.ops._helpers.common import is_traced
 _SOFTMAX_PRECISIONS = {1: "float", 10: "float16", 11: "double", 16: "bfloat16"}
 
 
-@register("Attention", 25, folds=False, concrete=("nonpad_kv_seqlen",))
+@register("Attention", 25, folds=False, concrete=("nonpad_kv_seqlen",), checks=True)
 def attention(
     Q,
     K,
@@ -42,6 +42,7 @@ def attention(
     softmax_precision: int | None = None,
     left_window_size: int = -1,
     right_window_size: int = -1,
+    checks=None,
 ):
     """Implements ONNX Attention (version 25): ``softmax(Q K^T * scale + bias) V``, by heads.
 
@@ -63,7 +64,9 @@ def attention(
             head_size)``, put before ``K``; given with ``past_value`` only.
         past_value: optional 4-D cache put before ``V``.
         nonpad_kv_seqlen: optional int64 ``(batch,)``: how many leading keys of each batch
-            are valid (the rest are masked); not with ``past_key``.
+            are valid (the rest are masked); not with ``past_key``. A known length outside
+            ``[0, total keys]`` raises; under ``jax.jit`` a negative one attends no key (its
+            output is zeros) and one past the keys attends them all.
         is_causal: 1 lets query ``i`` attend key ``j`` only when ``j <= i + offset``, where
             ``offset`` is the past sequence length, or ``nonpad_kv_seqlen - q_sequence_length``
             per batch, or 0.
@@ -78,6 +81,8 @@ def attention(
         left_window_size: when >= 0, the query at absolute position ``p = offset + i`` attends
             no key ``j < p - left_window_size``.
         right_window_size: when >= 0, it attends no key ``j > p + right_window_size``.
+        checks: where the checks of a traced ``nonpad_kv_seqlen`` go, to be made after the
+            computation (an eager call's compiled graph, :mod:`jaxonnx._core.checks`).
 
     Returns:
         ``(Y, present_key, present_value, qk_matmul_output)``: ``Y`` of the rank of ``Q``
@@ -101,21 +106,21 @@ def attention(
         Q, K, V, attn_mask, past_key, past_value, nonpad_kv_seqlen,
         is_causal=is_causal, kv_num_heads=kv_num_heads, q_num_heads=q_num_heads,
         mode=qk_matmul_output_mode, scale=scale, softcap=softcap, softmax_precision=softmax_precision,
-        left=left_window_size, right=right_window_size,
+        left=left_window_size, right=right_window_size, checks=checks,
     )
 
 
-@register("Attention", 24, folds=False, concrete=("nonpad_kv_seqlen",))
+@register("Attention", 24, folds=False, concrete=("nonpad_kv_seqlen",), checks=True)
 def _attention_24(
     Q, K, V, attn_mask=None, past_key=None, past_value=None, nonpad_kv_seqlen=None, *,
     is_causal=0, kv_num_heads=None, q_num_heads=None, qk_matmul_output_mode=0, scale=None,
-    softcap=0.0, softmax_precision=None,
+    softcap=0.0, softmax_precision=None, checks=None,
 ):
     return _attention(
         Q, K, V, attn_mask, past_key, past_value, nonpad_kv_seqlen,
         is_causal=is_causal, kv_num_heads=kv_num_heads, q_num_heads=q_num_heads,
         mode=qk_matmul_output_mode, scale=scale, softcap=softcap, softmax_precision=softmax_precision,
-        left=-1, right=-1,
+        left=-1, right=-1, checks=checks,
     )
 
 
@@ -126,7 +131,7 @@ def _attention_23(Q, K, V, attn_mask=None, past_key=None, past_value=None, **att
 
 
 def _attention(Q, K, V, attn_mask, past_key, past_value, nonpad, *, is_causal, kv_num_heads, q_num_heads,
-               mode, scale, softcap, softmax_precision, left, right):
+               mode, scale, softcap, softmax_precision, left, right, checks=None):
     if not (Q.ndim == K.ndim == V.ndim and Q.ndim in (3, 4)):
         raise OnnxValidationError(
             f"needs `Q`, `K` and `V` all 3-D or all 4-D, got shapes {tuple(Q.shape)}, {tuple(K.shape)} "
@@ -193,7 +198,7 @@ def _attention(Q, K, V, attn_mask, past_key, past_value, nonpad, *, is_causal, k
     present_key, present_value = k, v
     total = k.shape[2]
     if nonpad is not None:
-        nonpad = _checked_nonpad(nonpad, batch, total, attn_mask)
+        nonpad = _checked_nonpad(nonpad, batch, total, attn_mask, checks)
 
     # Q and K each scaled by sqrt(scale) in the input type, as the text's diagram and its
     # function body do (ScaleFactorF = Cast(Sqrt(scale))): the product is the scaled score
@@ -232,20 +237,24 @@ def _attention(Q, K, V, attn_mask, past_key, past_value, nonpad, *, is_causal, k
     return y, present_key, present_value, qk_output.astype(dtype)
 
 
-def _checked_nonpad(nonpad, batch, total, mask):
+def _checked_nonpad(nonpad, batch, total, mask, checks=None):
+    """``nonpad_kv_seqlen``, checked where known, else by ``checks`` after the computation where given."""
     if nonpad.ndim != 1 or nonpad.shape[0] != batch:
         raise OnnxValidationError(f"needs `nonpad_kv_seqlen` of shape ({batch},), got {tuple(nonpad.shape)}.")
+    outside = f"got `nonpad_kv_seqlen`={{values}}; each is in [0, {total}], the key sequence length."
+    past_mask = None if mask is None or not mask.ndim else (
+        f"got `attn_mask` of shape {tuple(mask.shape)} with `nonpad_kv_seqlen`={{values}}; its last "
+        "dim must be at least the largest of them (the valid keys), as the text requires.")
     if not is_traced(nonpad):
         values = np.asarray(nonpad)
         if values.size and (values.min() < 0 or values.max() > total):
-            raise OnnxValidationError(
-                f"got `nonpad_kv_seqlen`={values.tolist()}; each is in [0, {total}], the key sequence length."
-            )
-        if mask is not None and mask.ndim and values.size and values.max() > mask.shape[-1]:
-            raise OnnxValidationError(
-                f"got `attn_mask` of shape {tuple(mask.shape)} with `nonpad_kv_seqlen`={values.tolist()}; its last "
-                "dim must be at least the largest of them (the valid keys), as the text requires."
-            )
+            raise OnnxValidationError(outside.format(values=values.tolist()))
+        if past_mask is not None and values.size and values.max() > mask.shape[-1]:
+            raise OnnxValidationError(past_mask.format(values=values.tolist()))
+    elif checks is not None:
+        checks.fail_where((nonpad < 0) | (nonpad > total), nonpad, outside, values=nonpad)
+        if past_mask is not None:
+            checks.fail_where(nonpad > mask.shape[-1], nonpad, past_mask, values=nonpad)
     return jnp.asarray(nonpad)
 
 

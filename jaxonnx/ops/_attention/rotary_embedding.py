@@ -11,9 +11,9 @@ from jaxonnx.ops._helpers.attention import rotate
 from jaxonnx.ops._helpers.common import is_traced
 
 
-@register("RotaryEmbedding", 23, folds=False, concrete=("position_ids",))
+@register("RotaryEmbedding", 23, folds=False, concrete=("position_ids",), checks=True)
 def rotary_embedding(X, cos_cache, sin_cache, position_ids=None, *, interleaved: int = 0,
-                     num_heads: int | None = None, rotary_embedding_dim: int = 0):
+                     num_heads: int | None = None, rotary_embedding_dim: int = 0, checks=None):
     """Implements ONNX RotaryEmbedding: rotary positional embeddings (RoPE) of each head of ``X``.
 
     The first ``rotary_embedding_dim`` features of each head are taken as pairs (the two
@@ -28,9 +28,13 @@ def rotary_embedding(X, cos_cache, sin_cache, position_ids=None, *, interleaved:
             sequence of 1 broadcasts.
         sin_cache: like ``cos_cache``.
         position_ids: optional int64 ``(batch, sequence)``, each in ``[0, max_position)``.
+            A known one outside raises; under ``jax.jit`` one past the caches reads NaN and
+            a negative one counts from the back (as ``jnp.take`` reads).
         interleaved: 1 pairs feature ``2i`` with ``2i + 1``; 0 pairs ``i`` with ``i + dim / 2``.
         num_heads: the heads of a 3-D ``X``.
         rotary_embedding_dim: how many features of each head rotate (even); 0 means all.
+        checks: where the check of traced ``position_ids`` goes, to be made after the
+            computation (an eager call's compiled graph, :mod:`jaxonnx._core.checks`).
 
     Returns:
         ``Y``: the shape and dtype of ``X``.
@@ -61,14 +65,15 @@ def rotary_embedding(X, cos_cache, sin_cache, position_ids=None, *, interleaved:
             f"got `rotary_embedding_dim`={rotary_embedding_dim}; it is 0 (the head size, {head_size}) or an "
             "even number up to the head size."
         )
-    cos, sin = _at_positions(cos_cache, sin_cache, position_ids, batch, length, dim // 2)
+    cos, sin = _at_positions(cos_cache, sin_cache, position_ids, batch, length, dim // 2, checks)
     cos, sin = cos[:, :, None, :], sin[:, :, None, :]  # one for every head
     y = rotate(x, cos, sin, interleaved=interleaved)
     return y.reshape(X.shape) if X.ndim == 3 else y.transpose(0, 2, 1, 3)
 
 
-def _at_positions(cos_cache, sin_cache, position_ids, batch, length, half):
-    """The caches as ``(batch, sequence, half)``: read at ``position_ids``, or as given."""
+def _at_positions(cos_cache, sin_cache, position_ids, batch, length, half, checks=None):
+    """The caches as ``(batch, sequence, half)``: read at ``position_ids`` (checked where
+    known, else by ``checks`` after the computation where given), or as given."""
     if cos_cache.shape != sin_cache.shape:
         raise OnnxValidationError(
             f"needs `cos_cache` and `sin_cache` of one shape, got {tuple(cos_cache.shape)} and {tuple(sin_cache.shape)}."
@@ -92,13 +97,15 @@ def _at_positions(cos_cache, sin_cache, position_ids, batch, length, half):
         raise OnnxValidationError(
             f"needs `position_ids` of shape (batch, sequence) = {(batch, length)}, got {tuple(position_ids.shape)}."
         )
+    message = (f"got `position_ids` from {{low}} to {{high}}; each is in [0, {cos_cache.shape[0]}), "
+               "the rows of the caches.")
     if not is_traced(position_ids):
         values = np.asarray(position_ids)
         if values.size and (values.min() < 0 or values.max() >= cos_cache.shape[0]):
-            raise OnnxValidationError(
-                f"got `position_ids` from {values.min()} to {values.max()}; each is in [0, {cos_cache.shape[0]}), "
-                "the rows of the caches."
-            )
+            raise OnnxValidationError(message.format(low=values.min(), high=values.max()))
+    elif checks is not None:
+        checks.fail_where((position_ids < 0) | (position_ids >= cos_cache.shape[0]), position_ids, message,
+                          low=position_ids.min(), high=position_ids.max())
     positions = jnp.asarray(position_ids)
     return jnp.take(cos_cache, positions, axis=0), jnp.take(sin_cache, positions, axis=0)
 

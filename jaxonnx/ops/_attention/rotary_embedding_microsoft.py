@@ -40,9 +40,10 @@ _SCHEMA = microsoft_schema(
 )
 
 
-@register("RotaryEmbedding", 1, domain="com.microsoft", schema=_SCHEMA, folds=False, concrete=("position_ids",))
+@register("RotaryEmbedding", 1, domain="com.microsoft", schema=_SCHEMA, folds=False, concrete=("position_ids",),
+          checks=True)
 def rotary_embedding_microsoft(input, position_ids, cos_cache, sin_cache, *, num_heads=None, rotary_embedding_dim=None,
-                               interleaved=0, is_packed_batching=0, scale=None):
+                               interleaved=0, is_packed_batching=0, scale=None, checks=None):
     """Implements com.microsoft RotaryEmbedding: rotary positional embeddings of each head.
 
     The first ``rotary_embedding_dim`` features of each head are taken as pairs (the two
@@ -53,7 +54,8 @@ def rotary_embedding_microsoft(input, position_ids, cos_cache, sin_cache, *, num
     Args:
         input: ``(batch, sequence, hidden)`` or ``(batch, heads, sequence, head_size)``.
         position_ids: int64 ``(batch, sequence)``, or one element: the position of the first
-            token, the others following it.
+            token, the others following it. A known position outside the caches raises;
+            under ``jax.jit`` one past them reads NaN and a negative one counts from the back.
         cos_cache: ``(max_position, rotary_embedding_dim / 2)``.
         sin_cache: like ``cos_cache``.
         num_heads: the heads of a 3-D input; without it the head size is twice the caches'
@@ -64,6 +66,8 @@ def rotary_embedding_microsoft(input, position_ids, cos_cache, sin_cache, *, num
             is per token, so the result is the same.
         scale: onnxruntime's scale of the frequencies for caches it rebuilds; unused, since
             the caches are inputs.
+        checks: where the check of traced ``position_ids`` goes, to be made after the
+            computation (an eager call's compiled graph, :mod:`jaxonnx._core.checks`).
 
     Returns:
         ``output``: the shape and dtype of ``input``.
@@ -106,15 +110,16 @@ def rotary_embedding_microsoft(input, position_ids, cos_cache, sin_cache, *, num
             f"rotary_embedding_dim / 2; got rotary_embedding_dim={rotary_embedding_dim} (using {dim}) and caches "
             f"{tuple(cos_cache.shape)}."
         )
-    positions = _positions(position_ids, batch, length, cos_cache.shape[0])
+    positions = _positions(position_ids, batch, length, cos_cache.shape[0], checks)
     cos = jnp.take(cos_cache, positions, axis=0)[:, :, None, :]  # (batch, sequence, 1, dim / 2)
     sin = jnp.take(sin_cache, positions, axis=0)[:, :, None, :]
     y = rotate(x, cos, sin, interleaved=interleaved)
     return y.transpose(0, 2, 1, 3) if input.ndim == 4 else y.reshape(input.shape)
 
 
-def _positions(position_ids, batch, length, rows):
-    """The ``(batch, sequence)`` positions: as given, or one start offset plus the token's index."""
+def _positions(position_ids, batch, length, rows, checks=None):
+    """The ``(batch, sequence)`` positions: as given, or one start offset plus the token's
+    index; checked where known, else by ``checks`` after the computation where given."""
     if position_ids.size == 1 and position_ids.ndim <= 1:
         start = jnp.asarray(position_ids).reshape(())
         positions = jnp.broadcast_to(start + jnp.arange(length, dtype=start.dtype), (batch, length))
@@ -129,10 +134,12 @@ def _positions(position_ids, batch, length, rows):
             f"needs `position_ids` of one element or of shape (batch, sequence) = {(batch, length)}, "
             f"got {tuple(position_ids.shape)}."
         )
+    message = f"got positions from {{low}} to {{high}}; each is in [0, {rows}), the rows of the caches."
     if first is not None and (first < 0 or last >= rows):
-        raise OnnxValidationError(
-            f"got positions from {first} to {last}; each is in [0, {rows}), the rows of the caches."
-        )
+        raise OnnxValidationError(message.format(low=first, high=last))
+    if is_traced(position_ids) and checks is not None:
+        checks.fail_where((positions < 0) | (positions >= rows), positions, message,
+                          low=positions.min(), high=positions.max())
     return jnp.asarray(positions)
 
 

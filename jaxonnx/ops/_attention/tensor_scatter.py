@@ -10,8 +10,8 @@ from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.common import is_traced, namespace, normalize_axis
 
 
-@register("TensorScatter", 24, concrete=("write_indices",))
-def tensor_scatter(past_cache, update, write_indices=None, *, axis: int = -2, mode: str = "linear"):
+@register("TensorScatter", 24, concrete=("write_indices",), checks=True)
+def tensor_scatter(past_cache, update, write_indices=None, *, axis: int = -2, mode: str = "linear", checks=None):
     """Implements ONNX TensorScatter: ``update`` written into ``past_cache`` along ``axis`` (a KV-cache update).
 
     For each batch ``b``, ``update``'s positions ``s`` along ``axis`` go to positions
@@ -25,6 +25,8 @@ def tensor_scatter(past_cache, update, write_indices=None, *, axis: int = -2, mo
             is >= 0 and leaves room for the update; traced, positions past the cache are dropped.
         axis: the sequence dim, in ``[-rank, rank - 1]`` and not the batch dim.
         mode: "linear" or "circular".
+        checks: where the check of traced ``write_indices`` goes, to be made after the
+            computation (an eager call's compiled graph, :mod:`jaxonnx._core.checks`).
 
     Returns:
         ``present_cache``: the shape and dtype of ``past_cache``.
@@ -57,13 +59,15 @@ def tensor_scatter(past_cache, update, write_indices=None, *, axis: int = -2, mo
         if tuple(write_indices.shape) != (batch,):
             raise OnnxValidationError(f"needs `write_indices` of shape ({batch},), got {tuple(write_indices.shape)}.")
         starts = write_indices
+        message = (f"got `write_indices`={{values}} for an update of length {length} along axis {axis}; "
+                   f"in 'linear' mode each is in [0, {capacity - length}], so the update fits the cache.")
         if mode == "linear" and not is_traced(write_indices):
             values = np.asarray(write_indices)
             if values.size and (values.min() < 0 or values.max() + length > capacity):
-                raise OnnxValidationError(
-                    f"got `write_indices`={values.tolist()} for an update of length {length} along axis {axis}; "
-                    f"in 'linear' mode each is in [0, {capacity - length}], so the update fits the cache."
-                )
+                raise OnnxValidationError(message.format(values=values.tolist()))
+        elif mode == "linear" and checks is not None:
+            checks.fail_where((write_indices < 0) | (write_indices > capacity - length), write_indices, message,
+                              values=write_indices)
     # Positions (batch, length) along the sequence dim, moved next to the batch dim.
     positions = xp.asarray(starts).reshape(batch, 1) + xp.arange(length).reshape(1, length)
     if mode == "circular":

@@ -11,8 +11,8 @@ from jaxonnx.ops._helpers.common import int_list, is_traced
 from jaxonnx.ops._helpers.window import window_attributes
 
 
-@register("MaxUnpool", 9, 11, 22, static=("output_shape",), concrete=("I",), folds=False)
-def max_unpool(X, I, output_shape=None, *, kernel_shape=None, pads=None, strides=None):
+@register("MaxUnpool", 9, 11, 22, static=("output_shape",), concrete=("I",), folds=False, checks=True)
+def max_unpool(X, I, output_shape=None, *, kernel_shape=None, pads=None, strides=None, checks=None):
     """Implements ONNX MaxUnpool: puts each value of ``X`` at its flat index ``I`` in zeros.
 
     The output has shape ``(N, C, (D - 1) * stride - pad_begin - pad_end + kernel, ...)``,
@@ -24,10 +24,13 @@ def max_unpool(X, I, output_shape=None, *, kernel_shape=None, pads=None, strides
 
     Args:
         X: the values, of shape ``(N, C, D1, ..., Dn)``.
-        I: int64 flat indices, of the shape of ``X``.
+        I: int64 flat indices, of the shape of ``X``. A known index outside the output
+            raises; under ``jax.jit`` its value is dropped.
         output_shape: optional static output shape (rank of ``X``).
         kernel_shape: the pooling window per spatial axis (required).
         pads, strides: the pooling's padding and steps, as in MaxPool.
+        checks: where the check of a traced ``I`` goes, to be made after the computation
+            (an eager call's compiled graph, :mod:`jaxonnx._core.checks`).
 
     Returns:
         An array of the output shape and the dtype of ``X``, zero where no index points.
@@ -56,13 +59,14 @@ def max_unpool(X, I, output_shape=None, *, kernel_shape=None, pads=None, strides
     if min(inferred) < 0:
         raise OnnxValidationError(f"got a negative output shape {list(inferred)} from `X` of shape {tuple(X.shape)} and the pooling attributes.")
     total = int(np.prod(shape))
+    message = (f"got `I` with indices in [{{low}}, {{high}}] for an output of shape {list(shape)} ({total} elements); "
+               f"every index must be in [0, {total - 1}].")
     if not is_traced(I):
         indices = np.asarray(I)
         if indices.size and (indices.min() < 0 or indices.max() >= total):
-            raise OnnxValidationError(
-                f"got `I` with indices in [{int(indices.min())}, {int(indices.max())}] for an output of "
-                f"shape {list(shape)} ({total} elements); every index must be in [0, {total - 1}]."
-            )
+            raise OnnxValidationError(message.format(low=int(indices.min()), high=int(indices.max())))
+    elif checks is not None:
+        checks.fail_where((I < 0) | (I >= total), I, message, low=I.min(), high=I.max())
     # A traced out-of-range index is dropped (its value goes nowhere).
     flat = jnp.zeros((total,), X.dtype).at[jnp.asarray(I).reshape(-1)].set(X.reshape(-1), mode="drop")
     return flat.reshape(shape)

@@ -11,8 +11,8 @@ from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.common import is_traced
 
 
-@register("MaxRoiPool", 1, 22, concrete=("rois",), folds=False)
-def max_roi_pool(X, rois, *, pooled_shape=None, spatial_scale=1.0):
+@register("MaxRoiPool", 1, 22, concrete=("rois",), folds=False, checks=True)
+def max_roi_pool(X, rois, *, pooled_shape=None, spatial_scale=1.0, checks=None):
     """Implements ONNX MaxRoiPool: the maximum of each bin of each region of interest.
 
     As Caffe's and onnxruntime's RoI pooling: a RoI ``[batch_id, x1, y1, x2, y2]`` times
@@ -23,9 +23,12 @@ def max_roi_pool(X, rois, *, pooled_shape=None, spatial_scale=1.0):
 
     Args:
         X: the feature map ``(N, C, H, W)``.
-        rois: ``(num_rois, 5)``: ``[batch_id, x1, y1, x2, y2]`` in image coordinates.
+        rois: ``(num_rois, 5)``: ``[batch_id, x1, y1, x2, y2]`` in image coordinates. A
+            known batch id outside ``X`` raises; under ``jax.jit`` its RoI pools NaN.
         pooled_shape: the bins ``[PH, PW]`` per RoI (required).
         spatial_scale: the scale from image to feature-map coordinates.
+        checks: where the check of traced ``rois``' batch ids goes, to be made after the
+            computation (an eager call's compiled graph, :mod:`jaxonnx._core.checks`).
 
     Returns:
         ``(num_rois, C, PH, PW)`` with the dtype of ``X``.
@@ -41,10 +44,14 @@ def max_roi_pool(X, rois, *, pooled_shape=None, spatial_scale=1.0):
         raise OnnxValidationError(f"needs a 4-D `X` (N, C, H, W), got shape {tuple(X.shape)}.")
     if rois.ndim != 2 or rois.shape[1] != 5:
         raise OnnxValidationError(f"needs `rois` of shape (num_rois, 5): [batch_id, x1, y1, x2, y2], got {tuple(rois.shape)}.")
+    message = f"got batch ids {{ids}} in `rois` for `X` of {X.shape[0]} images; each must be in [0, {X.shape[0] - 1}]."
     if not is_traced(rois):
         batch_ids = np.asarray(rois)[:, 0]
         if batch_ids.size and (batch_ids.min() < 0 or batch_ids.max() >= X.shape[0]):
-            raise OnnxValidationError(f"got batch ids {batch_ids.tolist()} in `rois` for `X` of {X.shape[0]} images; each must be in [0, {X.shape[0] - 1}].")
+            raise OnnxValidationError(message.format(ids=batch_ids.tolist()))
+    elif checks is not None:
+        batch_ids = rois[:, 0]
+        checks.fail_where((batch_ids < 0) | (batch_ids >= X.shape[0]), batch_ids, message, ids=batch_ids)
     pooled_height, pooled_width = (int(v) for v in pooled_shape)
     height, width = X.shape[2:]
     coordinates = jnp.asarray(rois).astype(jnp.float32)
