@@ -2,7 +2,8 @@
 
 The fixtures (``tests/fixtures/generation/``, made by ``tools/export_generation_fixtures.py``)
 are tiny random Llama, GPT-2, Qwen2, Phi and Gemma models exported by HF Optimum
-(``text-generation-with-past``) and by torch's dynamo exporter, and Llama and Qwen2 built by
+(``text-generation-with-past``) and by torch's dynamo exporter, Mistral (a sliding window) and
+Bloom (ALiBi) by Optimum, and Llama, Qwen2 and Gemma-2 (a sliding-window cache) built by
 onnxruntime-genai's model builder (fp32 and int4: GroupQueryAttention, MatMulNBits). The
 reference is a plain onnxruntime loop whose cache grows by one token a step, as Optimum's own
 ``generate`` runs them; the manifest also holds torch's ``generate`` tokens for the same
@@ -60,6 +61,7 @@ class OnnxruntimeLM:
         self.session = onnxruntime.InferenceSession(_path(name), providers=["CPUExecutionProvider"])
         self.layout = find_cache(jaxonnx.load(_path(name)), dims=cache_dims_beside(_path(name)))
         self.names = {i.name for i in self.session.get_inputs()}
+        self.windows = _sliding_window_caches(onnx.load(_path(name)))
 
     def logits(self, ids, mask, positions, cache, *, last=None):
         feed = {"input_ids": ids, "attention_mask": mask, "position_ids": positions, **cache}
@@ -92,10 +94,19 @@ class OnnxruntimeLM:
 
     def generate_right_padded(self, ids, mask, new_tokens):
         """Greedy tokens as GroupQueryAttention takes a batch: the prompts right-padded (each row's
-        tokens first), the mask 1 on each row's tokens so far, the cache growing a step at a time."""
+        tokens first), the mask 1 on each row's tokens so far, the cache growing a step at a time.
+
+        A layer whose cache slides (``sliding_window_cache``) needs its past a window long from
+        the first step, as onnxruntime-genai allocates it; onnxruntime then reads no step as a
+        first prompt and refuses a batch of uneven prompts, so each prompt runs alone."""
+        if self.windows and len(ids) > 1:
+            return np.concatenate([self.generate_right_padded(row[m == 1][None], m[m == 1][None], new_tokens)
+                                   for row, m in zip(ids, mask)])
         lengths, width = mask.sum(-1), ids.shape[1]
         ids = np.stack([np.roll(row, length - width) for row, length in zip(ids, lengths)])
         cache, tokens = self.empty_cache(len(ids)), []
+        for past, window in self.windows.items():
+            cache[past] = np.zeros((*cache[past].shape[:2], window, *cache[past].shape[3:]), cache[past].dtype)
         step_ids, last = ids, lengths - 1
         for step in range(new_tokens):
             step_mask = (np.arange(width + step)[None] < (lengths + step)[:, None]).astype(np.int64)
@@ -103,6 +114,17 @@ class OnnxruntimeLM:
             tokens.append(logits.argmax(-1))
             step_ids, last = tokens[-1][:, None], None
         return np.stack(tokens, -1)
+
+
+def _sliding_window_caches(model: onnx.ModelProto) -> dict[str, int]:
+    """The past inputs of GroupQueryAttention nodes that keep their cache as a sliding window
+    (onnxruntime-genai's builder files of Gemma-2...), and the window of each."""
+    windows = {}
+    for node in model.graph.node:
+        attributes = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+        if node.op_type == "GroupQueryAttention" and attributes.get("sliding_window_cache"):
+            windows.update(dict.fromkeys(node.input[3:5], attributes["local_window_size"]))
+    return windows
 
 
 @pytest.fixture(scope="module")
@@ -130,8 +152,14 @@ def test_greedy_tokens_of_builder_files_equal_onnxruntime_genai(name):
     out = np.asarray(jaxonnx.generate(folder, ids, NEW_TOKENS, attention_mask=mask))[:, ids.shape[1]:]
     assert find_cache(jaxonnx.load(_path(name)), dims=cache_dims_beside(folder)).mode == "buffer"
     np.testing.assert_array_equal(out, OnnxruntimeLM(name).generate_right_padded(ids, mask, NEW_TOKENS))
-    # og.Generator's tokens of each prompt alone (recorded at export; CI has no onnxruntime-genai).
-    np.testing.assert_array_equal(out, np.array(MANIFEST[name]["og_greedy"])[:, :NEW_TOKENS])
+    # og.Generator's tokens of each prompt alone (recorded at export; CI has no onnxruntime-genai),
+    # up to the prompt's eos, where og stopped (-1 from there on).
+    og = np.array(MANIFEST[name]["og_greedy"])[:, :NEW_TOKENS]
+    generated = og != -1
+    assert generated[:, 0].all()
+    np.testing.assert_array_equal(out[generated], og[generated])
+    stopped = ~generated & (np.cumsum(~generated, axis=1) == 1)
+    assert (out[stopped] == 2).all()  # the eos of config.json
 
 
 def test_cache_found_by_each_exporters_names():
@@ -141,6 +169,17 @@ def test_cache_found_by_each_exporters_names():
     assert dynamo.pairs[0] == ("past_key_values_0_0", MANIFEST["phi_dynamo"]["outputs"][1])
     assert dynamo.logits == MANIFEST["phi_dynamo"]["outputs"][0] and dynamo.axis == 2
     assert not find_cache(jaxonnx.load(_path("gemma_optimum"))).fixed_window  # no position_ids input
+    assert not find_cache(jaxonnx.load(_path("bloom_optimum"))).fixed_window  # ALiBi, no position_ids either
+
+
+def test_fixtures_of_sliding_windows_slide():
+    """Mistral's window (and Gemma-2's) is shorter than the prompts and their tokens; the
+    builder keeps Gemma-2's windowed layer's cache as a window, which generate's buffer holds whole."""
+    for name in ("mistral_optimum", "gemma2_genai_int4"):
+        with open(os.path.join(FIXTURES, name, "config.json")) as f:
+            assert json.load(f)["sliding_window"] < np.array(MANIFEST[name]["prompt_mask"]).sum(-1).max() + NEW_TOKENS
+    assert set(_sliding_window_caches(onnx.load(_path("gemma2_genai_int4")))) == {"past_key_values.0.key",
+                                                                               "past_key_values.0.value"}
 
 
 @_needs_ops_of_issue_32("llama_genai_fp32")

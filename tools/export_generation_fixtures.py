@@ -1,7 +1,9 @@
 """Exports the text-generation fixtures that ``tests/test_generation.py`` decodes with jaxonnx.
 
 Tiny causal language models with random weights (fixed seeds, built from configs: nothing is
-downloaded), each exported twice with its KV cache as graph inputs and outputs:
+downloaded), Llama, Qwen2, Gemma, Phi and GPT-2 each exported twice, Mistral (a sliding window) and
+Bloom (ALiBi, no ``position_ids``) by Optimum, and Gemma-2 by the builder (``EXPORTERS``), with
+the KV cache as graph inputs and outputs:
 
 - ``optimum``: HF Optimum's ``text-generation-with-past`` export (``optimum-onnx``'s
   ``main_export`` from a local folder): inputs ``input_ids``, ``attention_mask``,
@@ -12,15 +14,17 @@ downloaded), each exported twice with its KV cache as graph inputs and outputs:
   ``past_key_values_{i}_{0,1}`` as the exporter flattens them, outputs named after the
   graph's nodes (``linear_14``, ``cat_7``...), in the order of the cache.
 
-- ``genai_fp32`` / ``genai_int4`` (Llama and Qwen2, 16-wide heads as onnxruntime's CPU
-  GroupQueryAttention requires): onnxruntime-genai's model builder (``python -m
+- ``genai_fp32`` / ``genai_int4`` (Llama and Qwen2; Gemma-2 at int4, whose sliding-window layer's
+  GroupQueryAttention keeps its cache as a window, ``sliding_window_cache``; 16-wide heads as
+  onnxruntime's CPU GroupQueryAttention requires): onnxruntime-genai's model builder (``python -m
   onnxruntime_genai.models.builder -p fp32|int4 -e cpu``, int4 at ``accuracy_level=1``), GroupQueryAttention,
   MatMulNBits for int4 and SkipSimplifiedLayerNormalization; inputs ``input_ids``,
   ``attention_mask``, ``past_key_values.{i}.key/value`` (the head size symbolic,
   ``kv_cache_dim``); its ``genai_config.json`` and tokenizer files are kept beside it, and the
   manifest records ``og.Generator``'s greedy tokens of each prompt alone (the reference for
-  these files), and of the left-padded batch (which onnxruntime-genai 0.18 gets wrong for
-  some files: its padded rows then differ from the same prompts alone).
+  these files; og stops a prompt at its eos, token 2, and leaves it out: -1 from there on),
+  and of the left-padded batch (which onnxruntime-genai 0.18 gets wrong for some files: its
+  padded rows then differ from the same prompts alone).
 
 For every export it writes ``tests/fixtures/generation/NAME/model.onnx`` (doc strings and
 metadata stripped), the model's ``config.json`` and ``generation_config.json``, and for
@@ -70,18 +74,38 @@ NEW_TOKENS = 12
 
 
 def _configs():
-    from transformers import GemmaConfig, GPT2Config, LlamaConfig, PhiConfig, Qwen2Config
+    from transformers import (BloomConfig, Gemma2Config, GemmaConfig, GPT2Config, LlamaConfig, MistralConfig, PhiConfig,
+                              Qwen2Config)
 
     common = dict(vocab_size=VOCAB, initializer_range=INIT_RANGE, bos_token_id=1, eos_token_id=2, pad_token_id=0)
     decoder = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
                    max_position_embeddings=128, **common)
+    # Each model's seed follows its place here: new model types go at the end.
     return {
         "llama": lambda: LlamaConfig(num_key_value_heads=2, **decoder),
         "qwen2": lambda: Qwen2Config(num_key_value_heads=2, **decoder),
         "gemma": lambda: GemmaConfig(num_key_value_heads=1, head_dim=8, **decoder),
         "phi": lambda: PhiConfig(num_key_value_heads=4, partial_rotary_factor=0.5, **decoder),
         "gpt2": lambda: GPT2Config(n_embd=32, n_layer=2, n_head=4, n_positions=128, **common),
+        # A sliding window of 5 keys, shorter than the longest prompt and its new tokens.
+        "mistral": lambda: MistralConfig(num_key_value_heads=2, sliding_window=5, **decoder),
+        # ALiBi instead of positions: no position_ids input.
+        "bloom": lambda: BloomConfig(hidden_size=32, n_layer=2, n_head=4, **common),
+        # Soft-capped scores and logits, a sliding window of 5 keys on every other layer (the
+        # builder's file keeps that layer's cache as a sliding window: sliding_window_cache).
+        "gemma2": lambda: Gemma2Config(num_key_value_heads=1, head_dim=8, sliding_window=5, attn_logit_softcapping=5.0,
+                                       final_logit_softcapping=3.0, **decoder),
     }
+
+
+# Which exports each model type gets; the others get Optimum's and dynamo's.
+EXPORTERS = {
+    "llama": ("optimum", "dynamo", "genai_fp32", "genai_int4"),
+    "qwen2": ("optimum", "dynamo", "genai_fp32", "genai_int4"),
+    "mistral": ("optimum",),
+    "bloom": ("optimum",),
+    "gemma2": ("genai_int4",),
+}
 
 
 def strip(model: onnx.ModelProto) -> onnx.ModelProto:
@@ -235,7 +259,8 @@ def export_genai(model_type: str, index: int, precision: str, out: str, genai_py
         generator.append_tokens(prompts.astype(np.int32))  # left-padded with pad_token_id 0
         while not generator.is_done():
             generator.generate_next_token()
-        return np.stack([generator.get_sequence(row)[prompts.shape[1]:] for row in range(len(prompts))])
+        rows = [list(generator.get_sequence(row)[prompts.shape[1]:]) for row in range(len(prompts))]
+        return np.array([row + [-1] * (NEW_TOKENS - len(row)) for row in rows])  # -1 from a prompt's eos on
 
     # Each prompt alone (what every row of a batch must give), and og's own batch of them.
     alone = np.concatenate([og_greedy(row[m == 1][None]) for row, m in zip(ids, mask)])
@@ -268,7 +293,7 @@ def main(argv=None) -> int:
         expected = torch_greedy(model, ids, mask, NEW_TOKENS)
         with tempfile.TemporaryDirectory() as hf_folder:
             model.save_pretrained(hf_folder)
-            exporters = ["optimum", "dynamo"] + (["genai_fp32", "genai_int4"] if model_type in ("llama", "qwen2") else [])
+            exporters = EXPORTERS.get(model_type, ("optimum", "dynamo"))
             for exporter in exporters:
                 name = f"{model_type}_{exporter}"
                 out = os.path.join(OUT_DIR, name)
