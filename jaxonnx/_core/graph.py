@@ -288,7 +288,9 @@ def run_node(node: Node, values: dict[str, Any], *, rng=None, options: Mapping[s
     deferred = None
     # Not where padding reaches the node: its rule sends padded indices out of range on purpose.
     if checks is not None and not marked and isinstance(node.op, OpVersion) and node.op.contract.checks:
-        deferred = checks.for_node(f"Node {node.path!r} ({node.op.name}) failed: {node.op.name}")
+        # Named as a run on the known values names the node that fails (see `node_error`).
+        known = [layout.channels_first(a) for a in args]
+        deferred = checks.for_node(node_context(node, known, traced_as_known=True), node.op.name)
     ctx = OpContext(node=node.path, output_count=len(node.outputs), size=node.size, rng=rng,
                     options=dict(options or {}), real_length=padding_rules.asks_real_length(node),
                     computation=computation, checks=deferred)
@@ -332,24 +334,31 @@ def _bind(value, values, rng, options):
     return value
 
 
-def describe_value(value) -> str:
-    """A value's type and shape for errors: ``float[2, 3] traced``, ``seq(3)``, ``None``."""
+def describe_value(value, *, traced_as_known: bool = False) -> str:
+    """A value's type and shape for errors: ``float[2, 3] traced``, ``seq(3)``, ``None``
+    (a traced value without ``traced`` where it stands for a known one: a deferred check's)."""
     if value is None:
         return "None"
     if isinstance(value, (list, tuple)):
         return f"seq({len(value)})"
     if isinstance(value, Mapping):
         return f"map({len(value)})"
-    traced = " traced" if is_traced(value) else ""
+    traced = " traced" if is_traced(value) and not traced_as_known else ""
     return f"{onnx_type_name(value.dtype)}{list(np.shape(value))}{traced}"
+
+
+def node_context(node: Node, args, *, traced_as_known: bool = False) -> str:
+    """``Node 'path' (Op-version, inputs name: type[shape], ...) failed``: how a node's errors begin."""
+    shapes = ", ".join(f"{name or '<omitted>'}: {describe_value(a, traced_as_known=traced_as_known)}"
+                       for name, a in zip(node.inputs, args))
+    return f"Node {node.path!r} ({node.op.name}, inputs {shapes}) failed"
 
 
 def node_error(node: Node, args, error: Exception) -> Exception:
     """The error of a node's op with the node, its op version and its inputs in front."""
     if isinstance(error, JaxOnnxError) and str(error).startswith("Node '/"):
         return error  # a node of a subgraph failed: its own message names it, and its path
-    shapes = ", ".join(f"{name or '<omitted>'}: {describe_value(a)}" for name, a in zip(node.inputs, args))
-    context = f"Node {node.path!r} ({node.op.name}, inputs {shapes}) failed"
+    context = node_context(node, args)
     if isinstance(error, StaticValueError) and isinstance(node.op, OpVersion):
         formals = [formal.name for formal in node.op.schema.inputs]
         traced = [
