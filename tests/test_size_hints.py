@@ -121,6 +121,39 @@ def test_gather_and_scatter_treat_padded_indices_as_nothing():
         np.testing.assert_array_equal(written, np.where(MASK, 2 * X, X).reshape(-1))
 
 
+def test_a_product_keeps_padded_rows_marked_and_leaves_them_out_of_a_contraction():
+    # A Mixture-of-Experts layer as Optimum exports it: the rows routed to an expert (NonZero),
+    # gathered, through the expert's MatMul, scattered back with add; and a product over the
+    # padded axis (shifted^T @ shifted), which must leave the padding out.
+    weight = np.arange(8, dtype=np.float32).reshape(4, 2) - 3
+    nodes = [
+        helper.make_node("NonZero", ["routed"], ["nz"]),
+        helper.make_node("Squeeze", ["nz", "zero"], ["rows"]),
+        helper.make_node("Gather", ["x", "rows"], ["picked"]),
+        helper.make_node("MatMul", ["picked", "w"], ["expert"]),
+        helper.make_node("Shape", ["expert"], ["expert_shape"]),
+        helper.make_node("Unsqueeze", ["rows", "one"], ["rows_column"]),
+        helper.make_node("Expand", ["rows_column", "expert_shape"], ["indices"]),
+        helper.make_node("ScatterElements", ["zeros", "indices", "expert"], ["out"], axis=0, reduction="add"),
+        helper.make_node("Add", ["picked", "half"], ["shifted"]),  # padded rows are 0.5 now, not 0
+        helper.make_node("Transpose", ["shifted"], ["shifted_t"], perm=[1, 0]),
+        helper.make_node("MatMul", ["shifted_t", "shifted"], ["gram"]),
+    ]
+    initializer = {**INTS, "zero": np.array([0], np.int64), "w": weight, "zeros": np.zeros((3, 2), np.float32),
+                   "half": np.array(0.5, np.float32)}
+    graph = helper.make_graph(
+        nodes, "g", [vi("x", T.FLOAT, [3, 4]), vi("routed", T.BOOL, [3])],
+        [vi("out", T.FLOAT, None), vi("gram", T.FLOAT, None)],
+        initializer=[numpy_helper.from_array(v, k) for k, v in initializer.items()])
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    routed = np.array([True, False, True])
+    picked = X[routed]
+    for model in _both(jaxonnx.load(proto, size_hints={"nz": 3})):
+        out, gram = model(X, routed)
+        np.testing.assert_array_equal(out, np.where(routed[:, None], X @ weight, 0))
+        np.testing.assert_array_equal(gram, (picked + 0.5).T @ (picked + 0.5))
+
+
 def test_the_shape_of_a_padded_value_builds_marked_values():
     # n = x[mask].shape[0]: ConstantOfShape([n]) and Range(0, n) are n long, of which the real
     # count are real; their sums and the graph output `n` itself are the real values.

@@ -41,6 +41,11 @@ The rules (the ``padding=`` kinds):
   product, as the lowest value for a maximum (and ArgMax, ReduceLogSumExp) and the highest
   for a minimum, and a mean divides by the real count. Axes that are not reduced keep
   their marks.
+- ``"matmul"``: MatMul's rows of ``A``, columns of ``B`` and (unbroadcast) batch axes keep
+  their marks in the product; along the contracted axis, the marked entries of either
+  operand count as 0 (both operands are zeroed there, so padding's values never reach a
+  real entry). A Mixture-of-Experts layer as Optimum exports it runs each expert's MLP on
+  the rows that NonZero routed to it, then scatters them back.
 - ``"top_k"``: marked entries rank last; the outputs are marked past ``min(count, K)``.
   A ``K`` that is a length gives outputs marked at the real ``K``.
 - ``"shape"``, ``"size"``: lengths (above). ``"constant_of_shape"``, ``"range"``: values
@@ -67,7 +72,7 @@ import numpy as np
 from jaxonnx._errors import OnnxValidationError
 
 KINDS = ("", "elementwise", "moves", "concat", "gather", "gather_elements", "gather_nd", "scatter",
-         "sum", "prod", "max", "min", "mean", "top_k", "shape", "size", "constant_of_shape", "range")
+         "sum", "prod", "max", "min", "mean", "matmul", "top_k", "shape", "size", "constant_of_shape", "range")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -621,6 +626,38 @@ def _reduction(kind: str):
     return rule
 
 
+def _matmul(call: Call):
+    a, b = call.args[0], call.args[1]
+    if _has_lengths(call):
+        call.refuse("multiplies padded lengths")
+    rank_a, rank_b = np.ndim(a), np.ndim(b)
+    marks_a, marks_b = _axis_marks(call, 0), _axis_marks(call, 1)
+    inner_a, inner_b = rank_a - 1, max(rank_b - 2, 0)
+    # Entries padded along the contracted axis (in either operand) add nothing: both are 0 there.
+    inner = [m for m in (marks_a.get(inner_a), marks_b.get(inner_b)) if m is not None]
+    args = list(call.args)
+    for mark in inner:
+        args[0] = _filled(args[0], {inner_a: mark}, 0)
+        args[1] = _filled(args[1], {inner_b: mark}, 0)
+    results = _outputs(call.run(args))
+    shape = np.shape(results[0])
+    rank = len(shape)
+    batch = rank - (rank_a >= 2) - (rank_b >= 2)
+    axes: dict[int, Mark] = {}
+    for operand, marks, operand_rank, inner_axis in ((a, marks_a, rank_a, inner_a), (b, marks_b, rank_b, inner_b)):
+        for axis, mark in marks.items():
+            if axis == inner_axis:
+                continue
+            if axis >= operand_rank - 2:  # A's rows or B's columns
+                out_axis = rank - 1 if operand is b or rank_b < 2 else rank - 2
+            else:
+                out_axis = axis + batch - (operand_rank - 2)
+                if shape[out_axis] != np.shape(operand)[axis]:
+                    call.refuse(f"broadcasts the padded axis {axis} to length {shape[out_axis]}")
+            _merge(axes, out_axis, mark)
+    return results, [Marks(axes) if axes else None]
+
+
 def _top_k(call: Call):
     data, k = call.args[0], call.args[1] if len(call.args) > 1 else None
     axis = call.attributes.get("axis", -1)
@@ -700,6 +737,7 @@ _RULES: dict[str, Callable[[Call], tuple[tuple, list]]] = {
     "gather_nd": _gather_nd,
     "scatter": _scatter,
     **{kind: _reduction(kind) for kind in ("sum", "prod", "max", "min", "mean")},
+    "matmul": _matmul,
     "top_k": _top_k,
     "shape": _shape,
     "size": _size,
