@@ -36,7 +36,8 @@ empty past, exactly as a growing-cache loop starts. A sliding-window attention (
 masks keys by their distance from the query in cache slots, which the window keeps as a
 growing cache has them. ``tests/test_generation.py`` checks the tokens against onnxruntime's
 growing-cache loop for Optimum and dynamo exports of Llama, GPT-2, Qwen2, Phi and Gemma, and
-Optimum's of Mistral (a window shorter than the prompts) and Bloom, with batches of uneven prompts.
+Optimum's of Mistral (a window shorter than the prompts) and Qwen3-MoE, with batches of uneven
+prompts.
 
 **onnxruntime-genai's builder files** (GroupQueryAttention) need no window: the op counts
 each row's cache from the attention mask and writes a step's keys after them, and its present

@@ -3,7 +3,8 @@
 The fixtures (``tests/fixtures/generation/``, made by ``tools/export_generation_fixtures.py``)
 are tiny random Llama, GPT-2, Qwen2, Phi and Gemma models exported by HF Optimum
 (``text-generation-with-past``) and by torch's dynamo exporter, Mistral (a sliding window) and
-Bloom (ALiBi) by Optimum, and Llama, Qwen2 and Gemma-2 (a sliding-window cache) built by
+Qwen3-MoE (experts routed by NonZero, decoded with size hints) by Optimum, and Llama, Qwen2
+and Gemma-2 (a sliding-window cache) built by
 onnxruntime-genai's model builder (fp32 and int4: GroupQueryAttention, MatMulNBits). The
 reference is a plain onnxruntime loop whose cache grows by one token a step, as Optimum's own
 ``generate`` runs them; the manifest also holds torch's ``generate`` tokens for the same
@@ -132,11 +133,20 @@ def llama():
     return jaxonnx.load(_path("llama_optimum"))
 
 
+def _routing_hints(name: str) -> dict[str, int]:
+    """Size hints for the NonZero outputs that route a Mixture of Experts' rows (Optimum's
+    Qwen3-MoE): an expert takes each of a step's tokens at most once, and the prompt step has
+    the most tokens, batch x prompt."""
+    ids, _ = _prompts(name)
+    return {node.output[0]: ids.size for node in onnx.load(_path(name)).graph.node if node.op_type == "NonZero"}
+
+
 @pytest.mark.parametrize("name", [n for n in NAMES if "genai" not in n])
 def test_greedy_tokens_equal_onnxruntime_on_uneven_prompts(name):
     ids, mask = _prompts(name)
     new_tokens = 4 if not find_cache(jaxonnx.load(_path(name))).fixed_window else NEW_TOKENS
-    out = np.asarray(jaxonnx.generate(_path(name), ids, new_tokens, attention_mask=mask))
+    model = jaxonnx.load(_path(name), size_hints=_routing_hints(name))
+    out = np.asarray(jaxonnx.generate(model, ids, new_tokens, attention_mask=mask))
     np.testing.assert_array_equal(out[:, : ids.shape[1]], ids)
     expected = OnnxruntimeLM(name).generate(ids, mask, new_tokens)
     np.testing.assert_array_equal(out[:, ids.shape[1]:], expected)
@@ -169,7 +179,13 @@ def test_cache_found_by_each_exporters_names():
     assert dynamo.pairs[0] == ("past_key_values_0_0", MANIFEST["phi_dynamo"]["outputs"][1])
     assert dynamo.logits == MANIFEST["phi_dynamo"]["outputs"][0] and dynamo.axis == 2
     assert not find_cache(jaxonnx.load(_path("gemma_optimum"))).fixed_window  # no position_ids input
-    assert not find_cache(jaxonnx.load(_path("bloom_optimum"))).fixed_window  # ALiBi, no position_ids either
+
+
+def test_experts_routed_by_nonzero_need_size_hints():
+    ids, mask = _prompts("qwen3_moe_optimum")
+    assert len(_routing_hints("qwen3_moe_optimum")) == 8  # 4 experts in each of 2 layers
+    with pytest.raises(jaxonnx.StaticValueError, match=r"NonZero-13 cannot decide its output shape under `jax.jit`"):
+        jaxonnx.generate(_path("qwen3_moe_optimum"), ids, 2, attention_mask=mask)
 
 
 def test_fixtures_of_sliding_windows_slide():

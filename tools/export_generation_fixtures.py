@@ -1,9 +1,9 @@
 """Exports the text-generation fixtures that ``tests/test_generation.py`` decodes with jaxonnx.
 
 Tiny causal language models with random weights (fixed seeds, built from configs: nothing is
-downloaded), Llama, Qwen2, Gemma, Phi and GPT-2 each exported twice, Mistral (a sliding window) and
-Bloom (ALiBi, no ``position_ids``) by Optimum, and Gemma-2 by the builder (``EXPORTERS``), with
-the KV cache as graph inputs and outputs:
+downloaded), Llama, Qwen2, Gemma, Phi and GPT-2 each exported twice, Mistral (a sliding window)
+and Qwen3-MoE (experts routed by NonZero) by Optimum, and Gemma-2 by the builder
+(``EXPORTERS``), with the KV cache as graph inputs and outputs:
 
 - ``optimum``: HF Optimum's ``text-generation-with-past`` export (``optimum-onnx``'s
   ``main_export`` from a local folder): inputs ``input_ids``, ``attention_mask``,
@@ -74,8 +74,8 @@ NEW_TOKENS = 12
 
 
 def _configs():
-    from transformers import (BloomConfig, Gemma2Config, GemmaConfig, GPT2Config, LlamaConfig, MistralConfig, PhiConfig,
-                              Qwen2Config)
+    from transformers import (Gemma2Config, GemmaConfig, GPT2Config, LlamaConfig, MistralConfig, PhiConfig,
+                              Qwen2Config, Qwen3MoeConfig)
 
     common = dict(vocab_size=VOCAB, initializer_range=INIT_RANGE, bos_token_id=1, eos_token_id=2, pad_token_id=0)
     decoder = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
@@ -89,12 +89,14 @@ def _configs():
         "gpt2": lambda: GPT2Config(n_embd=32, n_layer=2, n_head=4, n_positions=128, **common),
         # A sliding window of 5 keys, shorter than the longest prompt and its new tokens.
         "mistral": lambda: MistralConfig(num_key_value_heads=2, sliding_window=5, **decoder),
-        # ALiBi instead of positions: no position_ids input.
-        "bloom": lambda: BloomConfig(hidden_size=32, n_layer=2, n_head=4, **common),
         # Soft-capped scores and logits, a sliding window of 5 keys on every other layer (the
         # builder's file keeps that layer's cache as a sliding window: sliding_window_cache).
         "gemma2": lambda: Gemma2Config(num_key_value_heads=1, head_dim=8, sliding_window=5, attn_logit_softcapping=5.0,
                                        final_logit_softcapping=3.0, **decoder),
+        # Mixture of Experts (4 experts, 2 a token, q/k norms): Optimum's export routes each
+        # expert's rows with NonZero, which decodes under jit with size hints.
+        "qwen3_moe": lambda: Qwen3MoeConfig(num_key_value_heads=2, head_dim=8, num_experts=4, num_experts_per_tok=2,
+                                            moe_intermediate_size=16, **decoder),
     }
 
 
@@ -103,8 +105,8 @@ EXPORTERS = {
     "llama": ("optimum", "dynamo", "genai_fp32", "genai_int4"),
     "qwen2": ("optimum", "dynamo", "genai_fp32", "genai_int4"),
     "mistral": ("optimum",),
-    "bloom": ("optimum",),
     "gemma2": ("genai_int4",),
+    "qwen3_moe": ("optimum",),
 }
 
 
