@@ -58,6 +58,13 @@ a 2-layer model took 13-21 s to compile and run on a busy 2-core machine, agains
 a fixed window). Optimum's ALiBi exports (Bloom, MPT, Falcon with ``alibi``) take no
 ``position_ids`` either and decode so.
 
+**Mixture-of-Experts exports** (Optimum's Qwen3-MoE and DeepSeek-V3) route each expert's
+tokens with NonZero, whose length depends on the data: load them with a size hint on every
+NonZero output, at least the prompt step's ``batch x prompt`` tokens (an expert takes a token
+at most once), e.g. ``jaxonnx.load(path, size_hints={name: batch * prompt for each NonZero
+output})``. The padding marks keep the tokens exact, and a hint too short is refused at
+run time.
+
 **Batches of uneven prompts** are left-padded, with ``attention_mask`` 0 on the padding, as
 Hugging Face's ``generate`` takes them; the positions are ``cumsum(mask) - 1`` as there.
 """
