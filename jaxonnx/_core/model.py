@@ -415,9 +415,10 @@ class Model:
         the call takes the general path (inputs by name or not all JAX arrays, a key, a
         pytree copy's params, a graph run op by op or one that draws, a trace in progress).
         The checks and the feed cost more than a small model runs, so a signature is checked
-        once."""
+        once. A graph whose ops defer checks (:meth:`_checked_call`) gets its checked
+        executable, which raises after the computation as that path does."""
         if rng is not None or named_inputs or self._params or self._whole_graph is None or self._draws \
-                or self._defers_checks or len(inputs) != len(self.input_names):
+                or len(inputs) != len(self.input_names):
             return None
         signature = _array_signature(inputs)
         if signature is None or trace_in_progress():
@@ -426,8 +427,28 @@ class Model:
         if compiled is None:
             for name, value in zip(self.input_names, inputs):
                 self._declared[name].checked_input(value, kind="input")  # raises, naming the input
-            compiled = self._compiled[signature] = self.compile(*inputs)
+            compiled = self._compiled[signature] = (
+                self._checked_executable(*inputs) if self._defers_checks else self.compile(*inputs))
         return compiled
+
+    def _checked_executable(self, *inputs):
+        """What :meth:`_compiled_call` runs for a graph whose ops defer checks: the graph
+        compiled for inputs like ``inputs`` with a :class:`DeferredChecks`, as a function
+        that runs it and raises the first failed check's error, naming its node."""
+        checks = DeferredChecks()
+
+        def run(*inputs):
+            return self._run_graph(dict(zip(self.input_names, inputs)), {}, None, checks=checks), checks.flags()
+
+        lowered = jax.jit(run).lower(*inputs)
+        compiled = lowered.compile(compiler_options(lowered) or None)
+
+        def call(*inputs):
+            outputs, flags = compiled(*inputs)
+            checks.raise_failed(flags)
+            return outputs
+
+        return call
 
     def _call_feed(self, inputs, named_inputs) -> dict[str, Any]:
         """The feed of a call, positional inputs first, then keywords by graph input name."""
@@ -576,7 +597,7 @@ class Model:
         self.eager_mode = "whole graph compiled per input signature" if reason is None else f"op by op: {reason}"
         self._whole_graph = jax.jit(self._run_graph) if reason is None else None
         # The executable of each input signature of eager calls (see `_compiled_call`).
-        self._compiled: dict[tuple, jax.stages.Compiled] = {}
+        self._compiled: dict[tuple, Any] = {}
         # A graph whose ops check values computed from the inputs compiles whole for an
         # eager call only with those checks deferred (see `_checked_call`), per signature.
         self._defers_checks = reason is None and any(
