@@ -1,7 +1,7 @@
 """onnxruntime's normalizations and fusions against onnxruntime: SimplifiedLayerNormalization
 and LayerNormalization-1 (which onnxruntime declares in the default domain),
 SkipLayerNormalization, SkipSimplifiedLayerNormalization, EmbedLayerNormalization,
-QEmbedLayerNormalization, the Gelus, FusedMatMul, FusedGemm and FusedConv (com.microsoft).
+QEmbedLayerNormalization, the Gelus, FusedMatMul, FusedGemm, FusedConv and MoE (com.microsoft).
 
 Each case is one node on random shapes, run by onnxruntime's CPU provider and by jaxonnx
 (loaded as a model, eagerly and under ``jax.jit``), every output compared. GroupNorm,
@@ -304,6 +304,34 @@ _FUSION_CASES = _fusion_cases()
 def test_fusion_equals_onnxruntime(case, run_onnxruntime):
     op_type, inputs, attributes = _FUSION_CASES[case]
     _assert_matches_onnxruntime(run_onnxruntime, op_type, inputs, attributes, 1)
+
+
+@pytest.mark.parametrize("attributes", [
+    {"k": 2, "activation_type": "swiglu", "swiglu_fusion": 1, "normalize_routing_weights": 1, "activation_alpha": 1.702,
+     "activation_beta": 1.0, "swiglu_limit": 1.5},  # GPT-OSS's, as onnxruntime-genai's builder writes it
+    {"k": 2, "activation_type": "swiglu", "swiglu_fusion": 1},
+    {"k": 1, "activation_type": "relu", "normalize_routing_weights": 1},
+    {"k": 3, "activation_type": "gelu"},
+    {"k": 2, "activation_type": "silu"},
+    {"k": 4, "activation_type": "identity", "normalize_routing_weights": 1},
+], ids=lambda a: f"{a['activation_type']}-k{a['k']}-{a.get('normalize_routing_weights', 0)}")
+def test_mixture_of_experts_equals_onnxruntime(attributes, run_onnxruntime):
+    """MoE: 4 experts of inner size 6 on 8 features, a batch of sequences (rows of both shapes)."""
+    width = 12 if attributes["activation_type"] == "swiglu" else 6
+    for x in (_normal(2, 3, 8), _normal(5, 8)):
+        rows = x.size // 8
+        _assert_matches_onnxruntime(run_onnxruntime, "MoE", [x, _normal(rows, 4), _normal(4, width, 8), _normal(4, width),
+                                                            _normal(4, 8, 6), _normal(4, 8)], attributes)
+
+
+def test_mixture_of_experts_refuses_what_it_does_not_implement():
+    x, logits, w1, w2 = _normal(3, 8), _normal(3, 4), _normal(4, 6, 8), _normal(4, 8, 6)
+    with pytest.raises(jaxonnx.OnnxValidationError, match=r"got `use_sparse_mixer`=1 \(PhiMoE's routing\)"):
+        jaxonnx.ops.mixture_of_experts(x, logits, w1, None, w2, use_sparse_mixer=1, k=2)
+    with pytest.raises(jaxonnx.OnnxValidationError, match=r"got `fc3_experts_weights`: a gated first layer"):
+        jaxonnx.ops.mixture_of_experts(x, logits, w1, None, w2, None, _normal(4, 6, 8))
+    with pytest.raises(jaxonnx.OnnxValidationError, match=r"needs `fc1_experts_weights` of shape \(4, 12, 8\)"):
+        jaxonnx.ops.mixture_of_experts(x, logits, w1, None, w2, activation_type="swiglu", swiglu_fusion=1)
 
 
 @pytest.mark.parametrize("window", [{}, {"pads": [1, 1, 1, 1], "strides": [2, 1]}, {"group": 2, "dilations": [2, 1]},

@@ -1,6 +1,6 @@
 """Examples of onnxruntime's com.microsoft normalizations and fusions: SkipLayerNormalization,
 SkipSimplifiedLayerNormalization, EmbedLayerNormalization, QEmbedLayerNormalization,
-GroupNorm, SkipGroupNorm, the Gelus, BiasAdd, FusedMatMul, FusedGemm, FusedConv and NhwcConv.
+GroupNorm, SkipGroupNorm, the Gelus, BiasAdd, FusedMatMul, FusedGemm, FusedConv, NhwcConv and MoE.
 
 onnx.reference has none of them, so each example carries a numpy oracle written from the
 text of onnxruntime's ``docs/ContribOperators.md`` and its CPU kernels, in float64.
@@ -224,6 +224,30 @@ def _nhwc_conv(x, w, b=None, **window):
     return [np.moveaxis(y, 1, -1).astype(x.dtype)]
 
 
+def _mixture_of_experts(x, logits, w1, b1=None, w2=None, b2=None, w3=None, b3=None, *, k=1, activation_type="relu",
+                       normalize_routing_weights=0, use_sparse_mixer=0, swiglu_fusion=0, activation_alpha=1.0,
+                       activation_beta=0.0, swiglu_limit=0.0):
+    """Row by row, as onnxruntime's CPU kernel (moe_cpu.cc) runs it, in float64."""
+    rows = x.reshape(-1, x.shape[-1]).astype(np.float64)
+    out = np.zeros_like(rows)
+    for r, row in enumerate(rows):
+        chosen = np.argsort(-logits[r], kind="stable")[:k]
+        z = np.exp(logits[r].astype(np.float64) - logits[r].max())
+        weights = z[chosen] / z[chosen].sum() if normalize_routing_weights else (z / z.sum())[chosen]
+        for e, weight in zip(chosen, weights):
+            h = w1[e] @ row + (0 if b1 is None else b1[e])
+            if activation_type == "swiglu":
+                gate, linear = (h[0::2], h[1::2]) if swiglu_fusion == 1 else np.split(h, 2)
+                if swiglu_limit:
+                    gate, linear = np.minimum(gate, swiglu_limit), np.clip(linear, -swiglu_limit, swiglu_limit)
+                h = gate * _sigmoid(activation_alpha * gate) * (linear + activation_beta)
+            else:
+                h = {"relu": lambda v: np.maximum(v, 0), "gelu": _tanh_gelu, "silu": lambda v: v * _sigmoid(v),
+                     "identity": lambda v: v}[activation_type](h)
+            out[r] += weight * (w2[e] @ h + (0 if b2 is None else b2[e]))
+    return [out.reshape(x.shape).astype(x.dtype)]
+
+
 _A2 = _normal(3, 5)
 _IMAGE = _normal(2, 3, 6, 5)
 _CONV_W = _normal(4, 3, 3, 3)
@@ -319,6 +343,18 @@ EXAMPLES = {
         Example([_IMAGE, _CONV_W, None, _normal(2, 4, 4, 3)], {"activation": "Sigmoid"}, reference=_fused_conv),
         Example([_IMAGE, _CONV_W], {"auto_pad": "SAME_UPPER", "activation": "Silu"}, reference=_fused_conv),
         Example([_IMAGE, _CONV_W], {"dilations": [2, 1]}, reference=_fused_conv),
+    ],
+    "MoE": [  # 4 experts of inner size 3 on 8 features
+        Example([_normal(5, 8), _normal(5, 4), _normal(4, 6, 8), _normal(4, 6), _normal(4, 8, 3), _normal(4, 8)],
+                {"k": 2, "activation_type": "swiglu", "swiglu_fusion": 1, "normalize_routing_weights": 1,
+                 "activation_alpha": 1.702, "activation_beta": 1.0, "swiglu_limit": 7.0}, reference=_mixture_of_experts),
+        Example([_normal(2, 3, 8), _normal(6, 4), _normal(4, 3, 8), None, _normal(4, 8, 3), None],
+                {"k": 1, "activation_type": "gelu"}, reference=_mixture_of_experts),
+        Example([_normal(5, 8), _normal(5, 4), _normal(4, 3, 8), _normal(4, 3), _normal(4, 8, 3), _normal(4, 8)],
+                {"k": 3, "activation_type": "silu"}, reference=_mixture_of_experts),
+        Example([_normal(5, 8), _normal(5, 4), _normal(4, 6, 8), None, _normal(4, 8, 3)],
+                {"k": 2, "activation_type": "swiglu", "swiglu_fusion": 2, "normalize_routing_weights": 1},
+                reference=_mixture_of_experts),
     ],
     "NhwcConv": [
         Example([_normal(2, 6, 5, 3), _normal(4, 3, 3, 3), _normal(4)], {"pads": [1, 1, 1, 1]}, reference=_nhwc_conv),
