@@ -504,3 +504,23 @@ def test_every_version_of_the_index_checking_ops_defers_its_checks():
             op = get_op(op_type, since, domain)
             if index in [formal.name for formal in op.schema.inputs]:  # Attention-23 has no `nonpad_kv_seqlen`
                 assert op.contract.checks, f"{op_type}-{since}"
+
+
+@pytest.mark.parametrize("name", ["bert_opt0", "bert_opt0_dynamic_int8", "bert_opt2"])
+def test_transformer_optimizer_berts_compile_whole_for_an_eager_call(name, run_onnxruntime):
+    # com.microsoft Attention and QAttention take their mask_index traced (it decides no
+    # shape), and EmbedLayerNormalization defers its ids' check: an eager call of the
+    # optimizer's BERT compiles the graph whole (it ran op by op, 45-110 ms a call).
+    path = FIXTURES.parent / "microsoft" / f"{name}.onnx"
+    model = jaxonnx.load(path)
+    assert model.eager_mode == "whole graph compiled per input signature"
+    rng = np.random.default_rng(0)
+    highs = {"input_ids": 128, "attention_mask": 2, "token_type_ids": 2}  # the fixtures' vocabularies
+    inputs = {i.name: rng.integers(0, highs[i.name], (2, 7)).astype(i.dtype) for i in model.inputs}
+    inputs["attention_mask"][:, 0] = 1
+    expected = run_onnxruntime(onnx.load(path), inputs)
+    for _ in range(2):
+        for got, want in zip(model(**inputs), expected, strict=True):
+            np.testing.assert_allclose(np.asarray(got), want, rtol=1e-4, atol=1e-4)
+    positional = [jnp.asarray(inputs[n]) for n in model.input_names]
+    assert _primitives_run_eagerly(lambda: model(*positional)) == 0

@@ -37,7 +37,7 @@ _SCHEMA = microsoft_schema(
 
 
 @register("Attention", 1, domain="com.microsoft", schema=_SCHEMA, folds=False,
-          concrete=("mask_index", "past_sequence_length"))
+          concrete=("past_sequence_length",))
 def attention_microsoft(
     input, weights, bias=None, mask_index=None, past=None, attention_bias=None, past_sequence_length=None, *,
     num_heads=None, qkv_hidden_sizes=None, unidirectional=0, scale=None, mask_filter_value=None, do_rotary=None,

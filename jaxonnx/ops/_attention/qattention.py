@@ -42,7 +42,7 @@ _SCHEMA = microsoft_schema(
 )
 
 
-@register("QAttention", 1, domain="com.microsoft", schema=_SCHEMA, folds=False, concrete=("mask_index",))
+@register("QAttention", 1, domain="com.microsoft", schema=_SCHEMA, folds=False)
 def qattention(
     input, weight, bias, input_scale, weight_scale, mask_index=None, input_zero_point=None, weight_zero_point=None,
     past=None, *, num_heads=None, unidirectional=0, scale=None, mask_filter_value=None, do_rotary=None,
