@@ -55,8 +55,9 @@ Gemma, Gemma-2, Gemma-3 and Nemotron exports do), which a fixed window would shi
 decode with a growing cache, each step traced in turn under the same ``jax.jit`` (exact, but
 the compile time grows with ``max_new_tokens`` and the loop cannot stop early: 16 tokens of
 a 2-layer, 32-wide Gemma-2 or Bloom took 26-27 s to trace and compile on a busy 2-core
-machine, 4 tokens 4.7 s, against 4.4 s for 16 tokens of a Mistral with a fixed window). Optimum's ALiBi exports (Bloom, MPT, Falcon with ``alibi``) take no
-``position_ids`` either and decode so.
+machine, 4 tokens 4.7 s, against 4.4 s for 16 tokens of a Mistral with a fixed window).
+Optimum's ALiBi exports (Bloom, MPT, Falcon with ``alibi``) take no ``position_ids`` either
+and decode so.
 
 **Mixture-of-Experts exports** (Optimum's Qwen3-MoE and DeepSeek-V3) route each expert's
 tokens with NonZero, whose length depends on the data: load them with a size hint on every
