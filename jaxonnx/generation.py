@@ -60,11 +60,12 @@ Optimum's ALiBi exports (Bloom, MPT, Falcon with ``alibi``) take no ``position_i
 and decode so.
 
 **Mixture-of-Experts exports** (Optimum's Qwen3-MoE and DeepSeek-V3) route each expert's
-tokens with NonZero, whose length depends on the data: load them with a size hint on every
-NonZero output, at least the prompt step's ``batch x prompt`` tokens (an expert takes a token
-at most once), e.g. ``jaxonnx.load(path, size_hints={name: batch * prompt for each NonZero
-output})``. The padding marks keep the tokens exact, and a hint too short is refused at
-run time.
+tokens with NonZero, whose length depends on the data: each NonZero output needs a size
+hint, at least the prompt step's ``batch x prompt`` tokens (an expert takes a token at most
+once). Given the file's path, :func:`generate` loads it with those hints itself
+(:func:`load_causal_lm`); a :class:`Model` you load yourself takes them as
+``jaxonnx.load(path, size_hints={name: batch * prompt for each NonZero output})``. The
+padding marks keep the tokens exact, and a hint too short is refused at run time.
 
 **Batches of uneven prompts** are left-padded, with ``attention_mask`` 0 on the padding, as
 Hugging Face's ``generate`` takes them; the positions are ``cumsum(mask) - 1`` as there.
@@ -82,6 +83,7 @@ from collections.abc import Mapping, Sequence
 import jax
 import jax.numpy as jnp
 import numpy as np
+import onnx
 
 from jaxonnx import _xla_cpu
 from jaxonnx._core.model import Model, load
@@ -304,9 +306,21 @@ def filtered_logits(logits, *, temperature=1.0, top_k=None, top_p=None):
 # --------------------------------------------------------------------------- the loop
 
 
-def load_causal_lm(path: str | os.PathLike) -> Model:
+def load_causal_lm(path: str | os.PathLike, *, routed_tokens: int | None = None) -> Model:
     """Loads ``path`` (an ``.onnx`` file, or a folder with ``model.onnx`` or one ``.onnx``
-    file) as a :class:`Model`, remembering the last few by path and modification time."""
+    file) as a :class:`Model`, remembering the last few by path and modification time.
+
+    ``routed_tokens``: for a Mixture-of-Experts export whose graph routes tokens with NonZero
+    (Optimum's Qwen3-MoE, DeepSeek-V3), the size hint of each NonZero output: the most tokens
+    a step routes to one expert, ``batch x prompt`` for :func:`generate` (an expert takes a
+    token at most once). A graph without NonZero ignores it; a hint too short is refused at
+    run time, naming the node.
+
+    Example:
+        >>> model = load_causal_lm("tests/fixtures/generation/qwen3_moe_optimum", routed_tokens=2 * 5)
+        >>> generate(model, jnp.ones((2, 5), jnp.int32), 2).shape
+        (2, 7)
+    """
     path = os.fspath(path)
     if os.path.isdir(path):
         candidates = sorted(name for name in os.listdir(path) if name.endswith(".onnx"))
@@ -318,13 +332,24 @@ def load_causal_lm(path: str | os.PathLike) -> Model:
             )
         path = os.path.join(path, candidates[0])
     path = os.path.abspath(path)
-    return _load_cached(path, os.path.getmtime(path) if os.path.exists(path) else None)
+    mtime = os.path.getmtime(path) if os.path.exists(path) else None
+    routes = routed_tokens is not None and _routes_with_nonzero(path, mtime)
+    return _load_cached(path, mtime, routed_tokens if routes else None)
 
 
 @functools.lru_cache(maxsize=4)
-def _load_cached(path: str, mtime) -> Model:
+def _routes_with_nonzero(path: str, mtime) -> bool:
+    del mtime
+    return any(node.op_type == "NonZero" for node in onnx.load(path, load_external_data=False).graph.node)
+
+
+@functools.lru_cache(maxsize=4)
+def _load_cached(path: str, mtime, routed_tokens: int | None) -> Model:
     del mtime  # part of the cache key: an edited file loads again
-    return load(path)
+    if routed_tokens is None:
+        return load(path)
+    nodes = onnx.load(path, load_external_data=False).graph.node
+    return load(path, size_hints={node.output[0]: routed_tokens for node in nodes if node.op_type == "NonZero"})
 
 
 def cache_dims_beside(path: str | os.PathLike) -> dict[str, int]:
@@ -391,7 +416,8 @@ def generate(
     dims = {}
     if not isinstance(model, Model):
         dims = cache_dims_beside(model)
-        model = load_causal_lm(model)
+        tokens = int(np.prod(np.shape(input_ids)))  # the prompt step's, the most any step routes
+        model = load_causal_lm(model, routed_tokens=tokens)
     layout = cache if isinstance(cache, CacheLayout) else find_cache(model, cache, dims=dims)
     if isinstance(max_new_tokens, (bool, np.bool_)) or not isinstance(max_new_tokens, (int, np.integer)) \
             or max_new_tokens < 1:

@@ -185,7 +185,11 @@ def test_experts_routed_by_nonzero_need_size_hints():
     ids, mask = _prompts("qwen3_moe_optimum")
     assert len(_routing_hints("qwen3_moe_optimum")) == 8  # 4 experts in each of 2 layers
     with pytest.raises(jaxonnx.StaticValueError, match=r"NonZero-13 cannot decide its output shape under `jax.jit`"):
-        jaxonnx.generate(_path("qwen3_moe_optimum"), ids, 2, attention_mask=mask)
+        jaxonnx.generate(jaxonnx.load(_path("qwen3_moe_optimum")), ids, 2, attention_mask=mask)
+    # Given the file, generate loads it with those hints itself (batch x prompt tokens).
+    hinted = jaxonnx.load(_path("qwen3_moe_optimum"), size_hints=_routing_hints("qwen3_moe_optimum"))
+    np.testing.assert_array_equal(np.asarray(jaxonnx.generate(_path("qwen3_moe_optimum"), ids, 2, attention_mask=mask)),
+                                  np.asarray(jaxonnx.generate(hinted, ids, 2, attention_mask=mask)))
 
 
 def test_fixtures_of_sliding_windows_slide():
@@ -438,7 +442,8 @@ def test_generate_compiles_its_loop_with_the_decode_options(llama):
 
 
 @pytest.mark.parametrize("function", [generation.generate, generation.find_cache, generation.choose_tokens,
-                                      generation.decode_compiler_options], ids=lambda f: f.__name__)
+                                      generation.decode_compiler_options, generation.load_causal_lm],
+                         ids=lambda f: f.__name__)
 def test_docstring_examples_run(function, monkeypatch):
     monkeypatch.chdir(os.path.join(os.path.dirname(__file__), os.pardir))  # the examples name files from the repo's root
     globs = {"jax": jax, "jnp": jnp, "np": np, "jaxonnx": jaxonnx, **{n: getattr(generation, n) for n in generation.__all__}}
