@@ -72,7 +72,7 @@ def run(args) -> int:
     width = max(len(p) for p in prompts)
     ids = np.array([[pad] * (width - len(p)) + list(p) for p in prompts], np.int64)
     mask = np.array([[0] * (width - len(p)) + [1] * len(p) for p in prompts], np.int64)
-    model = load_causal_lm(args.model)
+    model = load_causal_lm(args.model, routed_tokens=ids.size)  # Mixture-of-Experts routing: see load_causal_lm
     layout = find_cache(model, dims=cache_dims_beside(args.model))
     start = time.perf_counter()
     out = jaxonnx.generate(
