@@ -156,6 +156,19 @@ def test_registering_a_version_twice_raises_and_changes_nothing(scratch_registry
     assert scratch_registry.supported_ops()["Relu"] == (6,)
 
 
+def test_supported_ops_follows_registrations_and_gives_each_caller_a_copy(scratch_registry):
+    # The listing is kept between calls (model loads ask it per node); a registration must
+    # still show at once, and a caller changing its answer must not change the next one.
+    own_relu = jaxonnx.supported_ops()["Relu"]
+    listing = scratch_registry.supported_ops()
+    assert "Relu" not in listing
+    listing["Relu"] = (99,)
+    assert "Relu" not in scratch_registry.supported_ops()
+    scratch_registry.register("Relu", 6, 13)(lambda x: x)
+    assert scratch_registry.supported_ops()["Relu"] == (6, 13)
+    assert jaxonnx.supported_ops()["Relu"] == own_relu  # a copy's listing is its own
+
+
 def test_registering_where_onnx_has_no_version_raises(scratch_registry):
     before = scratch_registry.supported_ops()
     with pytest.raises(ValueError, match=r"onnx defines no Relu version 7; the nearest is 6"):

@@ -594,6 +594,9 @@ class Registry:
 
     def __init__(self, versions: dict[tuple[str, str], dict[int, OpVersion]] | None = None):
         self._versions: dict[tuple[str, str], dict[int, OpVersion]] = versions or {}
+        # supported_ops's answer per domain, made on first use and dropped by each registration:
+        # every node a model load prepares asks it (about a millisecond to build it anew).
+        self._listings: dict[str, dict[str, tuple[int, ...]]] = {}
 
     def copy(self) -> Registry:
         return Registry({key: dict(versions) for key, versions in self._versions.items()})
@@ -643,6 +646,7 @@ class Registry:
             if len(set(since_versions)) != len(since_versions):
                 raise ValueError(f"{op_type} got a version twice in {since_versions}.")
             versions = self._versions.setdefault((domain, op_type), {})
+            self._listings.clear()
             for since in since_versions:
                 versions[since] = OpVersion(op_type, since, domain, fn, contract, schema)
             fn.onnx_op = versions[max(since_versions)]  # `jaxonnx.ops` exports its public_function
@@ -676,11 +680,14 @@ class Registry:
     def supported_ops(self, domain: str = DEFAULT_DOMAIN) -> dict[str, tuple[int, ...]]:
         """See :func:`supported_ops`."""
         domain = canonical_domain(domain)
-        return {
-            op_type: tuple(sorted(versions))
-            for (op_domain, op_type), versions in sorted(self._versions.items())
-            if op_domain == domain
-        }
+        listing = self._listings.get(domain)
+        if listing is None:
+            listing = self._listings[domain] = {
+                op_type: tuple(sorted(versions))
+                for (op_domain, op_type), versions in sorted(self._versions.items())
+                if op_domain == domain
+            }
+        return dict(listing)  # the caller's own copy: changing it changes no later answer
 
     def domains(self) -> set[str]:
         return {domain for domain, _ in self._versions}
