@@ -154,6 +154,35 @@ def test_a_product_keeps_padded_rows_marked_and_leaves_them_out_of_a_contraction
         np.testing.assert_array_equal(gram, (picked + 0.5).T @ (picked + 0.5))
 
 
+def test_a_product_of_a_value_with_itself_keeps_its_rows_and_columns_marked():
+    # MatMul(M, M) passes one array as both operands: its rows stay rows and its columns
+    # columns (the rule tells the operands apart by position, not by identity).
+    nodes = [
+        helper.make_node("NonZero", ["routed"], ["nz"]),
+        helper.make_node("Squeeze", ["nz", "zero"], ["rows"]),
+        helper.make_node("Gather", ["x", "rows"], ["picked"]),
+        helper.make_node("Gather", ["picked", "first"], ["column"], axis=1),
+        helper.make_node("Add", ["column", "half"], ["v"]),  # padded entries are 0.5, not 0
+        helper.make_node("Unsqueeze", ["v", "one"], ["v_column"]),
+        helper.make_node("Unsqueeze", ["v", "zero"], ["v_row"]),
+        helper.make_node("Mul", ["v_column", "v_row"], ["outer"]),
+        helper.make_node("MatMul", ["outer", "outer"], ["square"]),
+        helper.make_node("ReduceSum", ["square", "zero"], ["column_sums"], keepdims=0),  # over the marked rows
+    ]
+    initializer = {**INTS, "zero": np.array([0], np.int64), "first": np.array(0, np.int64),
+                   "half": np.array(0.5, np.float32)}
+    graph = helper.make_graph(
+        nodes, "g", [vi("x", T.FLOAT, [3, 4]), vi("routed", T.BOOL, [3])], [vi("column_sums", T.FLOAT, None)],
+        initializer=[numpy_helper.from_array(v, k) for k, v in initializer.items()])
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    routed = np.array([True, False, True])
+    v = X[routed, 0] + 0.5
+    outer = np.outer(v, v)
+    for model in _both(jaxonnx.load(proto, size_hints={"nz": 3})):
+        (column_sums,) = model(X, routed)  # 3 long: the output keeps its padding, past the 2 real entries
+        np.testing.assert_allclose(np.asarray(column_sums)[:2], (outer @ outer).sum(0), rtol=1e-6)
+
+
 def test_the_shape_of_a_padded_value_builds_marked_values():
     # n = x[mask].shape[0]: ConstantOfShape([n]) and Range(0, n) are n long, of which the real
     # count are real; their sums and the graph output `n` itself are the real values.

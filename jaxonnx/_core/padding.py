@@ -644,12 +644,14 @@ def _matmul(call: Call):
     rank = len(shape)
     batch = rank - (rank_a >= 2) - (rank_b >= 2)
     axes: dict[int, Mark] = {}
-    for operand, marks, operand_rank, inner_axis in ((a, marks_a, rank_a, inner_a), (b, marks_b, rank_b, inner_b)):
+    # By position, not identity: MatMul(X, X) passes one array twice.
+    for is_b, (operand, marks, operand_rank, inner_axis) in enumerate(
+            ((a, marks_a, rank_a, inner_a), (b, marks_b, rank_b, inner_b))):
         for axis, mark in marks.items():
             if axis == inner_axis:
                 continue
             if axis >= operand_rank - 2:  # A's rows or B's columns
-                out_axis = rank - 1 if operand is b or rank_b < 2 else rank - 2
+                out_axis = rank - 1 if is_b or rank_b < 2 else rank - 2
             else:
                 out_axis = axis + batch - (operand_rank - 2)
                 if shape[out_axis] != np.shape(operand)[axis]:
