@@ -324,6 +324,20 @@ def test_mixture_of_experts_equals_onnxruntime(attributes, run_onnxruntime):
                                                             _normal(4, 8, 6), _normal(4, 8)], attributes)
 
 
+def test_an_expert_the_router_left_out_adds_nothing_even_overflowing():
+    # Every expert runs on every row; one the router did not pick must not leak inf or NaN
+    # (0 * inf) into the row's output. In float16 expert 1 overflows; in float32 it is inf.
+    x = np.ones((2, 4), np.float32)
+    logits = np.array([[1.0, 0.0], [1.0, 0.0]], np.float32)  # both rows pick expert 0
+    for dtype, big in ((np.float32, 1e30), (np.float16, 6e4)):
+        w1 = np.stack([np.eye(4), np.full((4, 4), big)]).astype(dtype)
+        w2 = np.stack([np.eye(4), np.full((4, 4), big)]).astype(dtype)
+        out = jaxonnx.ops.mixture_of_experts(x.astype(dtype), logits.astype(dtype), w1, None, w2, k=1,
+                                             normalize_routing_weights=1)
+        assert out.dtype == dtype
+        np.testing.assert_array_equal(np.asarray(out, np.float32), x)
+
+
 def test_mixture_of_experts_refuses_what_it_does_not_implement():
     x, logits, w1, w2 = _normal(3, 8), _normal(3, 4), _normal(4, 6, 8), _normal(4, 8, 6)
     with pytest.raises(jaxonnx.OnnxValidationError, match=r"got `use_sparse_mixer`=1 \(PhiMoE's routing\)"):

@@ -8,6 +8,7 @@ import jax.numpy as jnp
 
 from jaxonnx._core.registry import register
 from jaxonnx._errors import OnnxValidationError
+from jaxonnx.ops._helpers.normalization import contrib_work_type
 from jaxonnx.ops._helpers.schemas import attribute, contrib_schema
 
 _FLOATS = ["tensor(float)", "tensor(float16)", "tensor(bfloat16)"]
@@ -108,16 +109,22 @@ def mixture_of_experts(
         top_weights = jax.nn.softmax(top_logits, axis=-1)
     else:
         top_weights = jnp.take_along_axis(jax.nn.softmax(logits, axis=-1), chosen, axis=-1)
+    picked = jax.nn.one_hot(chosen, experts, dtype=jnp.float32)  # (rows, k, experts)
     # (rows, experts): each row's weight of every expert, 0 for those the router left out.
-    routing = jnp.sum(jax.nn.one_hot(chosen, experts, dtype=jnp.float32) * top_weights[..., None], axis=1)
-    h = jnp.einsum("rh,efh->ref", rows, fc1_experts_weights, preferred_element_type=dtype)
+    routing = jnp.sum(picked * top_weights[..., None], axis=1)
+    # float16 and bfloat16 compute in float32 and round once.
+    work = contrib_work_type(dtype)
+    h = jnp.einsum("rh,efh->ref", rows.astype(work), fc1_experts_weights.astype(work), preferred_element_type=work)
     if fc1_experts_bias is not None:
-        h = h + fc1_experts_bias[None]
+        h = h + fc1_experts_bias.astype(work)[None]
     a = _activation(h, activation, swiglu_fusion, activation_alpha, activation_beta, swiglu_limit)
-    y = jnp.einsum("rei,ehi->reh", a, fc2_experts_weights, preferred_element_type=dtype)
+    y = jnp.einsum("rei,ehi->reh", a, fc2_experts_weights.astype(work), preferred_element_type=work)
     if fc2_experts_bias is not None:
-        y = y + fc2_experts_bias[None]
-    out = jnp.einsum("re,reh->rh", routing.astype(dtype), y, preferred_element_type=dtype)
+        y = y + fc2_experts_bias.astype(work)[None]
+    # An expert the router left out adds exactly nothing, even where its output overflowed
+    # (0 * inf would be NaN).
+    y = jnp.where(jnp.any(picked > 0, axis=1)[..., None], y, jnp.zeros((), work))
+    out = jnp.einsum("re,reh->rh", routing.astype(work), y, preferred_element_type=work)
     return out.reshape(input.shape).astype(dtype)
 
 
