@@ -524,3 +524,19 @@ def test_transformer_optimizer_berts_compile_whole_for_an_eager_call(name, run_o
             np.testing.assert_allclose(np.asarray(got), want, rtol=1e-4, atol=1e-4)
     positional = [jnp.asarray(inputs[n]) for n in model.input_names]
     assert _primitives_run_eagerly(lambda: model(*positional)) == 0
+
+
+def test_an_empty_traced_index_has_nothing_to_check():
+    # A deferred check that reports the indices' range must not take the min of an empty
+    # array at trace time (op by op, an empty input passes its check).
+    from jaxonnx._core.checks import DeferredChecks
+    from jaxonnx.ops._nn.max_unpool import max_unpool
+
+    checks = DeferredChecks()
+
+    def unpool(x, indices):
+        node = checks.for_node("Node 'u' (MaxUnpool-11) failed", "MaxUnpool-11")
+        return max_unpool(x, indices, kernel_shape=[2, 2], strides=[2, 2], checks=node), checks.flags()
+
+    out, flags = jax.jit(unpool)(jnp.zeros((0, 1, 2, 2)), jnp.zeros((0, 1, 2, 2), jnp.int32))
+    assert out.shape == (0, 1, 4, 4) and flags == ()

@@ -103,7 +103,7 @@ def _at_positions(cos_cache, sin_cache, position_ids, batch, length, half, check
         values = np.asarray(position_ids)
         if values.size and (values.min() < 0 or values.max() >= cos_cache.shape[0]):
             raise OnnxValidationError(message.format(low=values.min(), high=values.max()))
-    elif checks is not None:
+    elif checks is not None and position_ids.size:  # an empty one has nothing to check (nor a min)
         checks.fail_where((position_ids < 0) | (position_ids >= cos_cache.shape[0]), position_ids, message,
                           low=position_ids.min(), high=position_ids.max())
     positions = jnp.asarray(position_ids)

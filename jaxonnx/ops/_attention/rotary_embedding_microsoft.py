@@ -137,7 +137,7 @@ def _positions(position_ids, batch, length, rows, checks=None):
     message = f"got positions from {{low}} to {{high}}; each is in [0, {rows}), the rows of the caches."
     if first is not None and (first < 0 or last >= rows):
         raise OnnxValidationError(message.format(low=first, high=last))
-    if is_traced(position_ids) and checks is not None:
+    if is_traced(position_ids) and checks is not None and positions.size:  # empty: nothing to check (nor a min)
         checks.fail_where((positions < 0) | (positions >= rows), positions, message,
                           low=positions.min(), high=positions.max())
     return jnp.asarray(positions)

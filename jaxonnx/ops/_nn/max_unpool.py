@@ -65,7 +65,7 @@ def max_unpool(X, I, output_shape=None, *, kernel_shape=None, pads=None, strides
         indices = np.asarray(I)
         if indices.size and (indices.min() < 0 or indices.max() >= total):
             raise OnnxValidationError(message.format(low=int(indices.min()), high=int(indices.max())))
-    elif checks is not None:
+    elif checks is not None and I.size:  # an empty one has nothing to check (nor a min)
         checks.fail_where((I < 0) | (I >= total), I, message, low=I.min(), high=I.max())
     # A traced out-of-range index is dropped (its value goes nowhere).
     flat = jnp.zeros((total,), X.dtype).at[jnp.asarray(I).reshape(-1)].set(X.reshape(-1), mode="drop")
