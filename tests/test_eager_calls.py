@@ -540,3 +540,11 @@ def test_an_empty_traced_index_has_nothing_to_check():
 
     out, flags = jax.jit(unpool)(jnp.zeros((0, 1, 2, 2)), jnp.zeros((0, 1, 2, 2), jnp.int32))
     assert out.shape == (0, 1, 4, 4) and flags == ()
+
+
+def test_a_deferred_check_refuses_fields_it_fills_itself():
+    from jaxonnx._core.checks import DeferredChecks
+
+    node = DeferredChecks().for_node("Node 'g' (Gather-13) failed", "Gather-13")
+    with pytest.raises(ValueError, match=r"fail_where fills \['position', 'value'\] itself"):
+        node.fail_where(jnp.zeros(2, bool), jnp.zeros(2), "got {value} at {position}.", value=1, position=2)

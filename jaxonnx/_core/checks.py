@@ -97,6 +97,9 @@ class NodeChecks:
         ``{position}`` fields) is the error of the first failing position. ``fields`` (traced
         arrays by name, e.g. ``values=indices`` or ``low=indices.min()``) fill the message's
         other fields, where it names more than one value: read back only when it fails."""
+        taken = {"value", "position"} & set(fields)
+        if taken:
+            raise ValueError(f"fail_where fills {sorted(taken)} itself; give the message's other fields other names.")
         self._checks._messages.append((self._context, self._op_name, message))
         self._checks._traced.append((failing, values, fields))
         self._checks._shapes.append(tuple(np.shape(failing)))

@@ -394,8 +394,12 @@ class Model:
         """The model compiled ahead of time for inputs like ``inputs`` (positional, in graph
         order: arrays or ``jax.ShapeDtypeStruct``), with the XLA options its size calls for
         (:func:`jaxonnx.compiler_options`: on CPU, a computation of under a million flops
-        runs its products on one thread). Calling it runs no Python of jaxonnx's; an eager
-        ``model(x)`` of JAX arrays runs one of these per input signature.
+        runs its products on one thread). Calling it runs no Python of jaxonnx's and checks
+        nothing an op would check on known values (under ``jax.jit``, an index out of range
+        is clamped as the op documents). An eager ``model(x)`` of JAX arrays runs one of
+        these per input signature, or, where the graph's ops check values that come from the
+        inputs (a Gather's indices), one compiled with those checks, which it reads back
+        after each call to raise as running op by op would.
 
         Example:
             >>> model = jaxonnx.load("tests/fixtures/models/mlp_dynamo_dynamic.onnx")
@@ -406,8 +410,8 @@ class Model:
         lowered = jax.jit(self._run_positional).lower(*inputs)
         return lowered.compile(compiler_options(lowered) or None)
 
-    def _run_positional(self, *inputs) -> tuple:
-        return self._run_graph(dict(zip(self.input_names, inputs)), {}, None)
+    def _run_positional(self, *inputs, checks=None) -> tuple:
+        return self._run_graph(dict(zip(self.input_names, inputs)), {}, None, checks=checks)
 
     def _compiled_call(self, inputs, rng, named_inputs):
         """What an eager call of JAX arrays, given positionally, runs: the executable of its
@@ -415,8 +419,9 @@ class Model:
         the call takes the general path (inputs by name or not all JAX arrays, a key, a
         pytree copy's params, a graph run op by op or one that draws, a trace in progress).
         The checks and the feed cost more than a small model runs, so a signature is checked
-        once. A graph whose ops defer checks (:meth:`_checked_call`) gets its checked
-        executable, which raises after the computation as that path does."""
+        once. A graph whose ops defer checks gets its checked executable
+        (:meth:`_checked_executable`), which raises after the computation as the general
+        path (:meth:`_checked_call`) does."""
         if rng is not None or named_inputs or self._params or self._whole_graph is None or self._draws \
                 or len(inputs) != len(self.input_names):
             return None
@@ -428,23 +433,25 @@ class Model:
             for name, value in zip(self.input_names, inputs):
                 self._declared[name].checked_input(value, kind="input")  # raises, naming the input
             compiled = self._compiled[signature] = (
-                self._checked_executable(*inputs) if self._defers_checks else self.compile(*inputs))
+                self._checked_executable(self._run_positional, *inputs) if self._defers_checks else self.compile(*inputs))
         return compiled
 
-    def _checked_executable(self, *inputs):
-        """What :meth:`_compiled_call` runs for a graph whose ops defer checks: the graph
-        compiled for inputs like ``inputs`` with a :class:`DeferredChecks`, as a function
-        that runs it and raises the first failed check's error, naming its node."""
+    def _checked_executable(self, run_graph, *args):
+        """``run_graph(*args, checks=...)`` (the graph's run) compiled for arguments like
+        ``args`` with a :class:`DeferredChecks`, as a function of such arguments that runs it
+        and raises the first failed check's error, naming its node, as running op by op on
+        concrete values would. What :meth:`_compiled_call` and :meth:`_checked_call` run for
+        a graph whose ops check values that come from the inputs."""
         checks = DeferredChecks()
 
-        def run(*inputs):
-            return self._run_graph(dict(zip(self.input_names, inputs)), {}, None, checks=checks), checks.flags()
+        def run(*args):
+            return run_graph(*args, checks=checks), checks.flags()
 
-        lowered = jax.jit(run).lower(*inputs)
+        lowered = jax.jit(run).lower(*args)
         compiled = lowered.compile(compiler_options(lowered) or None)
 
-        def call(*inputs):
-            outputs, flags = compiled(*inputs)
+        def call(*args):
+            outputs, flags = compiled(*args)
             checks.raise_failed(flags)
             return outputs
 
@@ -557,19 +564,10 @@ class Model:
         (:mod:`jaxonnx._core.checks`), run, and the first failed check raised, naming its
         node, as running op by op on concrete values would."""
         key = (_signature_key(feed), _signature_key(params), _signature_key({"rng": rng}))
-        entry = self._checked.get(key)
-        if entry is None:
-            checks = DeferredChecks()
-
-            def run(feed, params, rng):
-                return self._run_graph(feed, params, rng, checks=checks), checks.flags()
-
-            lowered = jax.jit(run).lower(feed, params, rng)
-            entry = self._checked[key] = (lowered.compile(compiler_options(lowered) or None), checks)
-        compiled, checks = entry
-        outputs, flags = compiled(feed, params, rng)
-        checks.raise_failed(flags)
-        return outputs
+        call = self._checked.get(key)
+        if call is None:
+            call = self._checked[key] = self._checked_executable(self._run_graph, feed, params, rng)
+        return call(feed, params, rng)
 
     def _run_graph(self, feed, params, rng, checks=None) -> tuple:
         outputs = self.graph.run(feed, rng=rng, options=self.options, params=params, checks=checks)
@@ -602,7 +600,7 @@ class Model:
         # eager call only with those checks deferred (see `_checked_call`), per signature.
         self._defers_checks = reason is None and any(
             isinstance(node.op, OpVersion) and node.op.contract.checks for node in self.graph.nodes)
-        self._checked: dict[tuple, tuple] = {}
+        self._checked: dict[tuple, Any] = {}
 
     def _checked_param(self, name: str, value):
         own = self._weights.get(name, self._file_initializers.get(name))
