@@ -8,6 +8,7 @@ from jaxonnx import _xla_cpu  # noqa: F401  (isort: skip)
 from jaxonnx import _tuning  # noqa: F401  (isort: skip)
 from jaxonnx import ops as ops
 from jaxonnx._demo import demo_model_path as demo_model_path
+from jaxonnx._examples import example_path as example_path
 from jaxonnx._errors import DeclaredShapeWarning as DeclaredShapeWarning
 from jaxonnx._errors import JaxOnnxError as JaxOnnxError
 from jaxonnx._errors import ModelLoadError as ModelLoadError
@@ -52,6 +53,7 @@ __all__ = [
     "X64Warning",
     "compiler_options",
     "demo_model_path",
+    "example_path",
     "generate",
     "get_op",
     "load",
