@@ -20,7 +20,7 @@ import urllib.parse
 import pytest
 
 import jaxonnx
-from jaxonnx._docs import ops_reference, support_table
+from jaxonnx._docs import ops_reference, ops_stub, support_table
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -85,6 +85,8 @@ def test_the_generated_pages_match_the_registry():
     stale = "is stale: run `python -m jaxonnx._docs`."
     assert support_table() in (DOCS / "ops.md").read_text(encoding="utf-8"), f"docs/ops.md {stale}"
     assert ops_reference() in (DOCS / "api" / "ops.md").read_text(encoding="utf-8"), f"docs/api/ops.md {stale}"
+    stub = ROOT / "jaxonnx" / "ops" / "__init__.pyi"
+    assert stub.read_text(encoding="utf-8") == ops_stub(), f"jaxonnx/ops/__init__.pyi {stale}"
 
 
 def test_every_op_function_links_from_the_table_to_its_entry():
