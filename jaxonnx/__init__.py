@@ -25,6 +25,9 @@ from jaxonnx._core.registry import Registry as Registry
 from jaxonnx._core.context import OpContext as OpContext
 from jaxonnx._core.model import load as load
 from jaxonnx.generation import generate as generate
+from jaxonnx.finetuning import LoraModel as LoraModel
+from jaxonnx.finetuning import causal_lm_loss as causal_lm_loss
+from jaxonnx.finetuning import lora as lora
 from jaxonnx._core.model import unsupported_nodes as unsupported_nodes
 from jaxonnx._core.registry import OpVersion as OpVersion
 from jaxonnx._core.registry import get_op as get_op
@@ -38,6 +41,7 @@ __version__ = "0.1.0"
 __all__ = [
     "DeclaredShapeWarning",
     "JaxOnnxError",
+    "LoraModel",
     "Model",
     "ModelLoadError",
     "NodeError",
@@ -51,12 +55,14 @@ __all__ = [
     "UnsupportedOpError",
     "ValueInfo",
     "X64Warning",
+    "causal_lm_loss",
     "compiler_options",
     "demo_model_path",
     "example_path",
     "generate",
     "get_op",
     "load",
+    "lora",
     "ops",
     "register",
     "supported_ops",
