@@ -1,0 +1,267 @@
+"""What onnxruntime's generation ops (com.microsoft BeamSearch, GreedySearch, Sampling) share:
+the decoder call on a fixed-size token buffer, the logits processors and the beam scorer,
+each written as onnxruntime's CPU kernels compute them
+(``onnxruntime/contrib_ops/cpu/transformers/``: ``generation_device_helper.cc``,
+``logits_processor.{h,cc}``, ``beam_search_scorer.cc``), with fixed shapes so that a whole
+search is one ``lax.while_loop``. Registers no op.
+
+The decoder runs on the whole ``(rows, max_length)`` token buffer at every step, positions
+past the current length holding the pad token: the decoders these files hold are causal, so
+the logits at the last real position are those of an incremental call with a cache, and the
+shapes stay the same from step to step (a T5 decoder's relative position bias is computed
+from its cache's length, so a fixed-size cache would change its results).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxonnx._errors import OnnxValidationError
+
+#: What onnxruntime writes for a token a processor rules out (``numeric_limits<float>::lowest()``).
+LOWEST = float(np.finfo(np.float32).min)
+#: The score onnxruntime gives every beam but the first before the first step.
+_OTHER_BEAMS_START = -1e9
+
+
+def static_int(value, name: str, default: int | None = None) -> int:
+    """The one-element input ``name`` (static: the registry gives it as numpy) as an int."""
+    if value is None:
+        if default is None:
+            raise OnnxValidationError(f"needs the input `{name}`.")
+        return default
+    array = np.asarray(value)
+    if array.size != 1:
+        raise OnnxValidationError(f"needs a one-element `{name}`, got shape {tuple(array.shape)}.")
+    return int(array.reshape(()))
+
+
+def scalar(value, default: float, dtype=jnp.float32):
+    """An optional one-element input as a scalar (traced or not), or ``default``."""
+    if value is None:
+        return jnp.asarray(default, dtype)
+    return jnp.asarray(value, dtype).reshape(())
+
+
+def decoder_inputs_declared(decoder, first_past: int) -> list[tuple[int, ...]]:
+    """The per-row shapes of a decoder's cache inputs, from their declared shapes, with the
+    cache length 0 (the buffer form feeds no cache: see the module docstring).
+
+    Example: GPT-2's ``past_0`` is declared ``[2, batch, heads, past, head]``: ``(2, None, H, 0, D)``.
+    """
+    shapes = []
+    # A decoder given as a Python function may declare nothing past its token inputs: no cache.
+    for name, declared in zip(decoder.input_names[first_past:], list(decoder.inputs or ())[first_past:]):
+        dims = list(getattr(declared, "shape", None) or [])
+        heads_and_size = (dims[2], dims[4]) if len(dims) == 5 else (dims[1], dims[3]) if len(dims) == 4 else ()
+        if not heads_and_size or not all(isinstance(d, int) for d in heads_and_size):
+            raise OnnxValidationError(
+                f"needs the decoder's cache input {name!r} declared with a numeric head count and head size "
+                f"(onnxruntime's convert_generation declares them), got shape {dims}."
+            )
+        shapes.append(tuple(dims))
+    return shapes
+
+
+def empty_cache(dims: tuple, rows: int, dtype) -> jax.Array:
+    """A zero-length cache of the declared layout: ``[2, rows, H, 0, D]`` or ``[rows, H, 0, D]``."""
+    if len(dims) == 5:
+        return jnp.zeros((dims[0], rows, dims[2], 0, dims[4]), dtype)
+    return jnp.zeros((rows, dims[1], 0, dims[3]), dtype)
+
+
+def gpt_prompt_inputs(input_ids, attention_mask, pad_token_id: int):
+    """The attention mask and position ids of a GPT-2 prompt as onnxruntime makes them
+    (``CreateGptInputs``): a pad token has position 0 and, without an ``attention_mask``
+    input, mask 0; every other token counts up from 0. Also each row's count of non-pad tokens."""
+    real = input_ids != pad_token_id
+    positions = jnp.where(real, jnp.cumsum(real, axis=1) - 1, 0).astype(jnp.int32)
+    mask = real.astype(jnp.int32) if attention_mask is None else jnp.asarray(attention_mask, jnp.int32)
+    return mask, positions, jnp.sum(real, axis=1).astype(jnp.int32)
+
+
+def t5_encoder_mask(input_ids, attention_mask, pad_token_id: int):
+    """The encoder's attention mask as onnxruntime makes it (``CreateEncoderInputs``): the
+    given one, else 0 only for left padding (a pad token before the first other token)."""
+    if attention_mask is not None:
+        return jnp.asarray(attention_mask, jnp.int32)
+    seen = jnp.cumsum(input_ids != pad_token_id, axis=1) > 0
+    return seen.astype(jnp.int32)
+
+
+def gpt_buffer_logits(decoder, tokens, length, prompt_length: int, prompt_mask, prompt_positions, real_lengths,
+                      vocab_size: int | None):
+    """The logits at position ``length - 1`` of a GPT-2 decoder run on the whole token buffer
+    ``tokens`` ``(rows, max_length)``: the prompt's mask and positions, then mask 1 and
+    positions counting on from each row's real length (``UpdateGptFeeds``)."""
+    rows, max_length = tokens.shape
+    index = jnp.arange(max_length, dtype=jnp.int32)
+    generated = index[None, :] >= prompt_length
+    pad_cols = max_length - prompt_length
+    mask = jnp.where(generated, 1, jnp.pad(prompt_mask, ((0, 0), (0, pad_cols))))
+    positions = jnp.where(generated, real_lengths[:, None] + index[None, :] - prompt_length,
+                          jnp.pad(prompt_positions, ((0, 0), (0, pad_cols))))
+    caches = [empty_cache(dims, rows, _float_type(decoder, 3 + i)) for i, dims in enumerate(decoder_inputs_declared(decoder, 3))]
+    logits = decoder(tokens.astype(jnp.int32), positions.astype(jnp.int32), mask.astype(jnp.int32), *caches)[0]
+    return _last_logits(logits, length, vocab_size)
+
+
+def t5_buffer_logits(decoder, tokens, length, encoder_mask, cross, vocab_size: int | None):
+    """The logits at position ``length - 1`` of a T5 decoder run on the whole decoder token
+    buffer, with no self-attention cache and the encoder's cross-attention keys and values."""
+    rows = tokens.shape[0]
+    self_count = len(decoder.input_names) - 2 - len(cross)
+    dims = decoder_inputs_declared(decoder, 2)[:self_count]
+    caches = [empty_cache(d, rows, _float_type(decoder, 2 + i)) for i, d in enumerate(dims)]
+    logits = decoder(tokens.astype(jnp.int32), encoder_mask, *caches, *cross)[0]
+    return _last_logits(logits, length, vocab_size)
+
+
+def _float_type(graph, index: int):
+    dtype = getattr(graph.inputs[index], "dtype", None)
+    return np.float32 if dtype is None else dtype
+
+
+def _last_logits(logits, length, vocab_size):
+    last = jax.lax.dynamic_index_in_dim(logits, length - 1, axis=1, keepdims=False).astype(jnp.float32)
+    return last if vocab_size is None or vocab_size < 0 else last[:, :vocab_size]
+
+
+def log_softmax(scores):
+    """``SoftmaxCPU(..., logarithmic=true)``: ``x - max - log(sum(exp(x - max)))`` in float32."""
+    shifted = scores - jnp.max(scores, axis=-1, keepdims=True)
+    return shifted - jnp.log(jnp.sum(jnp.exp(shifted), axis=-1, keepdims=True))
+
+
+def process_scores(scores, tokens, length, step, *, batch_size: int, eos_token_id: int, min_length,
+                   repetition_penalty, no_repeat_ngram_size: int, vocab_mask, prefix_vocab_mask,
+                   temperature=None, presence_mask=None, presence_penalty: float = 0.0):
+    """onnxruntime's logits processors in its order (``LogitsProcessorInitImpl``) on
+    ``scores`` ``(rows, vocab)``, ``tokens[:, :length]`` being each row's sequence so far and
+    ``step`` the 1-based iteration (the prefix mask applies to the first only)."""
+    rows, vocab = scores.shape
+    max_length = tokens.shape[1]
+    in_sequence = jnp.arange(max_length)[None, :] < length
+    if repetition_penalty is not None:
+        seen = jnp.zeros((rows, vocab), bool).at[jnp.arange(rows)[:, None], tokens].max(in_sequence, mode="drop")
+        penalized = jnp.where(scores < 0, scores * repetition_penalty, scores / repetition_penalty)
+        scores = jnp.where(seen & (repetition_penalty != 1.0), penalized, scores)
+    if no_repeat_ngram_size > 0:
+        scores = _block_repeated_ngrams(scores, tokens, length, no_repeat_ngram_size)
+    if vocab_mask is not None:
+        scores = jnp.where(jnp.asarray(vocab_mask)[None, :vocab] == 0, LOWEST, scores)
+    if prefix_vocab_mask is not None:
+        per_row = jnp.repeat(jnp.asarray(prefix_vocab_mask)[:, :vocab], rows // batch_size, axis=0)
+        scores = jnp.where((step <= 1) & (per_row == 0), LOWEST, scores)
+    if min_length is not None:
+        too_short = (length < min_length) & (jnp.arange(vocab) == eos_token_id)[None, :]
+        scores = jnp.where(too_short, LOWEST, scores)
+    if temperature is not None:
+        scores = jnp.where((temperature > 0) & (temperature != 1.0), scores / temperature, scores)
+    if presence_mask is not None and presence_penalty != 0.0:
+        scores = scores - jnp.asarray(presence_mask, scores.dtype).reshape(rows, vocab) * presence_penalty
+    return scores
+
+
+def _block_repeated_ngrams(scores, tokens, length, size: int):
+    """``NoRepeatNGramLogitsProcessor``: the token that would complete an n-gram already in the
+    sequence gets ``LOWEST`` (nothing when the sequence is shorter than ``size``)."""
+    rows, vocab = scores.shape
+    max_length = tokens.shape[1]
+    prefix_length = size - 1
+    starts = jnp.arange(max(max_length - size + 1, 0))
+    if starts.size == 0:
+        return scores
+    prefix = jnp.stack([jax.lax.dynamic_index_in_dim(tokens, length - prefix_length + k, axis=1, keepdims=False)
+                        for k in range(prefix_length)], axis=1) if prefix_length else jnp.zeros((rows, 0), tokens.dtype)
+    windows = jnp.stack([tokens[:, k: k + starts.size] for k in range(prefix_length)], axis=2) if prefix_length \
+        else jnp.zeros((rows, starts.size, 0), tokens.dtype)
+    matches = jnp.all(windows == prefix[:, None, :], axis=2) & (starts[None, :] <= length - size)
+    completing = tokens[:, prefix_length: prefix_length + starts.size]
+    blocked = jnp.zeros((rows, vocab), bool).at[jnp.arange(rows)[:, None], completing].max(matches, mode="drop")
+    return jnp.where(blocked & (size <= length), LOWEST, scores)
+
+
+def first_beam_scores(batch_size: int, num_beams: int):
+    """``InitBeamState``: 0 for the first beam of each batch entry, -1e9 for the others, so
+    that the beams of one entry do not all pick the same tokens."""
+    start = np.full((batch_size, num_beams), _OTHER_BEAMS_START, np.float32)
+    start[:, 0] = 0.0
+    return jnp.asarray(start.reshape(-1))
+
+
+def add_hypotheses(hyp_tokens, hyp_scores, hyp_used, rows, scores, take):
+    """``BeamHypotheses::Add`` for every batch entry at once where ``take``: ``hyp_scores``
+    ``(batch, beams)`` kept sorted, best first; a new hypothesis goes after those scoring at
+    least as much, and a full list takes it only when it beats the worst."""
+    beams = hyp_scores.shape[1]
+    full = hyp_used == beams
+    take = take & ~(full & (scores <= hyp_scores[:, -1]))
+    slot = jnp.arange(beams)[None, :]
+    filled = slot < hyp_used[:, None]
+    position = jnp.sum(filled & (hyp_scores >= scores[:, None]), axis=1)[:, None]
+    shifted_scores = jnp.concatenate([hyp_scores[:, :1], hyp_scores[:, :-1]], axis=1)
+    shifted_tokens = jnp.concatenate([hyp_tokens[:, :1], hyp_tokens[:, :-1]], axis=1)
+    new_scores = jnp.where(slot < position, hyp_scores, jnp.where(slot == position, scores[:, None], shifted_scores))
+    at = (slot == position)[:, :, None]
+    before = (slot < position)[:, :, None]
+    new_tokens = jnp.where(before, hyp_tokens, jnp.where(at, rows[:, None, :], shifted_tokens))
+    hyp_scores = jnp.where(take[:, None], new_scores, hyp_scores)
+    hyp_tokens = jnp.where(take[:, None, None], new_tokens, hyp_tokens)
+    hyp_used = jnp.where(take, jnp.minimum(hyp_used + 1, beams), hyp_used)
+    return hyp_tokens, hyp_scores, hyp_used
+
+
+def length_normalized(scores, length, length_penalty):
+    """``sum_logprobs / pow(length, length_penalty)`` in float32."""
+    return scores / jnp.power(jnp.asarray(length, jnp.float32), length_penalty)
+
+
+def top_p_filter(scores, top_p, filter_value: float, min_tokens_to_keep: int):
+    """Top-p (nucleus) filtering: the smallest set of tokens, most likely first, whose
+    probabilities reach ``top_p`` keeps its scores (at least ``min_tokens_to_keep``); the
+    others get ``filter_value``."""
+    order = jnp.argsort(-scores, axis=-1, stable=True)
+    sorted_scores = jnp.take_along_axis(scores, order, axis=-1)
+    cumulative = jnp.cumsum(jax.nn.softmax(sorted_scores, axis=-1), axis=-1)
+    # A token goes when the ones before it already reach top_p (the first always stays).
+    remove = jnp.concatenate([jnp.zeros_like(cumulative[:, :1], bool), cumulative[:, :-1] >= top_p], axis=-1)
+    remove = remove & (jnp.arange(scores.shape[-1])[None, :] >= min_tokens_to_keep)
+    removed = jnp.zeros_like(remove).at[jnp.arange(scores.shape[0])[:, None], order].set(remove)
+    return jnp.where(removed, filter_value, scores)
+
+
+def greedy_loop(input_ids, max_length: int, choose, *, decoder, model_type: int, attention_mask, pad_token_id: int,
+                eos_token_id: int, vocab_size: int, processors):
+    """The loop GreedySearch and Sampling share (``greedy_search_impl_gpt.h``): the decoder's
+    last logits, the logits processors (``processors(scores, tokens, length, step)``), then
+    ``choose(scores, step)`` picks each entry's token; after an end token an entry gets the
+    pad token, and the loop ends when every entry has one or the buffer is full. Returns
+    ``(batch, max_length)`` int32, pad after the end."""
+    if model_type != 0:
+        raise OnnxValidationError(f"supports `model_type` 0 (GPT-2), got {model_type}.")
+    input_ids = jnp.asarray(input_ids).astype(jnp.int32)
+    batch, prompt_length = input_ids.shape
+    if max_length <= prompt_length:
+        raise OnnxValidationError(f"needs `max_length` ({max_length}) above the prompt's length ({prompt_length}).")
+    prompt = gpt_prompt_inputs(input_ids, attention_mask, pad_token_id)
+    tokens = jnp.full((batch, max_length), pad_token_id, jnp.int32).at[:, :prompt_length].set(input_ids)
+
+    def body(state):
+        tokens, length, step, ended = state
+        step = step + 1
+        logits = gpt_buffer_logits(decoder, tokens, length, prompt_length, *prompt, vocab_size)
+        chosen = choose(processors(logits, tokens, length, step), step).astype(jnp.int32)
+        ended = ended | (chosen == eos_token_id)
+        chosen = jnp.where(ended, pad_token_id, chosen)
+        tokens = jax.lax.dynamic_update_slice_in_dim(tokens, chosen[:, None], length, axis=1)
+        return tokens, length + 1, step, ended
+
+    def running(state):
+        _, length, _, ended = state
+        return (length < max_length) & ~jnp.all(ended)
+
+    state = (tokens, jnp.int32(prompt_length), jnp.int32(0), jnp.zeros((batch,), bool))
+    return jax.lax.while_loop(running, body, state)[0]
