@@ -198,7 +198,7 @@ def beam_search(input_ids, max_length, min_length=None, num_beams=None, num_retu
 
 def _up_to(rows, length, pad_token_id: int):
     """Each row's tokens before ``length``, pad after (a hypothesis is copied at its length)."""
-    return jnp.where(jnp.arange(rows.shape[-1])[None, :] < length, rows, pad_token_id)
+    return jnp.where(jnp.arange(rows.shape[-1], dtype=jnp.int32)[None, :] < length, rows, pad_token_id)
 
 
 def _scorer_process(tokens, length, top_scores, top_tokens, top_beams, hyp_tokens, hyp_scores, hyp_used, done, *,
@@ -207,12 +207,13 @@ def _scorer_process(tokens, length, top_scores, top_tokens, top_beams, hyp_token
     an end token among the first ``num_beams`` closing a hypothesis, the others filling the
     next beams until there are ``num_beams``; then whether each entry is done."""
     batch, candidates = top_scores.shape
-    entry = jnp.arange(batch)[:, None]
+    entry = jnp.arange(batch, dtype=jnp.int32)[:, None]
     is_eos = (top_tokens == eos_token_id) if eos_token_id >= 0 else jnp.zeros_like(top_tokens, bool)
     kept = ~is_eos
-    kept_before = jnp.cumsum(kept, axis=1) - kept
+    kept_count = kept.astype(jnp.int32)
+    kept_before = jnp.cumsum(kept_count, axis=1, dtype=jnp.int32) - kept_count
     reached = kept_before < num_beams  # the candidates the scorer's loop gets to before its beams are full
-    slot_of = kept[:, :, None] & (kept_before[:, :, None] == jnp.arange(num_beams)[None, None, :])
+    slot_of = kept[:, :, None] & (kept_before[:, :, None] == jnp.arange(num_beams, dtype=jnp.int32)[None, None, :])
     chosen = jnp.argmax(slot_of, axis=1)  # (batch, num_beams): the candidate filling each next beam
     next_scores = jnp.take_along_axis(top_scores, chosen, axis=1)
     next_tokens = jnp.take_along_axis(top_tokens, chosen, axis=1)
@@ -221,13 +222,13 @@ def _scorer_process(tokens, length, top_scores, top_tokens, top_beams, hyp_token
     by_entry = tokens.reshape(batch, num_beams, -1)
     for j in range(num_beams):  # only an end token among the first num_beams candidates closes a hypothesis
         closes = is_eos[:, j] & reached[:, j] & ~done
-        rows = _up_to(by_entry[jnp.arange(batch), top_beams[:, j]], length, pad_token_id)
+        rows = _up_to(by_entry[jnp.arange(batch, dtype=jnp.int32), top_beams[:, j]], length, pad_token_id)
         score = search.length_normalized(top_scores[:, j], length, length_penalty)
         hyp_tokens, hyp_scores, hyp_used = search.add_hypotheses(hyp_tokens, hyp_scores, hyp_used, rows, score, closes)
 
     # onnxruntime reads the best candidate score of entry b from next_scores[b * num_beams:][:2 * num_beams]
     # of the flat (batch * 2 * num_beams) candidates; the same window is read here.
-    window = top_scores.reshape(-1)[entry * num_beams + jnp.arange(candidates)[None, :]]
+    window = top_scores.reshape(-1)[entry * num_beams + jnp.arange(candidates, dtype=jnp.int32)[None, :]]
     best = jnp.max(window, axis=1)
     can_improve = hyp_scores[:, -1] < search.length_normalized(best, length, length_penalty)
     finished = (hyp_used == num_beams) & (jnp.asarray(early_stopping) | ~can_improve)

@@ -77,9 +77,9 @@ def gpt_prompt_inputs(input_ids, attention_mask, pad_token_id: int):
     (``CreateGptInputs``): a pad token has position 0 and, without an ``attention_mask``
     input, mask 0; every other token counts up from 0. Also each row's count of non-pad tokens."""
     real = input_ids != pad_token_id
-    positions = jnp.where(real, jnp.cumsum(real, axis=1) - 1, 0).astype(jnp.int32)
+    positions = jnp.where(real, jnp.cumsum(real, axis=1, dtype=jnp.int32) - 1, 0)
     mask = real.astype(jnp.int32) if attention_mask is None else jnp.asarray(attention_mask, jnp.int32)
-    return mask, positions, jnp.sum(real, axis=1).astype(jnp.int32)
+    return mask, positions, jnp.sum(real, axis=1, dtype=jnp.int32)
 
 
 def t5_encoder_mask(input_ids, attention_mask, pad_token_id: int):
@@ -87,7 +87,7 @@ def t5_encoder_mask(input_ids, attention_mask, pad_token_id: int):
     given one, else 0 only for left padding (a pad token before the first other token)."""
     if attention_mask is not None:
         return jnp.asarray(attention_mask, jnp.int32)
-    seen = jnp.cumsum(input_ids != pad_token_id, axis=1) > 0
+    seen = jnp.cumsum(input_ids != pad_token_id, axis=1, dtype=jnp.int32) > 0
     return seen.astype(jnp.int32)
 
 
@@ -143,9 +143,9 @@ def process_scores(scores, tokens, length, step, *, batch_size: int, eos_token_i
     ``step`` the 1-based iteration (the prefix mask applies to the first only)."""
     rows, vocab = scores.shape
     max_length = tokens.shape[1]
-    in_sequence = jnp.arange(max_length)[None, :] < length
+    in_sequence = jnp.arange(max_length, dtype=jnp.int32)[None, :] < length
     if repetition_penalty is not None:
-        seen = jnp.zeros((rows, vocab), bool).at[jnp.arange(rows)[:, None], tokens].max(in_sequence, mode="drop")
+        seen = jnp.zeros((rows, vocab), bool).at[jnp.arange(rows, dtype=jnp.int32)[:, None], tokens].max(in_sequence, mode="drop")
         penalized = jnp.where(scores < 0, scores * repetition_penalty, scores / repetition_penalty)
         scores = jnp.where(seen & (repetition_penalty != 1.0), penalized, scores)
     if no_repeat_ngram_size > 0:
@@ -156,7 +156,7 @@ def process_scores(scores, tokens, length, step, *, batch_size: int, eos_token_i
         per_row = jnp.repeat(jnp.asarray(prefix_vocab_mask)[:, :vocab], rows // batch_size, axis=0)
         scores = jnp.where((step <= 1) & (per_row == 0), LOWEST, scores)
     if min_length is not None:
-        too_short = (length < min_length) & (jnp.arange(vocab) == eos_token_id)[None, :]
+        too_short = (length < min_length) & (jnp.arange(vocab, dtype=jnp.int32) == eos_token_id)[None, :]
         scores = jnp.where(too_short, LOWEST, scores)
     if temperature is not None:
         scores = jnp.where((temperature > 0) & (temperature != 1.0), scores / temperature, scores)
@@ -171,7 +171,7 @@ def _block_repeated_ngrams(scores, tokens, length, size: int):
     rows, vocab = scores.shape
     max_length = tokens.shape[1]
     prefix_length = size - 1
-    starts = jnp.arange(max(max_length - size + 1, 0))
+    starts = jnp.arange(max(max_length - size + 1, 0), dtype=jnp.int32)
     if starts.size == 0:
         return scores
     prefix = jnp.stack([jax.lax.dynamic_index_in_dim(tokens, length - prefix_length + k, axis=1, keepdims=False)
@@ -180,7 +180,7 @@ def _block_repeated_ngrams(scores, tokens, length, size: int):
         else jnp.zeros((rows, starts.size, 0), tokens.dtype)
     matches = jnp.all(windows == prefix[:, None, :], axis=2) & (starts[None, :] <= length - size)
     completing = tokens[:, prefix_length: prefix_length + starts.size]
-    blocked = jnp.zeros((rows, vocab), bool).at[jnp.arange(rows)[:, None], completing].max(matches, mode="drop")
+    blocked = jnp.zeros((rows, vocab), bool).at[jnp.arange(rows, dtype=jnp.int32)[:, None], completing].max(matches, mode="drop")
     return jnp.where(blocked & (size <= length), LOWEST, scores)
 
 
@@ -199,9 +199,9 @@ def add_hypotheses(hyp_tokens, hyp_scores, hyp_used, rows, scores, take):
     beams = hyp_scores.shape[1]
     full = hyp_used == beams
     take = take & ~(full & (scores <= hyp_scores[:, -1]))
-    slot = jnp.arange(beams)[None, :]
+    slot = jnp.arange(beams, dtype=jnp.int32)[None, :]
     filled = slot < hyp_used[:, None]
-    position = jnp.sum(filled & (hyp_scores >= scores[:, None]), axis=1)[:, None]
+    position = jnp.sum(filled & (hyp_scores >= scores[:, None]), axis=1, dtype=jnp.int32)[:, None]
     shifted_scores = jnp.concatenate([hyp_scores[:, :1], hyp_scores[:, :-1]], axis=1)
     shifted_tokens = jnp.concatenate([hyp_tokens[:, :1], hyp_tokens[:, :-1]], axis=1)
     new_scores = jnp.where(slot < position, hyp_scores, jnp.where(slot == position, scores[:, None], shifted_scores))
@@ -228,8 +228,8 @@ def top_p_filter(scores, top_p, filter_value: float, min_tokens_to_keep: int):
     cumulative = jnp.cumsum(jax.nn.softmax(sorted_scores, axis=-1), axis=-1)
     # A token goes when the ones before it already reach top_p (the first always stays).
     remove = jnp.concatenate([jnp.zeros_like(cumulative[:, :1], bool), cumulative[:, :-1] >= top_p], axis=-1)
-    remove = remove & (jnp.arange(scores.shape[-1])[None, :] >= min_tokens_to_keep)
-    removed = jnp.zeros_like(remove).at[jnp.arange(scores.shape[0])[:, None], order].set(remove)
+    remove = remove & (jnp.arange(scores.shape[-1], dtype=jnp.int32)[None, :] >= min_tokens_to_keep)
+    removed = jnp.zeros_like(remove).at[jnp.arange(scores.shape[0], dtype=jnp.int32)[:, None], order].set(remove)
     return jnp.where(removed, filter_value, scores)
 
 

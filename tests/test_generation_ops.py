@@ -1,0 +1,151 @@
+"""onnxruntime's generation ops (com.microsoft BeamSearch, GreedySearch, Sampling) against
+onnxruntime itself, on files its ``convert_generation`` tool wrote from tiny random GPT-2 and
+T5 models (tests/fixtures/generation_ops/, made by tools/export_generation_op_fixtures.py).
+
+Sequences must be equal token for token, scores equal at float32 tolerance; under
+``jax.jit`` a whole search is one ``while`` loop with no host callback.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import onnxruntime as ort
+import pytest
+
+import jaxonnx
+from jaxonnx._errors import StaticValueError
+
+FIXTURES = Path(__file__).parent / "fixtures" / "generation_ops"
+VOCAB = 96
+GPT2_PAD = 95  # convert_generation makes GPT-2's pad token its end token
+
+
+def _prompts(batch: int, length: int, *, seed: int = 0, left_padding: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    ids = np.random.default_rng(seed).integers(2, 90, (batch, length)).astype(np.int32)
+    mask = np.ones_like(ids)
+    if left_padding:
+        ids[-1, :left_padding], mask[-1, :left_padding] = GPT2_PAD, 0
+    return ids, mask
+
+
+def _beam_feeds(ids, mask, *, max_length=12, beams=4, returned=2, length_penalty=1.0, repetition_penalty=1.0,
+                vocab_mask=None, prefix_vocab_mask=None, min_length=0):
+    batch = ids.shape[0]
+    return {
+        "input_ids": ids, "max_length": np.array([max_length], np.int32), "min_length": np.array([min_length], np.int32),
+        "num_beams": np.array([beams], np.int32), "num_return_sequences": np.array([returned], np.int32),
+        "length_penalty": np.array([length_penalty], np.float32),
+        "repetition_penalty": np.array([repetition_penalty], np.float32),
+        "vocab_mask": np.ones(VOCAB, np.int32) if vocab_mask is None else vocab_mask,
+        "prefix_vocab_mask": np.ones((batch, VOCAB), np.int32) if prefix_vocab_mask is None else prefix_vocab_mask,
+        "attention_mask": mask,
+    }
+
+
+def _run_both(name: str, feeds: dict):
+    session = ort.InferenceSession(str(FIXTURES / name), providers=["CPUExecutionProvider"])
+    wanted = {i.name for i in session.get_inputs()}
+    feeds = {k: v for k, v in feeds.items() if k in wanted}
+    expected = session.run(None, feeds)
+    model = jaxonnx.load(FIXTURES / name)
+    actual = model(**feeds)
+    actual = list(actual.values()) if isinstance(actual, dict) else list(actual)
+    return expected, [np.asarray(a) for a in actual], model, feeds
+
+
+def _assert_equal_to_onnxruntime(expected, actual):
+    assert len(actual) == len(expected)
+    for e, a in zip(expected, actual):
+        assert a.shape == e.shape and a.dtype == e.dtype, (a.shape, e.shape, a.dtype, e.dtype)
+        if e.dtype.kind == "i":
+            np.testing.assert_array_equal(a, e)
+        else:
+            np.testing.assert_allclose(a, e, rtol=1e-5, atol=2e-5)
+
+
+_MASK = np.ones(VOCAB, np.int32)
+_MASK[[7, 19, 24, 46, 57]] = 0
+_PREFIX = np.ones((2, VOCAB), np.int32)
+_PREFIX[0, 40:] = 0
+_PREFIX[1, :50] = 0
+
+BEAM_CASES = {
+    "four_beams": dict(),
+    "one_beam": dict(beams=1, returned=1),
+    "length_penalty": dict(length_penalty=0.6),
+    "repetition_penalty": dict(repetition_penalty=1.7),
+    "vocab_masks": dict(vocab_mask=_MASK, prefix_vocab_mask=_PREFIX),
+    "min_length": dict(min_length=10, length_penalty=1.4),
+}
+
+
+@pytest.mark.parametrize("case", BEAM_CASES)
+def test_gpt2_beam_search_equals_onnxruntime(case):
+    # Batch 2 with the second prompt left-padded: positions and the mask follow the pad tokens.
+    ids, mask = _prompts(2, 5, left_padding=2)
+    expected, actual, _, _ = _run_both("gpt2_beam_search.onnx", _beam_feeds(ids, mask, **BEAM_CASES[case]))
+    _assert_equal_to_onnxruntime(expected, actual)
+
+
+def test_gpt2_beam_search_no_repeat_ngram_early_stopping_equals_onnxruntime():
+    ids, mask = _prompts(2, 4, seed=3)
+    feeds = _beam_feeds(ids, mask, max_length=14, repetition_penalty=0.5)  # a penalty < 1 favours repeats
+    expected, actual, _, _ = _run_both("gpt2_beam_search_no_repeat_ngram.onnx", feeds)
+    _assert_equal_to_onnxruntime(expected, actual)
+    for sequence in expected[0].reshape(-1, feeds["max_length"][0]):
+        bigrams = [tuple(sequence[i:i + 2]) for i in range(len(sequence) - 1) if sequence[i + 1] != GPT2_PAD]
+        assert len(bigrams) == len(set(bigrams))  # the property the processor keeps
+
+
+@pytest.mark.parametrize("case", ["four_beams", "length_penalty", "vocab_masks"])
+def test_t5_beam_search_equals_onnxruntime(case):
+    ids, mask = _prompts(2, 6, seed=1)
+    expected, actual, _, _ = _run_both("t5_beam_search.onnx", _beam_feeds(ids, mask, **BEAM_CASES[case]))
+    _assert_equal_to_onnxruntime(expected, actual)
+
+
+def _greedy_feeds(ids, mask, *, max_length=12, repetition_penalty=1.0, vocab_mask=None, prefix_vocab_mask=None):
+    feeds = _beam_feeds(ids, mask, max_length=max_length, repetition_penalty=repetition_penalty,
+                        vocab_mask=vocab_mask, prefix_vocab_mask=prefix_vocab_mask)
+    for beam_only in ("num_beams", "num_return_sequences", "length_penalty"):
+        del feeds[beam_only]
+    return feeds
+
+
+@pytest.mark.parametrize("options", [dict(), dict(repetition_penalty=1.8, vocab_mask=_MASK, prefix_vocab_mask=_PREFIX)],
+                         ids=["plain", "processors"])
+def test_gpt2_greedy_search_equals_onnxruntime(options):
+    ids, mask = _prompts(2, 5, seed=2, left_padding=1)
+    expected, actual, _, _ = _run_both("gpt2_greedy_search.onnx", _greedy_feeds(ids, mask, **options))
+    _assert_equal_to_onnxruntime(expected, actual)
+
+
+def test_a_search_under_jit_is_one_while_loop_without_callbacks():
+    ids, mask = _prompts(2, 5)
+    feeds = _beam_feeds(ids, mask)
+    model = jaxonnx.load(FIXTURES / "gpt2_beam_search.onnx")
+    static = {k: v for k, v in feeds.items() if k != "input_ids"}
+
+    def search(input_ids):
+        return model(input_ids=input_ids, **static)
+
+    text = str(jax.make_jaxpr(search)(ids))
+    assert text.count("while[") == 1
+    assert "callback" not in text
+    jitted = [np.asarray(a) for a in jax.tree.leaves(jax.jit(search)(jnp.asarray(ids)))]
+    eager = [np.asarray(a) for a in jax.tree.leaves(search(ids))]
+    for j, e in zip(jitted, eager):
+        np.testing.assert_allclose(j, e, rtol=1e-6, atol=1e-6)
+
+
+def test_a_traced_max_length_is_refused_by_name():
+    ids, mask = _prompts(1, 4)
+    feeds = _greedy_feeds(ids, mask)
+    model = jaxonnx.load(FIXTURES / "gpt2_greedy_search.onnx")
+    others = {k: v for k, v in feeds.items() if k != "max_length"}
+    with pytest.raises(StaticValueError, match="max_length"):
+        jax.jit(lambda max_length: model(max_length=max_length, **others))(feeds["max_length"])
