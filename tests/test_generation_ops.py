@@ -149,3 +149,49 @@ def test_a_traced_max_length_is_refused_by_name():
     others = {k: v for k, v in feeds.items() if k != "max_length"}
     with pytest.raises(StaticValueError, match="max_length"):
         jax.jit(lambda max_length: model(max_length=max_length, **others))(feeds["max_length"])
+
+
+def _sampling_file(top_p: float):
+    """The convert_generation Sampling file (top_p 0.6) with another ``top_p``."""
+    import onnx
+
+    model = onnx.load(FIXTURES / "gpt2_sampling.onnx")
+    for attribute in model.graph.node[0].attribute:
+        if attribute.name == "top_p":
+            attribute.f = top_p
+    return model
+
+
+def test_sampling_with_a_tiny_top_p_equals_onnxruntime_and_greedy():
+    # Only the most likely token survives: onnxruntime's draw and ours both pick it.
+    ids, mask = _prompts(2, 5, seed=4, left_padding=1)
+    feeds = _greedy_feeds(ids, mask, repetition_penalty=1.3, vocab_mask=_MASK)
+    model_proto = _sampling_file(1e-6)
+    session = ort.InferenceSession(model_proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    expected = session.run(None, feeds)[0]
+    greedy = ort.InferenceSession(str(FIXTURES / "gpt2_greedy_search.onnx"), providers=["CPUExecutionProvider"])
+    np.testing.assert_array_equal(expected, greedy.run(None, feeds)[0])
+    model = jaxonnx.load(model_proto)
+    actual = model(**feeds, rng=jax.random.key(0))
+    actual = np.asarray(jax.tree.leaves(actual)[0])
+    np.testing.assert_array_equal(actual, expected)
+
+
+def test_sampling_draws_from_the_key_within_top_p():
+    ids, mask = _prompts(2, 5, seed=5)
+    feeds = _greedy_feeds(ids, mask, max_length=16, vocab_mask=_MASK)
+    model = jaxonnx.load(FIXTURES / "gpt2_sampling.onnx")
+    static = {k: v for k, v in feeds.items() if k != "input_ids"}
+
+    def draw(input_ids, key):
+        return jax.tree.leaves(model(input_ids=input_ids, **static, rng=key))[0]
+
+    assert str(jax.make_jaxpr(draw)(ids, jax.random.key(0))).count("while[") == 1
+    jitted = jax.jit(draw)
+    draws = [np.asarray(jitted(jnp.asarray(ids), jax.random.key(k))) for k in range(6)]
+    np.testing.assert_array_equal(draws[0], np.asarray(jitted(jnp.asarray(ids), jax.random.key(0))))  # one key, one draw
+    assert len({d.tobytes() for d in draws}) > 1  # the key decides the draw
+    for d in draws:
+        np.testing.assert_array_equal(d[:, :5], ids)
+        assert np.all(_MASK[d[:, 5:]] == 1)  # no masked token is ever drawn
+        assert np.all(d < VOCAB)

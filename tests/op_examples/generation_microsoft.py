@@ -124,6 +124,10 @@ EXAMPLES = {
         Example([_IDS[:1], _int32(7), None, _int32(2), _int32(1), np.array([0.7], np.float32)],
                 {**_SEARCH, "early_stopping": 1}, outputs=2, grad=False, vmap=False, reference=_beam_reference),
     ],
+    # top_p this small keeps only the most likely token: the draw is greedy's, whatever the key.
+    "Sampling": [
+        Example([_IDS, _int32(8)], {**_SEARCH, "top_p": 1e-4}, grad=False, vmap=False, reference=_greedy_reference),
+    ],
     "GreedySearch": [
         Example([_IDS, _int32(8)], dict(_SEARCH), grad=False, vmap=False, reference=_greedy_reference),
     ],

@@ -94,10 +94,17 @@ def beam_search(input_ids, max_length, min_length=None, num_beams=None, num_retu
         steps after the search ended are 0).
 
     Example:
-        >>> logits = np.log(np.array([[0.1, 0.6, 0.3]], np.float32))
-        >>> decoder = lambda ids, pos, mask, past: (jnp.broadcast_to(logits, (*ids.shape, 3)), past)
-        >>> decoder.input_names, decoder.inputs = ("input_ids", "position_ids", "attention_mask", "past_0"), None
-        >>> # (see tests/test_generation_ops.py for files onnxruntime's convert_generation wrote)
+        >>> table = jnp.log(jnp.array([[.1, .6, .3], [.2, .1, .7], [.3, .3, .4]]))
+        >>> def decoder(ids, positions, mask):  # a bigram model: the next token's logits from the last
+        ...     return (table[ids],)
+        >>> decoder.input_names, decoder.inputs = ("input_ids", "position_ids", "attention_mask"), ()
+        >>> one = lambda n: np.array([n], np.int32)
+        >>> sequences, scores, _ = jaxonnx.ops.beam_search(
+        ...     np.array([[0]], np.int32), one(4), None, one(2), one(2), eos_token_id=2, pad_token_id=0,
+        ...     decoder=decoder)
+        >>> sequences  # the best: 0, 1, then the end token (hypotheses are padded with pad_token_id)
+        Array([[[0, 1, 0, 0],
+                [0, 1, 0, 1]]], dtype=int32)
     """
     del init_decoder  # the first step's decoder is the same network; the buffer form needs one call shape
     for name, value in (("decoder_input_ids", decoder_input_ids), ("logits_processor", logits_processor),
