@@ -19,6 +19,7 @@ from jaxonnx.ops._attention.attention import attention as attention
 from jaxonnx.ops._attention.attention_microsoft import attention_microsoft as attention_microsoft
 from jaxonnx.ops._nn.average_pool import average_pool as average_pool
 from jaxonnx.ops._nn.batch_normalization import batch_normalization as batch_normalization
+from jaxonnx.ops._generation.beam_search import beam_search as beam_search
 from jaxonnx.ops._random.bernoulli import bernoulli as bernoulli
 from jaxonnx.ops._elementwise.bias_add import bias_add as bias_add
 from jaxonnx.ops._elementwise.gelu import bias_gelu as bias_gelu
@@ -93,6 +94,7 @@ from jaxonnx.ops._nn.global_max_pool import global_max_pool as global_max_pool
 from jaxonnx.ops._training.gradient import gradient as gradient
 from jaxonnx.ops._elementwise.comparison import greater as greater
 from jaxonnx.ops._elementwise.comparison import greater_or_equal as greater_or_equal
+from jaxonnx.ops._generation.greedy_search import greedy_search as greedy_search
 from jaxonnx.ops._vision.grid_sample import grid_sample as grid_sample
 from jaxonnx.ops._nn.group_norm import group_norm as group_norm
 from jaxonnx.ops._nn.group_normalization import group_normalization as group_normalization
@@ -205,6 +207,7 @@ from jaxonnx.ops._vision.roi_align import roi_align as roi_align
 from jaxonnx.ops._attention.rotary_embedding import rotary_embedding as rotary_embedding
 from jaxonnx.ops._attention.rotary_embedding_microsoft import rotary_embedding_microsoft as rotary_embedding_microsoft
 from jaxonnx.ops._elementwise.unary_math import round as round
+from jaxonnx.ops._generation.sampling import sampling as sampling
 from jaxonnx.ops._ml.scaling import scaler as scaler
 from jaxonnx.ops._control_flow.scan import scan as scan
 from jaxonnx.ops._indexing.scatter import scatter as scatter
@@ -289,6 +292,7 @@ __all__ = [
     "attention_microsoft",
     "average_pool",
     "batch_normalization",
+    "beam_search",
     "bernoulli",
     "bias_add",
     "bias_gelu",
@@ -363,6 +367,7 @@ __all__ = [
     "gradient",
     "greater",
     "greater_or_equal",
+    "greedy_search",
     "grid_sample",
     "group_norm",
     "group_normalization",
@@ -475,6 +480,7 @@ __all__ = [
     "rotary_embedding",
     "rotary_embedding_microsoft",
     "round",
+    "sampling",
     "scaler",
     "scan",
     "scatter",
