@@ -102,9 +102,9 @@ def causal_lm_loss(
     if reduction == "sum":
         return jnp.sum(losses)
     if reduction == "per_sequence":
-        per_row = jnp.sum(losses, axis=1) / jnp.maximum(jnp.sum(counted, axis=1), 1)
+        per_row = jnp.sum(losses, axis=1) / jnp.maximum(jnp.sum(counted, axis=1), 1).astype(losses.dtype)
         return per_row[0] if one_sequence else per_row
-    return jnp.sum(losses) / jnp.maximum(jnp.sum(counted), 1)
+    return jnp.sum(losses) / jnp.maximum(jnp.sum(counted), 1).astype(losses.dtype)
 
 
 def _logits(model: Model, layout: CacheLayout, input_ids, present):
