@@ -1,6 +1,7 @@
 """onnxruntime's generation ops (com.microsoft BeamSearch, GreedySearch, Sampling) against
 onnxruntime itself, on files its ``convert_generation`` tool wrote from tiny random GPT-2 and
-T5 models (tests/fixtures/generation_ops/, made by tools/export_generation_op_fixtures.py).
+T5 models (tests/fixtures/generation_ops/, made by tools/export_generation_op_fixtures.py),
+and the decode-step DecoderMaskedMultiHeadAttention against onnxruntime's CPU kernel.
 
 Sequences must be equal token for token, scores equal at float32 tolerance; under
 ``jax.jit`` a whole search is one ``while`` loop with no host callback.
@@ -195,3 +196,88 @@ def test_sampling_draws_from_the_key_within_top_p():
         np.testing.assert_array_equal(d[:, :5], ids)
         assert np.all(_MASK[d[:, 5:]] == 1)  # no masked token is ever drawn
         assert np.all(d < VOCAB)
+
+
+# DecoderMaskedMultiHeadAttention against onnxruntime's CPU kernel, node by node.
+_DMMHA_INPUTS = ["query", "key", "value", "mask_index", "attention_bias", "past_key", "past_value",
+                 "past_sequence_length", "beam_width", "cache_indirection", "bias"]
+
+
+def _dmmha_session(feeds: dict, outputs: int, **attributes):
+    from onnx import TensorProto, helper
+
+    names = [n if n in feeds else "" for n in _DMMHA_INPUTS]
+    while names[-1] == "":
+        names.pop()
+    integer = {"mask_index", "past_sequence_length", "beam_width", "cache_indirection"}
+    output_names = ["output", "present_key", "present_value"][:outputs]
+    node = helper.make_node("DecoderMaskedMultiHeadAttention", names, output_names, domain="com.microsoft", **attributes)
+    graph = helper.make_graph(
+        [node], "dmmha",
+        [helper.make_tensor_value_info(n, TensorProto.INT32 if n in integer else TensorProto.FLOAT, None) for n in names if n],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in output_names])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)])
+    return ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+
+
+def _dmmha_feeds(seed: int = 0, batch: int = 4, heads: int = 2, head: int = 8, max_length: int = 7, past: int = 3):
+    rng = np.random.default_rng(seed)
+    normal = lambda *shape: rng.normal(size=shape).astype(np.float32)  # noqa: E731
+    hidden = heads * head
+    return {"query": normal(batch, 1, hidden), "key": normal(batch, 1, hidden), "value": normal(batch, 1, hidden),
+            "past_key": normal(batch, heads, max_length, head), "past_value": normal(batch, heads, max_length, head),
+            "past_sequence_length": np.array([past], np.int32)}
+
+
+_PAD_MASK = np.ones((4, 4), np.int32)
+_PAD_MASK[1, 0] = _PAD_MASK[2, 1] = 0
+_INDIRECTION = np.random.default_rng(9).integers(0, 2, (2, 2, 7)).astype(np.int32)
+DMMHA_CASES = {
+    "plain": ({}, {}),
+    "padding_mask": ({"mask_index": _PAD_MASK}, {}),
+    "beams": ({"beam_width": np.array([2], np.int32), "cache_indirection": _INDIRECTION}, {}),
+    "beams_and_mask": ({"beam_width": np.array([2], np.int32), "cache_indirection": _INDIRECTION,
+                        "mask_index": _PAD_MASK}, {}),
+    "scale_and_attention_bias": ({"attention_bias": np.random.default_rng(2).normal(size=(4, 2, 1, 4)).astype(np.float32)},
+                                 {"scale": 0.3}),
+    "projection_bias": ({"bias": np.random.default_rng(3).normal(size=(48,)).astype(np.float32)}, {}),
+}
+
+
+@pytest.mark.parametrize("case", DMMHA_CASES)
+def test_decoder_masked_multihead_attention_equals_onnxruntime(case):
+    extra, attributes = DMMHA_CASES[case]
+    feeds = {**_dmmha_feeds(), **extra}
+    attributes = {"num_heads": 2, "past_present_share_buffer": 1, **attributes}
+    session = _dmmha_session(feeds, 3, **attributes)
+    expected = session.run(None, feeds)
+    op = jaxonnx.get_op("DecoderMaskedMultiHeadAttention", 1, "com.microsoft")
+
+    def step(past_sequence_length):  # the position may be traced: a decode loop keeps one shape
+        args = [({**feeds, "past_sequence_length": past_sequence_length}).get(n) for n in _DMMHA_INPUTS]
+        return op(*args, **attributes)
+
+    for actual in (step(feeds["past_sequence_length"]), jax.jit(step)(jnp.asarray(feeds["past_sequence_length"]))):
+        for e, a in zip(expected, actual):
+            np.testing.assert_allclose(np.asarray(a), e, rtol=1e-5, atol=1e-5)
+
+
+def test_decoder_masked_multihead_attention_cross_attention_equals_onnxruntime():
+    rng = np.random.default_rng(4)
+    feeds = {"query": rng.normal(size=(3, 1, 16)).astype(np.float32),
+             "key": rng.normal(size=(3, 2, 5, 8)).astype(np.float32),
+             "value": rng.normal(size=(3, 2, 5, 8)).astype(np.float32),
+             "mask_index": np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0], [0, 1, 1, 1, 1]], np.int32)}
+    session = _dmmha_session(feeds, 1, num_heads=2)
+    expected = session.run(None, feeds)[0]
+    op = jaxonnx.get_op("DecoderMaskedMultiHeadAttention", 1, "com.microsoft")
+    actual = op(*[feeds.get(n) for n in _DMMHA_INPUTS[:4]], num_heads=2)
+    np.testing.assert_allclose(np.asarray(jax.tree.leaves(actual)[0]), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_decoder_masked_multihead_attention_refuses_a_bias_read_through_beams():
+    feeds = {**_dmmha_feeds(), "cache_indirection": _INDIRECTION,
+             "attention_bias": np.zeros((4, 2, 1, 4), np.float32)}
+    op = jaxonnx.get_op("DecoderMaskedMultiHeadAttention", 1, "com.microsoft")
+    with pytest.raises(jaxonnx.OnnxValidationError, match="cache_indirection"):
+        op(*[feeds.get(n) for n in _DMMHA_INPUTS], num_heads=2, past_present_share_buffer=1)

@@ -54,6 +54,7 @@ from jaxonnx.ops._elementwise.unary_math import cos as cos
 from jaxonnx.ops._elementwise.unary_math import cosh as cosh
 from jaxonnx.ops._reduction.cum_prod import cum_prod as cum_prod
 from jaxonnx.ops._reduction.cum_sum import cum_sum as cum_sum
+from jaxonnx.ops._attention.decoder_masked_multihead_attention import decoder_masked_multihead_attention as decoder_masked_multihead_attention
 from jaxonnx.ops._vision.deform_conv import deform_conv as deform_conv
 from jaxonnx.ops._indexing.depth_to_space import depth_to_space as depth_to_space
 from jaxonnx.ops._quantization.dequantize_linear import dequantize_linear as dequantize_linear
@@ -327,6 +328,7 @@ __all__ = [
     "cosh",
     "cum_prod",
     "cum_sum",
+    "decoder_masked_multihead_attention",
     "deform_conv",
     "depth_to_space",
     "dequantize_linear",
