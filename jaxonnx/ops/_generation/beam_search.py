@@ -133,12 +133,9 @@ def beam_search(input_ids, max_length, min_length=None, num_beams=None, num_retu
     if model_type == 0:
         mask, positions, real_lengths = search.gpt_prompt_inputs(input_ids, attention_mask, pad_token_id)
         expand = lambda x: jnp.repeat(x, num_beams, axis=0)  # noqa: E731
-        prompt = (expand(mask), expand(positions), expand(real_lengths))
-        start = input_ids
-        start_length = prompt_length
-
-        def next_logits(tokens, length):
-            return search.gpt_buffer_logits(decoder, tokens, length, prompt_length, *prompt, vocab_size)
+        stepper = search.GptDecoder(decoder, expand(input_ids), expand(mask), expand(positions), expand(real_lengths),
+                                    max_length, vocab_size)
+        start, start_length = input_ids, prompt_length
     else:
         if encoder is None:
             raise OnnxValidationError("needs the `encoder` subgraph for model_type 1 (T5).")
@@ -146,20 +143,17 @@ def beam_search(input_ids, max_length, min_length=None, num_beams=None, num_retu
             raise OnnxValidationError(f"needs `decoder_start_token_id` for model_type 1 (T5), got {decoder_start_token_id}.")
         encoder_mask = search.t5_encoder_mask(input_ids, attention_mask, pad_token_id)
         cross = [jnp.repeat(value, num_beams, axis=0) for value in encoder(input_ids, encoder_mask)]
-        rows_mask = jnp.repeat(encoder_mask, num_beams, axis=0)
-        start = jnp.full((batch, 1), decoder_start_token_id, jnp.int32)
-        start_length = 1
-
-        def next_logits(tokens, length):
-            return search.t5_buffer_logits(decoder, tokens, length, rows_mask, cross, vocab_size)
+        stepper = search.T5Decoder(decoder, jnp.repeat(encoder_mask, num_beams, axis=0), cross, vocab_size)
+        start, start_length = jnp.full((batch, 1), decoder_start_token_id, jnp.int32), 1
 
     tokens = jnp.full((rows, max_length), pad_token_id, jnp.int32)
     tokens = tokens.at[:, :start_length].set(jnp.repeat(start, num_beams, axis=0))
-    vocab = jax.eval_shape(next_logits, tokens, jnp.int32(start_length)).shape[-1]
+    logits, caches = stepper.start() if model_type == 0 else stepper.start(tokens, jnp.int32(start_length))
+    vocab = logits.shape[-1]
     steps = max_length - start_length
 
-    def scored(tokens, length, step, beam_scores):
-        scores = search.log_softmax(next_logits(tokens, length))
+    def scored(logits, tokens, length, step, beam_scores):
+        scores = search.log_softmax(logits)
         scores = search.process_scores(
             scores, tokens, length, step, batch_size=batch, eos_token_id=eos_token_id, min_length=min_length,
             repetition_penalty=repetition_penalty, no_repeat_ngram_size=no_repeat_ngram_size, vocab_mask=vocab_mask,
@@ -167,9 +161,9 @@ def beam_search(input_ids, max_length, min_length=None, num_beams=None, num_retu
         return scores + beam_scores[:, None]
 
     def body(state):
-        tokens, length, step, beam_scores, hyp_tokens, hyp_scores, hyp_used, done, all_scores = state
+        tokens, length, step, beam_scores, hyp_tokens, hyp_scores, hyp_used, done, all_scores, logits, caches = state
         step = step + 1
-        scores = scored(tokens, length, step, beam_scores)
+        scores = scored(logits, tokens, length, step, beam_scores)
         all_scores = all_scores.at[step - 1].set(scores.reshape(batch, num_beams, vocab))
         top_scores, top_index = jax.lax.top_k(scores.reshape(batch, num_beams * vocab), 2 * num_beams)
         top_beams, top_tokens = top_index // vocab, (top_index % vocab).astype(jnp.int32)
@@ -179,17 +173,21 @@ def beam_search(input_ids, max_length, min_length=None, num_beams=None, num_retu
             length_penalty=length_penalty, early_stopping=bool(early_stopping))
         tokens = tokens[next_rows]
         tokens = jax.lax.dynamic_update_slice_in_dim(tokens, next_tokens[:, None], length, axis=1)
-        return tokens, length + 1, step, next_scores, hyp_tokens, hyp_scores, hyp_used, done, all_scores
+        # The next step's logits, each row continuing its source beam's cache (on the last
+        # iteration, one decoder call more than onnxruntime makes).
+        logits, caches = stepper.step(stepper.reorder(caches, next_rows), tokens, length + 1)
+        return (tokens, length + 1, step, next_scores, hyp_tokens, hyp_scores, hyp_used, done, all_scores, logits,
+                caches)
 
     def running(state):
-        _, length, _, _, _, _, _, done, _ = state
+        length, done = state[1], state[7]
         return (length < max_length) & ~jnp.all(done)
 
     state = (tokens, jnp.int32(start_length), jnp.int32(0), search.first_beam_scores(batch, num_beams),
              jnp.full((batch, num_beams, max_length), pad_token_id, jnp.int32),
              jnp.zeros((batch, num_beams), jnp.float32), jnp.zeros((batch,), jnp.int32), jnp.zeros((batch,), bool),
-             jnp.zeros((steps, batch, num_beams, vocab), jnp.float32))
-    tokens, length, _, beam_scores, hyp_tokens, hyp_scores, hyp_used, done, all_scores = jax.lax.while_loop(
+             jnp.zeros((steps, batch, num_beams, vocab), jnp.float32), logits, caches)
+    tokens, length, _, beam_scores, hyp_tokens, hyp_scores, hyp_used, done, all_scores, _, _ = jax.lax.while_loop(
         running, body, state)
 
     # Finalize: every beam of an entry not done yet becomes a hypothesis, in beam order.

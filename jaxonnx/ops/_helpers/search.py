@@ -1,15 +1,16 @@
 """What onnxruntime's generation ops (com.microsoft BeamSearch, GreedySearch, Sampling) share:
-the decoder call on a fixed-size token buffer, the logits processors and the beam scorer,
+the decoder calls with fixed shapes, the logits processors and the beam scorer,
 each written as onnxruntime's CPU kernels compute them
 (``onnxruntime/contrib_ops/cpu/transformers/``: ``generation_device_helper.cc``,
 ``logits_processor.{h,cc}``, ``beam_search_scorer.cc``), with fixed shapes so that a whole
 search is one ``lax.while_loop``. Registers no op.
 
-The decoder runs on the whole ``(rows, max_length)`` token buffer at every step, positions
-past the current length holding the pad token: the decoders these files hold are causal, so
-the logits at the last real position are those of an incremental call with a cache, and the
-shapes stay the same from step to step (a T5 decoder's relative position bias is computed
-from its cache's length, so a fixed-size cache would change its results).
+A GPT-2 decoder runs as onnxruntime runs it, the prompt first, then one token per call
+against a key/value cache held in fixed ``max_length`` buffers (:class:`GptDecoder`). A T5
+decoder runs on the whole ``(rows, max_length)`` token buffer at every step
+(:class:`T5Decoder`): its relative position bias is computed from its cache's length, so a
+fixed-size cache would change its results, while the decoder is causal, so the logits at
+the last real position are those of an incremental call.
 """
 
 from __future__ import annotations
@@ -91,32 +92,72 @@ def t5_encoder_mask(input_ids, attention_mask, pad_token_id: int):
     return seen.astype(jnp.int32)
 
 
-def gpt_buffer_logits(decoder, tokens, length, prompt_length: int, prompt_mask, prompt_positions, real_lengths,
-                      vocab_size: int | None):
-    """The logits at position ``length - 1`` of a GPT-2 decoder run on the whole token buffer
-    ``tokens`` ``(rows, max_length)``: the prompt's mask and positions, then mask 1 and
-    positions counting on from each row's real length (``UpdateGptFeeds``)."""
-    rows, max_length = tokens.shape
-    index = jnp.arange(max_length, dtype=jnp.int32)
-    generated = index[None, :] >= prompt_length
-    pad_cols = max_length - prompt_length
-    mask = jnp.where(generated, 1, jnp.pad(prompt_mask, ((0, 0), (0, pad_cols))))
-    positions = jnp.where(generated, real_lengths[:, None] + index[None, :] - prompt_length,
-                          jnp.pad(prompt_positions, ((0, 0), (0, pad_cols))))
-    caches = [empty_cache(dims, rows, _float_type(decoder, 3 + i)) for i, dims in enumerate(decoder_inputs_declared(decoder, 3))]
-    logits = decoder(tokens.astype(jnp.int32), positions.astype(jnp.int32), mask.astype(jnp.int32), *caches)[0]
-    return _last_logits(logits, length, vocab_size)
+class GptDecoder:
+    """A GPT-2 decoder subgraph stepped as onnxruntime steps it: the prompt in one call, then
+    one token per call against a key/value cache. The cache is a fixed ``max_length`` buffer
+    per layer (slot ``t`` holds token ``t``'s keys and values), and the decoder's
+    ``attention_mask`` leaves the empty slots out (onnxruntime's Attention adds -10000 there,
+    so their weights are exactly 0), so every step has the same shapes. GPT-2's positions are
+    its ``position_ids``, not slots, so where a key sits in the buffer does not change it."""
+
+    def __init__(self, decoder, input_ids, prompt_mask, prompt_positions, real_lengths, max_length: int,
+                 vocab_size: int | None):
+        self.decoder, self.vocab_size, self.max_length = decoder, vocab_size, max_length
+        self.prompt_length = input_ids.shape[1]
+        self.input_ids, self.prompt_mask, self.prompt_positions = input_ids, prompt_mask, prompt_positions
+        self.real_lengths = real_lengths
+        self.dims = decoder_inputs_declared(decoder, 3)
+
+    def start(self):
+        """The prompt's last logits and the caches holding its keys and values."""
+        rows = self.input_ids.shape[0]
+        empty = [empty_cache(d, rows, _float_type(self.decoder, 3 + i)) for i, d in enumerate(self.dims)]
+        logits, *presents = self.decoder(self.input_ids, self.prompt_positions, self.prompt_mask, *empty)
+        caches = tuple(jnp.pad(p, [(0, 0)] * (p.ndim - 2) + [(0, self.max_length - p.shape[-2]), (0, 0)])
+                       for p in presents)
+        return _last_logits(logits, jnp.int32(logits.shape[1]), self.vocab_size), caches
+
+    def step(self, caches, tokens, length):
+        """The logits after token ``length - 1`` of ``tokens``, its keys and values written into slot ``length - 1``."""
+        rows, max_length = tokens.shape
+        last = length - 1
+        slot = jnp.arange(max_length, dtype=jnp.int32)[None, :]
+        prompt = jnp.pad(self.prompt_mask, ((0, 0), (0, max_length - self.prompt_length)))
+        filled = jnp.where((slot < self.prompt_length) & (slot < last), prompt, (slot < last).astype(prompt.dtype))
+        mask = jnp.concatenate([filled, jnp.ones((rows, 1), filled.dtype)], axis=1).astype(jnp.int32)
+        token = jax.lax.dynamic_slice_in_dim(tokens, last, 1, axis=1)
+        position = (self.real_lengths + (last - self.prompt_length))[:, None].astype(jnp.int32)
+        logits, *presents = self.decoder(token, position, mask, *caches)
+        caches = tuple(jax.lax.dynamic_update_slice_in_dim(c, p[..., -1:, :].astype(c.dtype), last, axis=c.ndim - 2)
+                       for c, p in zip(caches, presents))
+        return _last_logits(logits, jnp.int32(1), self.vocab_size), caches
+
+    def reorder(self, caches, rows):
+        """The caches of the rows ``rows`` (beam search's ``PickGptPastState``)."""
+        return tuple(jnp.take(c, rows, axis=1 if c.ndim == 5 else 0) for c in caches)
 
 
-def t5_buffer_logits(decoder, tokens, length, encoder_mask, cross, vocab_size: int | None):
-    """The logits at position ``length - 1`` of a T5 decoder run on the whole decoder token
-    buffer, with no self-attention cache and the encoder's cross-attention keys and values."""
-    rows = tokens.shape[0]
-    self_count = len(decoder.input_names) - 2 - len(cross)
-    dims = decoder_inputs_declared(decoder, 2)[:self_count]
-    caches = [empty_cache(d, rows, _float_type(decoder, 2 + i)) for i, d in enumerate(dims)]
-    logits = decoder(tokens.astype(jnp.int32), encoder_mask, *caches, *cross)[0]
-    return _last_logits(logits, length, vocab_size)
+class T5Decoder:
+    """A T5 decoder subgraph run on the whole decoder token buffer at every step, with no
+    self-attention cache (see the module docstring) and the encoder's cross-attention keys
+    and values."""
+
+    def __init__(self, decoder, encoder_mask, cross, vocab_size: int | None):
+        self.decoder, self.encoder_mask, self.cross, self.vocab_size = decoder, encoder_mask, cross, vocab_size
+
+    def start(self, tokens, length):
+        return self.step((), tokens, length)
+
+    def step(self, caches, tokens, length):
+        rows = tokens.shape[0]
+        self_count = len(self.decoder.input_names) - 2 - len(self.cross)
+        dims = decoder_inputs_declared(self.decoder, 2)[:self_count]
+        empty = [empty_cache(d, rows, _float_type(self.decoder, 2 + i)) for i, d in enumerate(dims)]
+        logits = self.decoder(tokens.astype(jnp.int32), self.encoder_mask, *empty, *self.cross)[0]
+        return _last_logits(logits, length, self.vocab_size), ()
+
+    def reorder(self, caches, rows):
+        return caches
 
 
 def _float_type(graph, index: int):
@@ -246,22 +287,25 @@ def greedy_loop(input_ids, max_length: int, choose, *, decoder, model_type: int,
     batch, prompt_length = input_ids.shape
     if max_length <= prompt_length:
         raise OnnxValidationError(f"needs `max_length` ({max_length}) above the prompt's length ({prompt_length}).")
-    prompt = gpt_prompt_inputs(input_ids, attention_mask, pad_token_id)
+    mask, positions, real_lengths = gpt_prompt_inputs(input_ids, attention_mask, pad_token_id)
     tokens = jnp.full((batch, max_length), pad_token_id, jnp.int32).at[:, :prompt_length].set(input_ids)
+    stepper = GptDecoder(decoder, input_ids, mask, positions, real_lengths, max_length, vocab_size)
 
     def body(state):
-        tokens, length, step, ended = state
+        tokens, length, step, ended, logits, caches = state
         step = step + 1
-        logits = gpt_buffer_logits(decoder, tokens, length, prompt_length, *prompt, vocab_size)
         chosen = choose(processors(logits, tokens, length, step), step).astype(jnp.int32)
         ended = ended | (chosen == eos_token_id)
         chosen = jnp.where(ended, pad_token_id, chosen)
         tokens = jax.lax.dynamic_update_slice_in_dim(tokens, chosen[:, None], length, axis=1)
-        return tokens, length + 1, step, ended
+        # The next step's logits (on the last iteration, one decoder call more than onnxruntime makes).
+        logits, caches = stepper.step(caches, tokens, length + 1)
+        return tokens, length + 1, step, ended, logits, caches
 
     def running(state):
-        _, length, _, ended = state
+        _, length, _, ended, _, _ = state
         return (length < max_length) & ~jnp.all(ended)
 
-    state = (tokens, jnp.int32(prompt_length), jnp.int32(0), jnp.zeros((batch,), bool))
+    logits, caches = stepper.start()
+    state = (tokens, jnp.int32(prompt_length), jnp.int32(0), jnp.zeros((batch,), bool), logits, caches)
     return jax.lax.while_loop(running, body, state)[0]
