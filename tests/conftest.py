@@ -49,6 +49,14 @@ settings.register_profile(
 settings.load_profile("ci")
 
 
+def pytest_configure(config):
+    """onnx's node cases are built once and shared through pytest's cache folder (see
+    tests/_node_cases.py); xdist's workers inherit the variable or set the same folder."""
+    cache = getattr(config, "cache", None)  # None under `-p no:cacheprovider`: the temporary folder
+    if cache is not None:
+        os.environ.setdefault("JAXONNX_TEST_CACHE_DIR", str(cache.mkdir("jaxonnx")))
+
+
 def _run_onnxruntime(model, feed: dict) -> list:
     """The outputs of ``model`` (a ModelProto or its bytes) in onnxruntime's CPU provider."""
     import onnxruntime

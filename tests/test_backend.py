@@ -9,13 +9,15 @@ included (and device variants this machine has no device for) are removed.
 
 import re
 import unittest
+import unittest.mock
 import warnings
 
 import numpy as np
 import onnx
 import onnx.backend.test
+import onnx.backend.test.loader
 import pytest
-from onnx.backend.test.case.node import collect_testcases
+from _node_cases import node_cases
 
 import jaxonnx
 import jaxonnx.backend
@@ -25,22 +27,18 @@ from tests.node_suite_skips import all_skips
 def _supported_case_names() -> list[str]:
     """Every case jaxonnx can run: all its ops registered, local functions, or ops that onnx
     defines with a function body (whose ops jaxonnx runs), at any depth of subgraphs."""
-    return sorted(case.name for case in _onnx_node_cases() if not jaxonnx.unsupported_nodes(case.model))
-
-
-def _onnx_node_cases():
-    # onnx computes some expected values of cases for other ops with overflows and
-    # divisions by zero; those warnings are onnx's, not ours.
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return collect_testcases(None)
+    return sorted(case.name for case in node_cases() if not jaxonnx.unsupported_nodes(case.model))
 
 
 SUPPORTED_CASES = _supported_case_names()
 _DEVICES = [d for d in ("cpu", "cuda") if jaxonnx.backend.supports_device(d.upper())]
 _PATTERN = re.compile("^(" + "|".join(map(re.escape, SUPPORTED_CASES)) + ")_(" + "|".join(_DEVICES) + ")$")
 
-with warnings.catch_warnings():
+# BackendTest would build onnx's node cases itself (importing every case module runs its
+# generators: ~8 s per process); it gets those built once per run (tests/_node_cases.py).
+with warnings.catch_warnings(), unittest.mock.patch.object(
+    onnx.backend.test.loader, "load_node_model_tests", lambda: list(node_cases())
+):
     warnings.simplefilter("ignore", RuntimeWarning)
     _backend_test = onnx.backend.test.BackendTest(jaxonnx.backend, __name__)
 # BackendTest would turn every excluded case into a skip; keep only ours instead.
@@ -61,7 +59,7 @@ def test_every_supported_node_case_is_collected():
     # Slice, and more for Constant and Identity on tensors.
     five_ops = {"Compress", "Flatten", "GatherElements", "Where", "Slice"}
     only_five = [
-        c for c in _onnx_node_cases() if {n.op_type for n in c.model.graph.node} <= five_ops
+        c for c in node_cases() if {n.op_type for n in c.model.graph.node} <= five_ops
     ]
     assert len(only_five) >= 27
     assert {c.name for c in only_five} <= set(SUPPORTED_CASES)
