@@ -54,6 +54,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxonnx._platform import platform_dependent
 from jaxonnx._xla_cpu import ynn_convolutions
 from jaxonnx.ops._helpers.common import is_traced
 from jaxonnx.ops._helpers.conv_winograd import winograd_convolve, winograd_wins
@@ -108,9 +109,9 @@ def convolve(x, w, strides, padding, dilations, group, *, channels_last=False):
         # branches' operands: Winograd then transforms them once in numpy, where XLA's
         # constant folding of the same transform took 0.3-1 s per convolution to compile.
         w = np.asarray(w)
-        return jax.lax.platform_dependent(
+        return platform_dependent(
             x, cpu=partial(cpu_convolve, w=w, **geometry), default=partial(xla_convolve, w=w, **geometry))
-    return jax.lax.platform_dependent(
+    return platform_dependent(
         x, w, cpu=partial(cpu_convolve, **geometry), default=partial(xla_convolve, **geometry))
 
 

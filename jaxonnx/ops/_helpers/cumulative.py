@@ -6,6 +6,7 @@ import jax
 import numpy as np
 
 from jaxonnx._errors import OnnxValidationError
+from jaxonnx._platform import platform_dependent
 from jaxonnx.ops._helpers.common import int_list, namespace, normalize_axis
 
 
@@ -44,7 +45,7 @@ def _jax_running(x, axis: int, product: bool):
     # lax.cumprod likewise). Other platforms keep lax's, which their compilers rewrite
     # into a scan. Both give exact gradients, also at zeros of a product (no division).
     combine, default = (jax.lax.mul, jax.lax.cumprod) if product else (jax.lax.add, jax.lax.cumsum)
-    return jax.lax.platform_dependent(
+    return platform_dependent(
         x,
         cpu=lambda x: jax.lax.associative_scan(combine, x, axis=axis),
         default=lambda x: default(x, axis=axis),

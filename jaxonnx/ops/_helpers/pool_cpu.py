@@ -30,6 +30,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxonnx._platform import platform_dependent
 from jaxonnx.ops._helpers.conv_cpu import _sum
 
 # Past this many window taps the fused loop compiles slowly and gains little: reduce_window.
@@ -51,7 +52,7 @@ def max_pool(x, window, strides, padding, lowest):
     geometry["lowest"] = lowest
     if math.prod(geometry["window"]) > _MAX_TAPS:
         return _reduce_max(x, **geometry)
-    return jax.lax.platform_dependent(x, cpu=partial(_slices_max, **geometry), default=partial(_reduce_max, **geometry))
+    return platform_dependent(x, cpu=partial(_slices_max, **geometry), default=partial(_reduce_max, **geometry))
 
 
 def window_sum(x, window, strides, dilations, padding):
@@ -67,7 +68,7 @@ def window_sum(x, window, strides, dilations, padding):
     geometry = _geometry(window, strides, dilations, padding)
     if math.prod(geometry["window"]) > _MAX_TAPS:
         return _reduce_sum(x, **geometry)
-    return jax.lax.platform_dependent(x, cpu=partial(_slices_sum, **geometry), default=partial(_reduce_sum, **geometry))
+    return platform_dependent(x, cpu=partial(_slices_sum, **geometry), default=partial(_reduce_sum, **geometry))
 
 
 def numpy_window_sum(x: np.ndarray, window, strides, dilations, padding) -> np.ndarray:
