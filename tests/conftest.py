@@ -51,10 +51,17 @@ settings.load_profile("ci")
 
 def pytest_configure(config):
     """onnx's node cases are built once and shared through pytest's cache folder (see
-    tests/_node_cases.py); xdist's workers inherit the variable or set the same folder."""
+    tests/_node_cases.py); xdist's workers inherit the variable or set the same folder.
+
+    Under xdist (``-n 2``), tests are handed out by work stealing instead of xdist's default
+    fixed shares (``--dist load``): test durations range from a millisecond to 20 s, and with
+    fixed shares one worker could be left with a queue of slow tests while the other idles.
+    The option cannot go into pyproject's addopts, which ``-p no:xdist`` runs would refuse."""
     cache = getattr(config, "cache", None)  # None under `-p no:cacheprovider`: the temporary folder
     if cache is not None:
         os.environ.setdefault("JAXONNX_TEST_CACHE_DIR", str(cache.mkdir("jaxonnx")))
+    if getattr(config.option, "dist", "no") == "load":  # xdist's default for `-n N`
+        config.option.dist = "worksteal"
 
 
 def _run_onnxruntime(model, feed: dict) -> list:

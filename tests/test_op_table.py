@@ -1,7 +1,15 @@
-"""Every registered op against onnx.reference at every version, with gradients and vmap.
+"""Every registered op against onnx.reference, once per distinct formulation, with gradients and vmap.
 
 The op list comes from the registry and the inputs from ``tests/op_examples`` (one entry
 per op); a registered op without an entry fails ``test_every_registered_op_has_examples``.
+
+Consecutive versions of an op that share their function, contract, attributes (with their
+defaults), inputs and outputs, and differ only in types the newer one adds, compute the
+same for every input the older one takes: an example runs once, at the newest of them
+(:func:`formulations`; ``test_versions_run_once_differ_only_by_widened_types`` checks the
+schemas, and ``test_every_version_accepts_the_examples_run_at_a_newer_one`` that the older
+versions take the example's types). An example runs with JAX inputs, and also with numpy
+inputs where the registry hands numpy to the function (see :func:`_numpy_path_differs`).
 """
 
 from __future__ import annotations
@@ -16,6 +24,8 @@ from onnx import helper
 from onnx.reference import ReferenceEvaluator
 
 import jaxonnx
+from jaxonnx import _platform
+from jaxonnx._core.dtypes import onnx_type_name
 from tests.op_examples import all_examples
 
 EXAMPLES = all_examples()
@@ -49,15 +59,97 @@ def _valid(op: jaxonnx.OpVersion, example) -> bool:
     return len(example.inputs) <= len(formals) or bool(variadic)
 
 
-def _cases():
-    cases = []
+def _signature(op: jaxonnx.OpVersion) -> tuple:
+    """What decides an op version's results besides its types: its function and contract,
+    its attributes (kind, required, default) and its formal inputs and outputs."""
+    schema = op.schema
+    attributes = sorted((a.name, int(a.type), a.required, a.default_value.SerializeToString())
+                        for a in schema.attributes.values())
+    formals = [[(f.name, f.type_str, int(f.option), f.is_homogeneous) for f in side] for side in (schema.inputs, schema.outputs)]
+    return op.fn, op.contract, attributes, formals
+
+
+def _types(op: jaxonnx.OpVersion) -> dict[str, set[str]]:
+    return {c.type_param_str: set(c.allowed_type_strs) for c in op.schema.type_constraints}
+
+
+def _only_widens(older: jaxonnx.OpVersion, newer: jaxonnx.OpVersion) -> bool:
+    """Whether ``newer`` computes what ``older`` does on every input ``older`` takes."""
+    old_types, new_types = _types(older), _types(newer)
+    return _signature(older) == _signature(newer) and old_types.keys() == new_types.keys() and all(
+        old_types[t] <= new_types[t] for t in old_types)
+
+
+def formulations() -> list[list[jaxonnx.OpVersion]]:
+    """Every registered version, grouped: consecutive versions of an op where each newer
+    one only widens the types of the one before (:func:`_only_widens`), oldest first."""
+    groups = []
     for (domain, op_type), versions in REGISTERED.items():
-        for index, example in enumerate(EXAMPLES.get((domain, op_type), [])):
-            for since in versions:
-                op = jaxonnx.get_op(op_type, since, domain)
-                if _valid(op, example):
-                    cases.append(pytest.param(op, example, id=_case_id(op, index)))
+        for since in sorted(versions):
+            op = jaxonnx.get_op(op_type, since, domain)
+            if groups and groups[-1][-1].op_type == op_type and groups[-1][-1].domain == domain \
+                    and _only_widens(groups[-1][-1], op):
+                groups[-1].append(op)
+            else:
+                groups.append([op])
+    return groups
+
+
+FORMULATIONS = formulations()
+
+
+def _cases():
+    """Each example once per formulation, at the newest version of it that the example is for."""
+    cases = []
+    for group in FORMULATIONS:
+        for index, example in enumerate(EXAMPLES.get((group[0].domain, group[0].op_type), [])):
+            valid = [op for op in group if _valid(op, example)]
+            if valid:
+                cases.append(pytest.param(valid[-1], example, id=_case_id(valid[-1], index)))
     return cases
+
+
+def _dropped_versions():
+    """``(version, example, version it runs at)`` for each example a formulation runs at a newer version only."""
+    dropped = []
+    for group in FORMULATIONS:
+        for example in EXAMPLES.get((group[0].domain, group[0].op_type), []):
+            valid = [op for op in group if _valid(op, example)]
+            dropped += [(op, example, valid[-1]) for op in valid[:-1]]
+    return dropped
+
+
+def test_versions_run_once_differ_only_by_widened_types():
+    """The op table runs an example once per formulation; each of its versions has the same
+    function, contract, attributes (and defaults), inputs and outputs as the next, whose
+    type constraints contain its own. The grouping also saves a third of the versions."""
+    for group in FORMULATIONS:
+        for older, newer in zip(group, group[1:]):
+            assert (older.op_type, older.domain) == (newer.op_type, newer.domain)
+            assert older.fn is newer.fn and older.contract == newer.contract, (older.name, newer.name)
+            assert older.defaults.keys() == newer.defaults.keys(), (older.name, newer.name)
+            assert all(np.array_equal(older.defaults[k], newer.defaults[k]) for k in older.defaults), (older.name, newer.name)
+            assert [f[:2] + f[3:] for f in older._formals] == [f[:2] + f[3:] for f in newer._formals], (older.name, newer.name)
+            assert [o.name for o in older.schema.outputs] == [o.name for o in newer.schema.outputs]
+            for (name, _, old, _), (_, _, new, _) in zip(older._formals, newer._formals):
+                assert old <= new, f"{newer.name} refuses {sorted(old - new)} for `{name}`, which {older.name} takes."
+    versions = sum(len(group) for group in FORMULATIONS)
+    assert versions == sum(len(v) for v in REGISTERED.values())
+    assert len(FORMULATIONS) < 0.7 * versions, (len(FORMULATIONS), versions)
+
+
+def test_every_version_accepts_the_examples_run_at_a_newer_one():
+    """What running an example at an older version of its formulation checked beyond the
+    run at the newest (the same function and attributes): that the older version takes
+    the example's element types."""
+    dropped = _dropped_versions()
+    assert dropped
+    for op, example, runs_at in dropped:
+        allowed = {name: types for name, _, types, _ in op._formals}
+        for name, x in zip(op.formal_names(len(example.inputs)), example.inputs):
+            if isinstance(x, np.ndarray) and x.dtype.kind not in "OUS":
+                type_name = onnx_type_name(x.dtype)
+                assert type_name in allowed[name], f"{op.name} does not take {type_name} for `{name}`; {runs_at.name} does."
 
 
 def _reference(op: jaxonnx.OpVersion, example) -> list[np.ndarray]:
@@ -104,16 +196,35 @@ def _assert_close(actual, expected, example):
         np.testing.assert_array_equal(actual, expected)
 
 
+def _numpy_path_differs(op: jaxonnx.OpVersion, example) -> bool:
+    """Whether numpy inputs reach the op's function as numpy (an op that folds, or one that
+    reads inputs while known, or a sequence, which stays a list of numpy arrays); otherwise
+    the registry converts them to JAX first, and the JAX run checks the same code."""
+    return op.contract.folds or bool(op.contract.concrete) or any(isinstance(x, list) for x in example.inputs)
+
+
 @pytest.mark.parametrize("op, example", _cases())
 def test_matches_onnx_reference(op, example):
     expected = _reference(op, example)
-    for feed in ("numpy", "jax"):
+    for feed in ("numpy", "jax") if _numpy_path_differs(op, example) else ("jax",):
         inputs = [_fed(x, feed) for x in example.inputs]
-        actual = _as_tuple(op(*inputs, **example.attributes))
-        assert len(actual) >= len([e for e in expected if e is not None])
-        for a, e in zip(actual, expected):
-            if e is not None:
-                _assert_close(a, e, example)
+        before = _platform.calls()
+        _assert_matches(op, example, inputs, expected)
+        if feed == "jax" and _platform.calls() > before:
+            # A formulation per platform (a convolution, a pooling, a cumulative sum): it runs
+            # again as each other platform computes it (jaxonnx._platform), so what GPU and
+            # TPU compute is checked on every run; other ops cost nothing more.
+            for branch in _platform.other_branches():
+                with _platform.forced_branch(branch):
+                    _assert_matches(op, example, inputs, expected)
+
+
+def _assert_matches(op, example, inputs, expected):
+    actual = _as_tuple(op(*inputs, **example.attributes))
+    assert len(actual) >= len([e for e in expected if e is not None])
+    for a, e in zip(actual, expected):
+        if e is not None:
+            _assert_close(a, e, example)
 
 
 def _newest_cases(predicate):
@@ -155,7 +266,14 @@ def test_gradients(op, example):
 
         # Under jax.jit, as models are differentiated (and compiled once: eager check_grads
         # dispatched every primitive of each numeric difference, 2x slower in the suite).
+        before = _platform.calls()
         check_grads(jax.jit(f), (jnp.asarray(inputs[i]),), order=1, modes=("rev", "fwd"), atol=tol, rtol=tol)
+        if _platform.calls() > before:  # the other platforms' formulations (see test_matches_onnx_reference)
+            for branch in _platform.other_branches():
+                with _platform.forced_branch(branch):
+                    # A new function: jax.jit's cache holds f's trace with the CPU's branch.
+                    check_grads(jax.jit(lambda x, f=f: f(x)), (jnp.asarray(inputs[i]),), order=1, modes=("rev", "fwd"),
+                                atol=tol, rtol=tol)
 
 
 def _batched_inputs(op: jaxonnx.OpVersion, example) -> list[int]:
