@@ -114,11 +114,20 @@ def test_gpt2_beam_search_no_repeat_ngram_early_stopping_equals_onnxruntime():
         assert len(bigrams) == len(set(bigrams))  # the property the processor keeps
 
 
-@pytest.mark.parametrize("case", ["four_beams", "length_penalty", "vocab_masks"])
+T5_EOS, T5_PAD = 1, 0
+T5_CASES = {**{case: BEAM_CASES[case] for case in ("four_beams", "length_penalty", "vocab_masks")},
+            "early_end": dict(vocab_mask=np.isin(np.arange(VOCAB), [T5_EOS, 20]).astype(np.int32), max_length=16)}
+
+
+@pytest.mark.parametrize("case", T5_CASES)
 def test_t5_beam_search_equals_onnxruntime(case):
     ids, mask = _prompts(2, 6, seed=1)
-    expected, actual, _, _ = _run_both("t5_beam_search.onnx", _beam_feeds(ids, mask, **BEAM_CASES[case]))
+    mask[1, :2] = 0  # the encoder's padding mask
+    expected, actual, _, _ = _run_both("t5_beam_search.onnx", _beam_feeds(ids, mask, **T5_CASES[case]))
     _assert_equal_to_onnxruntime(expected, actual)
+    np.testing.assert_array_equal(expected[0][..., 0], 0)  # every sequence starts with decoder_start_token_id
+    if case == "early_end":
+        assert np.any(expected[0][..., -1] == T5_PAD)  # hypotheses closed before max_length
 
 
 def _greedy_feeds(ids, mask, *, max_length=12, repetition_penalty=1.0, vocab_mask=None, prefix_vocab_mask=None):
