@@ -302,3 +302,30 @@ def test_decoder_masked_multihead_attention_refuses_a_bias_read_through_beams():
     op = jaxonnx.get_op("DecoderMaskedMultiHeadAttention", 1, "com.microsoft")
     with pytest.raises(jaxonnx.OnnxValidationError, match="cache_indirection"):
         op(*[feeds.get(n) for n in _DMMHA_INPUTS], num_heads=2, past_present_share_buffer=1)
+
+
+def test_gpt2_beam_search_with_an_init_decoder_equals_onnxruntime():
+    # convert_generation adds an `init_decoder` for the prompt's call where its pattern matching
+    # succeeds (it fails on these tiny exports). Here it is the decoder with its logits halved,
+    # so that the first step tells whether it ran.
+    import onnx
+    from onnx import helper
+
+    model = onnx.load(FIXTURES / "gpt2_beam_search.onnx")
+    node = model.graph.node[0]
+    init_decoder = onnx.GraphProto()
+    init_decoder.CopyFrom(next(a.g for a in node.attribute if a.name == "decoder"))
+    init_decoder.name = "gpt2 init decoder"
+    for inner in init_decoder.node:
+        inner.output[:] = ["unhalved_logits" if name == "logits" else name for name in inner.output]
+    init_decoder.initializer.append(helper.make_tensor("half", onnx.TensorProto.FLOAT, [], [0.5]))
+    init_decoder.node.append(helper.make_node("Mul", ["unhalved_logits", "half"], ["logits"]))
+    node.attribute.append(helper.make_attribute("init_decoder", init_decoder))
+    ids, mask = _prompts(2, 5, seed=6, left_padding=1)
+    feeds = _beam_feeds(ids, mask, length_penalty=0.8)
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    expected = session.run(None, feeds)
+    plain = ort.InferenceSession(str(FIXTURES / "gpt2_beam_search.onnx"), providers=["CPUExecutionProvider"])
+    assert not np.allclose(expected[2][0], plain.run(None, feeds)[2][0])  # the init decoder made the first step
+    actual = [np.asarray(a) for a in jax.tree.leaves(jaxonnx.load(model)(**feeds))]
+    _assert_equal_to_onnxruntime(expected, actual)

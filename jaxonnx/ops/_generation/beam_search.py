@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 import onnx
 
 from jaxonnx._core.registry import register
@@ -85,7 +84,8 @@ def beam_search(input_ids, max_length, min_length=None, num_beams=None, num_retu
         attention_mask: ``(batch, length)`` int32; by default 0 for pad tokens.
         eos_token_id, pad_token_id, decoder_start_token_id, no_repeat_ngram_size,
         early_stopping, model_type, vocab_size: as onnxruntime's schema has them.
-        decoder, encoder, init_decoder: the subgraphs, as functions.
+        decoder, encoder, init_decoder: the subgraphs, as functions (GPT-2's ``init_decoder``, where
+            the file has one, runs the prompt, as in onnxruntime).
 
     Returns:
         ``sequences`` ``(batch, num_return_sequences, max_length)`` int32 (pad after each
@@ -106,7 +106,6 @@ def beam_search(input_ids, max_length, min_length=None, num_beams=None, num_retu
         Array([[[0, 1, 0, 0],
                 [0, 1, 0, 1]]], dtype=int32)
     """
-    del init_decoder  # the first step's decoder is the same network; the buffer form needs one call shape
     for name, value in (("decoder_input_ids", decoder_input_ids), ("logits_processor", logits_processor),
                         ("cross_qk_layer_head", cross_qk_layer_head), ("extra_decoding_ids", extra_decoding_ids)):
         if value is not None:
@@ -134,7 +133,7 @@ def beam_search(input_ids, max_length, min_length=None, num_beams=None, num_retu
         mask, positions, real_lengths = search.gpt_prompt_inputs(input_ids, attention_mask, pad_token_id)
         expand = lambda x: jnp.repeat(x, num_beams, axis=0)  # noqa: E731
         stepper = search.GptDecoder(decoder, expand(input_ids), expand(mask), expand(positions), expand(real_lengths),
-                                    max_length, vocab_size)
+                                    max_length, vocab_size, first_decoder=init_decoder)
         start, start_length = input_ids, prompt_length
     else:
         if encoder is None:

@@ -79,7 +79,7 @@ def greedy_search(input_ids, max_length, min_length=None, repetition_penalty=Non
         ...                           pad_token_id=0, decoder=decoder)
         Array([[0, 1, 0, 0]], dtype=int32)
     """
-    del decoder_start_token_id, encoder, init_decoder  # GPT-2 only; the buffer form needs one decoder
+    del decoder_start_token_id, encoder  # GPT-2 only: no encoder, no decoder start token
     min_length = None if min_length is None else search.scalar(min_length, 0, jnp.int32)
     repetition_penalty = None if repetition_penalty is None else search.scalar(repetition_penalty, 1.0)
     batch = jnp.shape(input_ids)[0]
@@ -93,7 +93,7 @@ def greedy_search(input_ids, max_length, min_length=None, repetition_penalty=Non
     return search.greedy_loop(
         input_ids, search.static_int(max_length, "max_length"), lambda scores, step: jnp.argmax(scores, axis=-1),
         decoder=decoder, model_type=model_type, attention_mask=attention_mask, pad_token_id=pad_token_id,
-        eos_token_id=eos_token_id, vocab_size=vocab_size, processors=processors)
+        eos_token_id=eos_token_id, vocab_size=vocab_size, processors=processors, init_decoder=init_decoder)
 
 
 __all__ = ["greedy_search"]

@@ -94,7 +94,7 @@ def sampling(input_ids, max_length, min_length=None, repetition_penalty=None, vo
         >>> tokens  # top_p 0.01 keeps only the most likely token: greedy
         Array([[0, 1, 0, 0]], dtype=int32)
     """
-    del decoder_start_token_id, encoder, init_decoder  # GPT-2 only; the buffer form needs one decoder
+    del decoder_start_token_id, encoder  # GPT-2 only: no encoder, no decoder start token
     if custom:
         raise OnnxValidationError("does not support onnxruntime's `custom` sampling (custom=1).")
     if rng is None and seed is not None:
@@ -120,7 +120,7 @@ def sampling(input_ids, max_length, min_length=None, repetition_penalty=None, vo
     sequences = search.greedy_loop(
         input_ids, search.static_int(max_length, "max_length"), draw, decoder=decoder, model_type=model_type,
         attention_mask=attention_mask, pad_token_id=pad_token_id, eos_token_id=eos_token_id, vocab_size=vocab_size,
-        processors=processors)
+        processors=processors, init_decoder=init_decoder)
     if output_count is None or output_count == 1:
         return sequences
     return (sequences,) + (None,) * (output_count - 1)

@@ -101,8 +101,10 @@ class GptDecoder:
     its ``position_ids``, not slots, so where a key sits in the buffer does not change it."""
 
     def __init__(self, decoder, input_ids, prompt_mask, prompt_positions, real_lengths, max_length: int,
-                 vocab_size: int | None):
+                 vocab_size: int | None, first_decoder=None):
         self.decoder, self.vocab_size, self.max_length = decoder, vocab_size, max_length
+        # convert_generation may add an init_decoder for the prompt's call: the same network and inputs.
+        self.first_decoder = decoder if first_decoder is None else first_decoder
         self.prompt_length = input_ids.shape[1]
         self.input_ids, self.prompt_mask, self.prompt_positions = input_ids, prompt_mask, prompt_positions
         self.real_lengths = real_lengths
@@ -112,7 +114,7 @@ class GptDecoder:
         """The prompt's last logits and the caches holding its keys and values."""
         rows = self.input_ids.shape[0]
         empty = [empty_cache(d, rows, _float_type(self.decoder, 3 + i)) for i, d in enumerate(self.dims)]
-        logits, *presents = self.decoder(self.input_ids, self.prompt_positions, self.prompt_mask, *empty)
+        logits, *presents = self.first_decoder(self.input_ids, self.prompt_positions, self.prompt_mask, *empty)
         caches = tuple(jnp.pad(p, [(0, 0)] * (p.ndim - 2) + [(0, self.max_length - p.shape[-2]), (0, 0)])
                        for p in presents)
         return _last_logits(logits, jnp.int32(logits.shape[1]), self.vocab_size), caches
@@ -275,7 +277,7 @@ def top_p_filter(scores, top_p, filter_value: float, min_tokens_to_keep: int):
 
 
 def greedy_loop(input_ids, max_length: int, choose, *, decoder, model_type: int, attention_mask, pad_token_id: int,
-                eos_token_id: int, vocab_size: int, processors):
+                eos_token_id: int, vocab_size: int, processors, init_decoder=None):
     """The loop GreedySearch and Sampling share (``greedy_search_impl_gpt.h``): the decoder's
     last logits, the logits processors (``processors(scores, tokens, length, step)``), then
     ``choose(scores, step)`` picks each entry's token; after an end token an entry gets the
@@ -289,7 +291,8 @@ def greedy_loop(input_ids, max_length: int, choose, *, decoder, model_type: int,
         raise OnnxValidationError(f"needs `max_length` ({max_length}) above the prompt's length ({prompt_length}).")
     mask, positions, real_lengths = gpt_prompt_inputs(input_ids, attention_mask, pad_token_id)
     tokens = jnp.full((batch, max_length), pad_token_id, jnp.int32).at[:, :prompt_length].set(input_ids)
-    stepper = GptDecoder(decoder, input_ids, mask, positions, real_lengths, max_length, vocab_size)
+    stepper = GptDecoder(decoder, input_ids, mask, positions, real_lengths, max_length, vocab_size,
+                         first_decoder=init_decoder)
 
     def body(state):
         tokens, length, step, ended, logits, caches = state
