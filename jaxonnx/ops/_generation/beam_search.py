@@ -82,8 +82,8 @@ def beam_search(input_ids, max_length, min_length=None, num_beams=None, num_retu
         vocab_mask: ``(vocab,)`` int32, 0 for tokens never generated.
         prefix_vocab_mask: ``(batch, vocab)`` int32, 0 for tokens the first step never picks.
         attention_mask: ``(batch, length)`` int32; by default 0 for pad tokens.
-        eos_token_id, pad_token_id, decoder_start_token_id, no_repeat_ngram_size,
-        early_stopping, model_type, vocab_size: as onnxruntime's schema has them.
+        eos_token_id, pad_token_id, decoder_start_token_id: the special tokens (T5 starts with the last).
+        no_repeat_ngram_size, early_stopping, model_type, vocab_size: as onnxruntime's schema has them.
         decoder, encoder, init_decoder: the subgraphs, as functions (GPT-2's ``init_decoder``, where
             the file has one, runs the prompt, as in onnxruntime).
 

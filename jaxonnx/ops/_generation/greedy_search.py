@@ -62,10 +62,10 @@ def greedy_search(input_ids, max_length, min_length=None, repetition_penalty=Non
         vocab_mask: ``(vocab,)`` int32, 0 for tokens never generated.
         prefix_vocab_mask: ``(batch, vocab)`` int32, 0 for tokens the first step never picks.
         attention_mask: ``(batch, length)`` int32; by default 0 for pad tokens.
-        eos_token_id, pad_token_id, no_repeat_ngram_size, model_type, vocab_size: as
-        onnxruntime's schema has them.
+        eos_token_id, pad_token_id: the end and pad tokens.
+        no_repeat_ngram_size, model_type, vocab_size: as onnxruntime's schema has them.
         decoder: the GPT-2 decoder, as a function of ``(input_ids, position_ids,
-        attention_mask, *past)``.
+            attention_mask, *past)``.
 
     Returns:
         ``(batch, max_length)`` int32 sequences, the pad token after each one's end.

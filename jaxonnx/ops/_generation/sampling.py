@@ -72,13 +72,13 @@ def sampling(input_ids, max_length, min_length=None, repetition_penalty=None, vo
 
     Args:
         input_ids: ``(batch, length)`` int32 prompts.
-        max_length, min_length, repetition_penalty, vocab_mask, prefix_vocab_mask,
-        attention_mask: as GreedySearch has them.
+        max_length, min_length, repetition_penalty: as GreedySearch has them.
+        vocab_mask, prefix_vocab_mask, attention_mask: as GreedySearch has them.
         presence_mask: ``(batch, vocab)`` int32; ``presence_penalty`` is subtracted where 1.
         seed: a one-element int32 seed, used when no ``rng`` key is given.
         temperature, top_p, filter_value, min_tokens_to_keep: the sampling's settings.
         decoder: the GPT-2 decoder, as a function of ``(input_ids, position_ids,
-        attention_mask, *past)``.
+            attention_mask, *past)``.
 
     Returns:
         ``(batch, max_length)`` int32 sequences (the optional ``filtered_logits`` output is
