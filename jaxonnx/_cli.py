@@ -865,6 +865,12 @@ def _check(args) -> int:
 
     proto = _read_model(args.model)
     opsets = opset_versions(proto)  # a domain imported twice is a ModelLoadError
+    # As `load` does (and onnxruntime): a top-level node's domain the file imports no version of
+    # runs at the newest registered one (convert_generation's T5 BeamSearch files, for one).
+    for domain in sorted({canonical_domain(n.domain) for n in proto.graph.node} - set(opsets) - {""}):
+        known = [v for versions in jaxonnx.supported_ops(domain).values() for v in versions]
+        if known:
+            opsets[domain] = max(known)
     rows = []  # (path, op, resolved, status)
     in_subgraphs = 0
     op_counts: dict[str, int] = {}

@@ -9,6 +9,7 @@ Sequences must be equal token for token, scores equal at float32 tolerance; unde
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import jax
@@ -329,3 +330,14 @@ def test_gpt2_beam_search_with_an_init_decoder_equals_onnxruntime():
     assert not np.allclose(expected[2][0], plain.run(None, feeds)[2][0])  # the init decoder made the first step
     actual = [np.asarray(a) for a in jax.tree.leaves(jaxonnx.load(model)(**feeds))]
     _assert_equal_to_onnxruntime(expected, actual)
+
+
+@pytest.mark.parametrize("name", ["t5_beam_search.onnx", "gpt2_beam_search.onnx"])
+def test_check_reports_the_generation_files_supported(name, capsys):
+    # convert_generation's T5 file has a com.microsoft node without importing the domain:
+    # `check` resolves it as `load` (and onnxruntime) do.
+    from jaxonnx import _cli
+
+    assert _cli.main(["check", str(FIXTURES / name)]) == 0
+    out = capsys.readouterr().out
+    assert "NOT supported" not in out and re.search(r"com\.microsoft\.BeamSearch +BeamSearch-1 +supported", out)
