@@ -185,11 +185,13 @@ def _sampling_file(top_p: float):
     return model
 
 
-def test_sampling_with_a_tiny_top_p_equals_onnxruntime_and_greedy():
-    # Only the most likely token survives: onnxruntime's draw and ours both pick it.
+@pytest.mark.parametrize("top_p", [1e-6, 0.0])
+def test_sampling_with_a_tiny_top_p_equals_onnxruntime_and_greedy(top_p):
+    # Only the most likely token survives (top_p 0 included, as onnxruntime filters):
+    # onnxruntime's draw and ours both pick it.
     ids, mask = _prompts(2, 5, seed=4, left_padding=1)
     feeds = _greedy_feeds(ids, mask, repetition_penalty=1.3, vocab_mask=_MASK)
-    model_proto = _sampling_file(1e-6)
+    model_proto = _sampling_file(top_p)
     session = ort.InferenceSession(model_proto.SerializeToString(), providers=["CPUExecutionProvider"])
     expected = session.run(None, feeds)[0]
     greedy = ort.InferenceSession(str(FIXTURES / "gpt2_greedy_search.onnx"), providers=["CPUExecutionProvider"])
@@ -341,3 +343,18 @@ def test_check_reports_the_generation_files_supported(name, capsys):
     assert _cli.main(["check", str(FIXTURES / name)]) == 0
     out = capsys.readouterr().out
     assert "NOT supported" not in out and re.search(r"com\.microsoft\.BeamSearch +BeamSearch-1 +supported", out)
+
+
+@pytest.mark.parametrize("top_p, keep", [(0.6, 1), (0.9, 1), (0.3, 4), (0.0, 1), (1.0, 1)])
+def test_top_p_filter_keeps_what_onnxruntime_keeps(top_p, keep):
+    from jaxonnx.ops._helpers.search import top_p_filter
+
+    scores = np.random.default_rng(7).normal(size=(3, 20)).astype(np.float32) * 2
+    actual = np.asarray(top_p_filter(jnp.asarray(scores), top_p, -np.inf, keep))
+    for row, filtered in zip(scores, actual):  # onnxruntime's cumulate_and_filter, in a loop
+        order = np.argsort(row, kind="stable")
+        probabilities = np.exp(row[order] - row.max())
+        cumulative = np.cumsum((probabilities / probabilities.sum()).astype(np.float32))
+        removed = {int(order[j]) for j in range(len(row) - keep) if cumulative[j] <= np.float32(1) - np.float32(top_p)}
+        assert {int(i) for i in np.flatnonzero(np.isinf(filtered))} == removed
+        assert len(removed) <= len(row) - keep

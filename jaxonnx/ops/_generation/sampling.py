@@ -1,9 +1,9 @@
 """com.microsoft Sampling: onnxruntime's top-p sampling over a GPT-2 decoder subgraph, as its
 ``convert_generation`` tool writes it, in one ``lax.while_loop``.
 
-The logits processors (temperature among them) are onnxruntime's; the draw comes from the
-``jax.random`` key the caller gives (``model(..., rng=key)``), so the tokens cannot equal
-onnxruntime's, whose generator is its own. With a tiny ``top_p`` only the most likely token
+The logits processors (temperature among them) and the top-p filter are onnxruntime's; the
+draw comes from the ``jax.random`` key the caller gives (``model(..., rng=key)``), so the
+tokens cannot equal onnxruntime's, whose generator is its own. With a tiny ``top_p`` only the most likely token
 remains, and the result is GreedySearch's.
 """
 
@@ -42,7 +42,7 @@ _SCHEMA = microsoft_schema(
         _default("decoder_start_token_id", -1, "The decoder's first token (encoder-decoder models)."),
         _default("no_repeat_ngram_size", 0, "No n-gram of this size occurs twice (0: off)."),
         _default("temperature", 1.0, "Divides the logits before sampling."),
-        _default("top_p", 0.0, "The probability mass kept (0 or 1: all)."),
+        _default("top_p", 0.0, "The probability mass kept (0: the most likely token only, 1: all)."),
         _default("filter_value", float("-inf"), "The score of a filtered-out token."),
         _default("min_tokens_to_keep", 1, "Tokens top-p always keeps."),
         _default("presence_penalty", 0.0, "Subtracted where presence_mask is 1."),
@@ -103,7 +103,6 @@ def sampling(input_ids, max_length, min_length=None, repetition_penalty=None, vo
     min_length = None if min_length is None else search.scalar(min_length, 0, jnp.int32)
     repetition_penalty = None if repetition_penalty is None else search.scalar(repetition_penalty, 1.0)
     batch = jnp.shape(input_ids)[0]
-    keep_all = top_p <= 0.0 or top_p >= 1.0
 
     def processors(scores, tokens, length, step):
         return search.process_scores(
@@ -113,8 +112,7 @@ def sampling(input_ids, max_length, min_length=None, repetition_penalty=None, vo
             presence_mask=presence_mask, presence_penalty=presence_penalty)
 
     def draw(scores, step):
-        if not keep_all:
-            scores = search.top_p_filter(scores, top_p, filter_value, min_tokens_to_keep)
+        scores = search.top_p_filter(scores, top_p, filter_value, min_tokens_to_keep)
         return jax.random.categorical(jax.random.fold_in(key, step), scores, axis=-1)
 
     sequences = search.greedy_loop(

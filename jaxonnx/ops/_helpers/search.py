@@ -263,17 +263,17 @@ def length_normalized(scores, length, length_penalty):
 
 
 def top_p_filter(scores, top_p, filter_value: float, min_tokens_to_keep: int):
-    """Top-p (nucleus) filtering: the smallest set of tokens, most likely first, whose
-    probabilities reach ``top_p`` keeps its scores (at least ``min_tokens_to_keep``); the
-    others get ``filter_value``."""
-    order = jnp.argsort(-scores, axis=-1, stable=True)
-    sorted_scores = jnp.take_along_axis(scores, order, axis=-1)
-    cumulative = jnp.cumsum(jax.nn.softmax(sorted_scores, axis=-1), axis=-1)
-    # A token goes when the ones before it already reach top_p (the first always stays).
-    remove = jnp.concatenate([jnp.zeros_like(cumulative[:, :1], bool), cumulative[:, :-1] >= top_p], axis=-1)
-    remove = remove & (jnp.arange(scores.shape[-1], dtype=jnp.int32)[None, :] >= min_tokens_to_keep)
+    """Top-p (nucleus) filtering as onnxruntime's ``cumulate_and_filter``: tokens sorted from the
+    least likely, a token whose cumulative probability (its own and the less likely ones') is at
+    most ``1 - top_p`` gets ``filter_value``, except the ``min_tokens_to_keep`` most likely. So
+    ``top_p`` 0 keeps only the most likely token, and 1 keeps all."""
+    vocab = scores.shape[-1]
+    order = jnp.argsort(scores, axis=-1, stable=True)
+    cumulative = jnp.cumsum(jax.nn.softmax(jnp.take_along_axis(scores, order, axis=-1), axis=-1), axis=-1)
+    remove = (cumulative <= jnp.float32(1.0) - jnp.float32(top_p))
+    remove = remove & (jnp.arange(vocab, dtype=jnp.int32)[None, :] < vocab - min_tokens_to_keep)
     removed = jnp.zeros_like(remove).at[jnp.arange(scores.shape[0], dtype=jnp.int32)[:, None], order].set(remove)
-    return jnp.where(removed, filter_value, scores)
+    return jnp.where(removed, jnp.float32(filter_value), scores)
 
 
 def greedy_loop(input_ids, max_length: int, choose, *, decoder, model_type: int, attention_mask, pad_token_id: int,
