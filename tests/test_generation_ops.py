@@ -358,3 +358,29 @@ def test_top_p_filter_keeps_what_onnxruntime_keeps(top_p, keep):
         removed = {int(order[j]) for j in range(len(row) - keep) if cumulative[j] <= np.float32(1) - np.float32(top_p)}
         assert {int(i) for i in np.flatnonzero(np.isinf(filtered))} == removed
         assert len(removed) <= len(row) - keep
+
+
+def test_sampling_draws_follow_the_filtered_distribution():
+    # A bigram decoder as a Python function; the first drawn token's frequencies over 4000 keys
+    # against softmax(temperature-scaled logits) restricted by top-p (a chi-square test).
+    table = np.random.default_rng(8).normal(size=(6, 6)).astype(np.float32)
+
+    def decoder(ids, positions, mask):
+        return (jnp.asarray(table)[ids],)
+
+    decoder.input_names, decoder.inputs = ("input_ids", "position_ids", "attention_mask"), ()
+    temperature, top_p = 0.8, 0.85
+    draw = jax.jit(jax.vmap(lambda key: jaxonnx.ops.sampling(
+        np.array([[2]], np.int32), np.array([2], np.int32), eos_token_id=5, pad_token_id=5, decoder=decoder,
+        temperature=temperature, top_p=top_p, rng=key)[0, 1]))
+    counts = np.bincount(np.asarray(draw(jax.random.split(jax.random.key(3), 4000))), minlength=6)
+    logits = table[2] / temperature
+    order = np.argsort(logits)
+    probabilities = np.exp(logits - logits.max())
+    probabilities /= probabilities.sum()
+    kept = np.ones(6, bool)
+    kept[order[np.cumsum(probabilities[order]) <= 1 - top_p]] = False
+    expected = np.where(kept, probabilities, 0) / probabilities[kept].sum() * counts.sum()
+    assert np.all(counts[~kept] == 0) and (~kept).any()
+    chi_square = np.sum((counts[kept] - expected[kept]) ** 2 / expected[kept])
+    assert chi_square < 20.5  # the 0.999 quantile for 5 degrees of freedom at most
