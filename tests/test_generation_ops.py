@@ -139,12 +139,27 @@ def _greedy_feeds(ids, mask, *, max_length=12, repetition_penalty=1.0, vocab_mas
     return feeds
 
 
-@pytest.mark.parametrize("options", [dict(), dict(repetition_penalty=1.8, vocab_mask=_MASK, prefix_vocab_mask=_PREFIX)],
-                         ids=["plain", "processors"])
+_FEW_TOKENS = np.isin(np.arange(VOCAB), [GPT2_PAD, 20]).astype(np.int32)  # the end token likely
+
+
+@pytest.mark.parametrize("options", [dict(), dict(repetition_penalty=1.8, vocab_mask=_MASK, prefix_vocab_mask=_PREFIX),
+                                     dict(vocab_mask=_FEW_TOKENS), dict(vocab_mask=_FEW_TOKENS, min_length=9)],
+                         ids=["plain", "processors", "early_end", "min_length"])
 def test_gpt2_greedy_search_equals_onnxruntime(options):
     ids, mask = _prompts(2, 5, seed=2, left_padding=1)
-    expected, actual, _, _ = _run_both("gpt2_greedy_search.onnx", _greedy_feeds(ids, mask, **options))
-    _assert_equal_to_onnxruntime(expected, actual)
+    options = dict(options)
+    min_length = options.pop("min_length", 0)
+    feeds = {**_greedy_feeds(ids, mask, max_length=14, **options), "min_length": np.array([min_length], np.int32)}
+    expected, actual, _, _ = _run_both("gpt2_greedy_search.onnx", feeds)
+    # Once every row has ended, onnxruntime stops and leaves the rest of its output unwritten
+    # (what its buffer held before); jaxonnx writes the pad token there.
+    ended = np.cumsum(expected[0][:, 5:] == GPT2_PAD, axis=1) > 0
+    done_at = 5 + int(np.argmax(ended.all(axis=0))) + 1 if ended.all(axis=0).any() else feeds["max_length"][0]
+    _assert_equal_to_onnxruntime([expected[0][:, :done_at]], [actual[0][:, :done_at]])
+    assert np.all(actual[0][:, done_at:] == GPT2_PAD)
+    if options.get("vocab_mask") is _FEW_TOKENS:  # the cases are what they say
+        assert (done_at < feeds["max_length"][0]) == (min_length == 0)
+        assert not np.any(expected[0][:, 5:min_length] == GPT2_PAD)
 
 
 def test_a_search_under_jit_is_one_while_loop_without_callbacks():
