@@ -399,3 +399,27 @@ def test_sampling_draws_follow_the_filtered_distribution():
     assert np.all(counts[~kept] == 0) and (~kept).any()
     chi_square = np.sum((counts[kept] - expected[kept]) ** 2 / expected[kept])
     assert chi_square < 20.5  # the 0.999 quantile for 5 degrees of freedom at most
+
+
+def _bigram_decoder():
+    table = jnp.log(jnp.array([[.1, .6, .3], [.2, .1, .7], [.3, .3, .4]]))
+
+    def decoder(ids, positions, mask):
+        return (table[ids],)
+
+    decoder.input_names, decoder.inputs = ("input_ids", "position_ids", "attention_mask"), ()
+    return decoder
+
+
+@pytest.mark.parametrize("input_ids, beams, returned, attributes, message", [
+    (np.array([[0.0]], np.float32), 2, 2, {}, "needs int32 `input_ids`"),
+    (np.array([[0]], np.int32), 2, 3, {}, "`num_return_sequences` <= `num_beams`, got 3 and 2"),
+    (np.array([[0]], np.int32), 0, 1, {}, "`num_beams` >= 1, got 0"),
+    (np.array([[0]], np.int32), 2, 1, {"model_type": 2}, "`model_type` 0 \\(GPT-2\\) and 1 \\(T5\\), got 2"),
+    (np.array([[0]], np.int32), 2, 1, {"model_type": 1}, "needs the `encoder` subgraph"),
+])
+def test_beam_search_errors_name_the_argument(input_ids, beams, returned, attributes, message):
+    one = lambda n: np.array([n], np.int32)  # noqa: E731
+    with pytest.raises(jaxonnx.OnnxValidationError, match=message):
+        jaxonnx.ops.beam_search(input_ids, one(4), None, one(beams), one(returned), eos_token_id=2, pad_token_id=0,
+                                decoder=_bigram_decoder(), **attributes)

@@ -117,8 +117,13 @@ def beam_search(input_ids, max_length, min_length=None, num_beams=None, num_retu
     max_length = search.static_int(max_length, "max_length")
     num_beams = search.static_int(num_beams, "num_beams")
     returned = search.static_int(num_return_sequences, "num_return_sequences")
+    if not jnp.issubdtype(jnp.asarray(input_ids).dtype, jnp.integer):
+        raise OnnxValidationError(f"needs int32 `input_ids` for model_type {model_type} (float features are "
+                                  f"Whisper's), got {jnp.asarray(input_ids).dtype}.")
     input_ids = jnp.asarray(input_ids).astype(jnp.int32)
     batch, prompt_length = input_ids.shape
+    if num_beams < 1:
+        raise OnnxValidationError(f"needs `num_beams` >= 1, got {num_beams}.")
     if not 1 <= returned <= num_beams:
         raise OnnxValidationError(f"needs 1 <= `num_return_sequences` <= `num_beams`, got {returned} and {num_beams}.")
     if model_type == 0 and max_length <= prompt_length:
