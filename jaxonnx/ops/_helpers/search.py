@@ -47,11 +47,9 @@ def scalar(value, default: float, dtype=jnp.float32):
 
 
 def decoder_inputs_declared(decoder, first_past: int) -> list[tuple[int, ...]]:
-    """The per-row shapes of a decoder's cache inputs, from their declared shapes, with the
-    cache length 0 (the buffer form feeds no cache: see the module docstring).
-
-    Example: GPT-2's ``past_0`` is declared ``[2, batch, heads, past, head]``: ``(2, None, H, 0, D)``.
-    """
+    """The declared shapes of a decoder's cache inputs (``first_past`` on), which must give the
+    head count and head size as numbers: GPT-2's ``[2, batch, heads, past, head]`` and T5's
+    ``[batch, heads, past, head]``, as convert_generation declares them."""
     shapes = []
     # A decoder given as a Python function may declare nothing past its token inputs: no cache.
     for name, declared in zip(decoder.input_names[first_past:], list(decoder.inputs or ())[first_past:]):
