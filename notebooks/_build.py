@@ -1350,6 +1350,172 @@ GENERATION = [
 ]
 
 
+LORA = [
+    md(
+        """
+        # LoRA and QLoRA on an ONNX file: fine-tune a 4-bit Llama and hand it back to onnxruntime-genai
+
+        `tests/fixtures/generation/llama_genai_int4/` is a tiny random Llama (2 layers, 64 wide, a
+        128-token vocabulary) written by onnxruntime-genai's model builder: int4 `MatMulNBits`
+        products, `GroupQueryAttention`, a `genai_config.json` and a tokenizer beside it.
+        `jaxonnx.lora` adds LoRA adapters beside its products (the 4-bit weights stay packed:
+        QLoRA), `jaxonnx.causal_lm_loss` trains them with optax on a short text, and the tuned
+        model goes back into a folder that onnxruntime-genai runs as it is.
+        """
+    ),
+    code(
+        """
+        import io
+
+        import jax
+        import jax.numpy as jnp
+        import numpy as np
+        import onnxruntime_genai as og
+        import optax
+        from IPython.display import Image, display
+        from matplotlib.figure import Figure
+        from tokenizers import Tokenizer
+
+        import jaxonnx
+
+        jax.config.update("jax_enable_x64", True)  # the builder's token ids are int64
+
+
+        def show(fig):  # a matplotlib Figure drawn with Agg directly (no pyplot backend), as a PNG
+            png = io.BytesIO()
+            fig.savefig(png, format="png", metadata={"Software": None})
+            display(Image(png.getvalue()))
+        """
+    ),
+    md(
+        """
+        ## Adapters beside the 4-bit products
+
+        Every product but the LM head gets `A` (K x 8) and `B` (8 x N); `B` starts at zero, so
+        the tuned model computes exactly what the file does. Its params, what `jax.grad` and
+        optax see, are the adapters alone.
+        """
+    ),
+    code(
+        """
+        FOLDER = "../tests/fixtures/generation/llama_genai_int4"
+        tokenizer = Tokenizer.from_file(f"{FOLDER}/tokenizer.json")
+        tuned = jaxonnx.lora(FOLDER, rank=8, alpha=16, targets="all-linear")
+        print(len(tuned.adapters), "adapters, e.g.", tuned.adapters[0].node, "->", tuned.adapters[0].a, tuned.adapters[0].b)
+        print("trainable values:", sum(v.size for v in jax.tree.leaves(tuned)))
+        packed = tuned.initializers["model.layers.0.mlp.down_proj.MatMul.weight_Q4"]
+        print("a frozen weight, as the file packs it:", packed.dtype, packed.shape)
+        """
+    ),
+    md("## A short text, and what the random model makes of it"),
+    code(
+        """
+        text = "the quick brown fox jumps over the lazy dog. " * 2
+        ids = np.array([tokenizer.encode(text.strip()).ids])
+        print(ids.shape[1], "tokens")
+        prompt = np.array([tokenizer.encode("the quick brown").ids])
+
+
+        def continuation(model):
+            tokens = jaxonnx.generate(model, prompt, 16)
+            return tokenizer.decode(np.asarray(tokens[0, prompt.shape[1]:]).tolist())
+
+
+        print("before:", repr(continuation(tuned)))
+        """
+    ),
+    md(
+        """
+        ## Training the adapters
+
+        `causal_lm_loss` is Hugging Face's next-token cross-entropy through the file's own graph,
+        with an empty KV cache; one `jax.jit` holds the forward pass, the backward pass (each
+        4-bit weight is dequantized again there, inside `jax.checkpoint`) and the adam update.
+        """
+    ),
+    code(
+        """
+        optimizer = optax.adam(1e-2)
+
+
+        @jax.jit
+        def train_step(model, opt_state):
+            loss, grads = jax.value_and_grad(jaxonnx.causal_lm_loss)(model, ids)
+            updates, opt_state = optimizer.update(grads, opt_state, model)
+            return optax.apply_updates(model, updates), opt_state, loss
+
+
+        opt_state, losses = optimizer.init(tuned), []
+        for step in range(60):
+            tuned, opt_state, loss = train_step(tuned, opt_state)
+            losses.append(float(loss))
+        print(f"cross-entropy: start {losses[0]:.2f}, end {losses[-1]:.2f}")
+        """
+    ),
+    code(
+        """
+        fig = Figure(figsize=(4, 2.5), dpi=80)
+        ax = fig.subplots()
+        ax.semilogy(losses)
+        ax.set_xlabel("step")
+        ax.set_ylabel("cross-entropy (log scale)")
+        ax.set_title("Adam on the adapters of a 4-bit Llama")
+        fig.tight_layout()
+        show(fig)
+        """
+    ),
+    code(
+        """
+        print("after: ", repr(continuation(tuned)))
+        """
+    ),
+    md(
+        """
+        ## Back to onnxruntime-genai
+
+        `save(folder)` writes the adapters as ordinary ONNX nodes beside the untouched 4-bit
+        weights, and copies `genai_config.json` and the tokenizer beside it: onnxruntime-genai's
+        `Generator` runs it as it is, and its greedy tokens are jaxonnx's.
+        `save(folder, merge=True)` instead folds the adapters into the weights, re-quantized to 4
+        bits as onnxruntime's quantizer does: the graph is then the builder's own.
+        """
+    ),
+    code(
+        """
+        import os
+        import tempfile
+
+        out = tempfile.mkdtemp()
+        tuned.save(f"{out}/tuned")
+        print(sorted(os.listdir(f"{out}/tuned")))
+
+        model = og.Model(f"{out}/tuned")
+        params = og.GeneratorParams(model)
+        params.set_search_options(do_sample=False, max_length=prompt.shape[1] + 16)
+        generator = og.Generator(model, params)
+        generator.append_tokens(prompt.astype(np.int32))
+        while not generator.is_done():
+            generator.generate_next_token()
+        theirs = np.asarray(generator.get_sequence(0))
+        ours = np.asarray(jaxonnx.generate(tuned, prompt, 16)[0])
+        print("onnxruntime-genai:", repr(tokenizer.decode(theirs[prompt.shape[1]:].tolist())))
+        print("same tokens as jaxonnx:", np.array_equal(theirs, ours))
+        """
+    ),
+    code(
+        """
+        tuned.save(f"{out}/merged", merge=True)
+        merged = jaxonnx.load(f"{out}/merged/model.onnx")
+        merged_loss = float(jaxonnx.causal_lm_loss(merged, ids))
+        # Rounding to 4 bits is a step function: the last bits of training move the merged loss.
+        print(f"merged: the builder's {len(merged.nodes)} nodes, loss {merged_loss:.2f} (tuned {losses[-1]:.2f}: "
+              "the merged weights rounded to 4 bits again)")
+        """,
+        MACHINE_DEPENDENT,
+    ),
+]
+
+
 NOTEBOOKS = {
     "01_quickstart.ipynb": QUICKSTART,
     "02_gradients.ipynb": GRADIENTS,
@@ -1357,6 +1523,7 @@ NOTEBOOKS = {
     "04_speed.ipynb": SPEED,
     "05_finetune_exported_model.ipynb": FINETUNE,
     "06_generation.ipynb": GENERATION,
+    "07_lora_finetuning.ipynb": LORA,
 }
 
 

@@ -370,3 +370,44 @@ def test_a_tuned_model_pickles_and_shards(tmp_path):
     ids, mask = jax.device_put(IDS, rows), jax.device_put(MASK, rows)
     np.testing.assert_allclose(float(jax.jit(causal_lm_loss)(tuned, ids, mask)), expected, rtol=1e-6)
 
+
+
+def test_a_qlora_step_holds_no_dequantized_weight_as_a_constant():
+    """XLA folds what a jit computes from constants: read as literals, the 4-bit weights'
+    dequantization would become float32 constants of the executable, every layer's at once.
+    The packed weights reach the compiled step at run time instead (see adapters.py)."""
+    import re
+
+    tuned = _tuned("llama_genai_int4")
+    step = jax.jit(jax.grad(lambda m: causal_lm_loss(m, IDS, MASK)))
+    hlo = step.lower(tuned).compile().as_text()
+    float_constants = [int(np.prod([int(d) for d in dims.split(",")]))
+                       for dims in re.findall(r"= f32\[([\d,]+)\][^ ]* constant\(", hlo)]
+    smallest_weight = min(int(np.prod(v.shape)) * 2 for k, v in tuned.initializers.items() if k.endswith("_Q4"))
+    embedding = tuned.initializers["model.embed_tokens.weight"].size
+    assert [n for n in float_constants if n >= smallest_weight // 2 and n != embedding] == []
+    # Without the run-time read (a plain Model of the same graph, the same gradient), XLA does fold them.
+    plain = jaxonnx.load(tuned.to_proto())
+    adapters = dict(tuned.params)
+
+    def loss(adapters):
+        return causal_lm_loss(_Bound(plain, adapters), IDS, MASK)
+
+    hlo = jax.jit(jax.grad(loss)).lower(adapters).compile().as_text()
+    assert any(int(np.prod([int(d) for d in dims.split(",")])) >= smallest_weight // 2
+               for dims in re.findall(r"= f32\[([\d,]+)\][^ ]* constant\(", hlo))
+
+
+class _Bound:
+    """A model run with some params in place of its weights: ``run`` as causal_lm_loss calls it."""
+
+    def __init__(self, model, params):
+        self.model, self.params = model, params
+        self.inputs, self.outputs, self.graph_name = model.inputs, model.outputs, model.graph_name
+
+    def describe_nodes(self):
+        return self.model.describe_nodes()
+
+    def run(self, names, feed):
+        outputs = dict(zip(self.model.output_names, self.model.apply(self.params, **feed)))
+        return [outputs[name] for name in names]

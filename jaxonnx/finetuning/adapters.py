@@ -28,6 +28,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import onnx
 from onnx import helper, numpy_helper
@@ -114,6 +115,21 @@ class LoraModel(Model):
         self.source_folder = source_folder
         load_options.setdefault("registry", _rematerializing_registry())
         super().__init__(proto, **load_options)
+        self._keep_packed_weights_on_device()
+
+    def _keep_packed_weights_on_device(self) -> None:
+        """The quantized products' packed weights, scales and zero points as device arrays,
+        so that they reach the ops as arrays rather than as constants of a trace (the graph
+        runner makes numpy values beside traced ones constants of the trace), and the ops'
+        wrapper reads them at run time (:func:`_rematerialized`)."""
+        for node in self.graph.nodes:
+            if (getattr(node.op, "domain", None), getattr(node.op, "op_type", None)) not in _DEQUANTIZING:
+                continue
+            for name in node.inputs[1:4] if node.op.op_type == "MatMulNBits" else node.inputs[1:3]:
+                value = self.graph.initializers.get(name)
+                if isinstance(value, np.ndarray):
+                    with jax.ensure_compile_time_eval():
+                        self.graph.initializers[name] = jnp.asarray(value)
 
     def _find_weights(self) -> None:
         super()._find_weights()
@@ -558,21 +574,39 @@ def _rematerializing_registry() -> Registry:
 
 
 def _rematerialized(fn):
+    """``fn`` under ``jax.checkpoint`` when its activations are traced, reading the device
+    arrays that :meth:`LoraModel._keep_packed_weights_on_device` made through
+    :func:`_at_run_time`: the forward pass dequantizes chunk by chunk at run time, and the
+    backward pass again instead of keeping the forward pass's float weights."""
     @functools.wraps(fn)
     def run(*inputs, **keywords):
-        traced = [i for i, x in enumerate(inputs) if x is not None and is_traced(x)]
-        if not traced:
+        if not any(x is not None and is_traced(x) for x in inputs):
             return fn(*inputs, **keywords)
+        passed = [i for i, x in enumerate(inputs) if isinstance(x, jax.Array)]  # numpy (g_idx) stays known
 
         def product(*values):
             full = list(inputs)
-            for i, value in zip(traced, values):
+            for i, value in zip(passed, values):
                 full[i] = value
             return fn(*full, **keywords)
 
-        return jax.checkpoint(product)(*(inputs[i] for i in traced))
+        return jax.checkpoint(product)(*(inputs[i] if is_traced(inputs[i]) else _at_run_time(inputs[i])
+                                         for i in passed))
 
     return run
+
+
+def _at_run_time(value: jax.Array):
+    """A file constant that XLA cannot see: read by a host callback when the step runs.
+
+    A constant that a jit reads (a numpy literal, or a device array, which jax passes
+    to the executable) is known to XLA, and XLA folds what is computed from it at compile
+    time: every layer's dequantized float32 weights, held as constants of the executable
+    for as long as it lives. The callback copies the packed bytes instead (an eighth of
+    the float weights at 4 bits), once per step and node, and saved as the checkpoint's
+    residual, not again in the backward pass."""
+    array = np.asarray(value)
+    return jax.pure_callback(lambda: array, jax.ShapeDtypeStruct(array.shape, array.dtype))
 
 
 __all__ = ["ADAPTABLE", "DEFAULT_TARGETS", "Adapter", "LoraModel", "Product", "lora"]
