@@ -26,6 +26,7 @@ from onnx.reference import ReferenceEvaluator
 import jaxonnx
 from jaxonnx import _platform
 from jaxonnx._core.dtypes import onnx_type_name
+from tests._formulations import formulations as op_formulations
 from tests.op_examples import all_examples
 
 EXAMPLES = all_examples()
@@ -59,40 +60,9 @@ def _valid(op: jaxonnx.OpVersion, example) -> bool:
     return len(example.inputs) <= len(formals) or bool(variadic)
 
 
-def _signature(op: jaxonnx.OpVersion) -> tuple:
-    """What decides an op version's results besides its types: its function and contract,
-    its attributes (kind, required, default) and its formal inputs and outputs."""
-    schema = op.schema
-    attributes = sorted((a.name, int(a.type), a.required, a.default_value.SerializeToString())
-                        for a in schema.attributes.values())
-    formals = [[(f.name, f.type_str, int(f.option), f.is_homogeneous) for f in side] for side in (schema.inputs, schema.outputs)]
-    return op.fn, op.contract, attributes, formals
-
-
-def _types(op: jaxonnx.OpVersion) -> dict[str, set[str]]:
-    return {c.type_param_str: set(c.allowed_type_strs) for c in op.schema.type_constraints}
-
-
-def _only_widens(older: jaxonnx.OpVersion, newer: jaxonnx.OpVersion) -> bool:
-    """Whether ``newer`` computes what ``older`` does on every input ``older`` takes."""
-    old_types, new_types = _types(older), _types(newer)
-    return _signature(older) == _signature(newer) and old_types.keys() == new_types.keys() and all(
-        old_types[t] <= new_types[t] for t in old_types)
-
-
 def formulations() -> list[list[jaxonnx.OpVersion]]:
-    """Every registered version, grouped: consecutive versions of an op where each newer
-    one only widens the types of the one before (:func:`_only_widens`), oldest first."""
-    groups = []
-    for (domain, op_type), versions in REGISTERED.items():
-        for since in sorted(versions):
-            op = jaxonnx.get_op(op_type, since, domain)
-            if groups and groups[-1][-1].op_type == op_type and groups[-1][-1].domain == domain \
-                    and _only_widens(groups[-1][-1], op):
-                groups[-1].append(op)
-            else:
-                groups.append([op])
-    return groups
+    """Every registered version, grouped into formulations (tests/_formulations.py)."""
+    return [group for (domain, op_type) in REGISTERED for group in op_formulations(op_type, domain)]
 
 
 FORMULATIONS = formulations()
