@@ -9,10 +9,11 @@ are untouched, and saving it is saving the model. A table of the adapters rides 
 model's ``metadata_props`` (key ``jaxonnx.lora``), so a saved adapters file loads back as a
 :class:`LoraModel` (``lora(path)``) and ``save(merge=True)`` can fold them in again.
 
-The quantized products run inside ``jax.checkpoint`` in a :class:`LoraModel`: their weights
-are dequantized in the forward pass and again, chunk by chunk, in the backward pass, so a
-training step never holds every layer's float weights at once (a reverse pass would
-otherwise keep each layer's dequantized matrix for its input's gradient).
+In a :class:`LoraModel` the quantized products read their packed weights at run time and
+have a vjp of their own, which reads and dequantizes them again in the backward pass: a
+training step never holds every layer's float weights at once (XLA would otherwise fold
+their dequantization into float32 constants, or keep each layer's dequantized matrix for its
+input's gradient; see :func:`_rematerialized`).
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ MICROSOFT = "com.microsoft"
 #: The products an adapter can sit beside: (domain, op type).
 ADAPTABLE = {("", "MatMul"), ("", "Gemm"), (MICROSOFT, "FusedMatMul"), (MICROSOFT, "MatMulNBits"),
              (MICROSOFT, "MatMulBnb4")}
-#: Products whose weights are dequantized inside the op: run under ``jax.checkpoint``.
+#: Products whose weights are dequantized inside the op: rematerialized (:func:`_rematerialized`).
 _DEQUANTIZING = ((MICROSOFT, "MatMulNBits"), (MICROSOFT, "MatMulBnb4"))
 #: peft's default ``target_modules`` of the architectures whose exports name their
 #: projections so, tried in order (Llama, Mistral, Qwen2, Gemma: q and v; Phi-3 and the
@@ -108,6 +109,13 @@ class LoraModel(Model):
         adapters: one :class:`Adapter` per adapted product.
         source_folder: the folder of the file :func:`lora` read (its ``genai_config.json``
             and tokenizer files go beside a saved folder), or None.
+
+    Example:
+        >>> tuned = jaxonnx.lora("tests/fixtures/generation/llama_genai_int4", rank=2)
+        >>> len(jax.tree.leaves(tuned)) == 2 * len(tuned.adapters)  # the adapters, nothing else
+        True
+        >>> tuned.initializers["lm_head.MatMul.weight_Q4"].dtype  # the 4-bit weights stay packed
+        dtype('uint8')
     """
 
     def __init__(self, proto: onnx.ModelProto, *, source_folder: str | None = None, **load_options):
@@ -181,8 +189,8 @@ class LoraModel(Model):
                 read too; save without ``merge`` then.
 
         Example:
-            >>> tuned = lora("tests/fixtures/generation/llama_genai_int4", rank=4)
-            >>> tuned.save(tmp_path / "tuned")  # doctest: +SKIP
+            >>> tuned = jaxonnx.lora("tests/fixtures/generation/llama_genai_int4", rank=4)
+            >>> tuned.save("tuned")  # doctest: +SKIP
         """
         proto = self.to_proto(params, merge=merge)
         path = os.fspath(path)
@@ -256,7 +264,7 @@ def lora(
             ``min(K, N)``, or a non-positive ``rank``.
 
     Example:
-        >>> tuned = lora("tests/fixtures/generation/llama_optimum", rank=4, targets=["q_proj", "v_proj"])
+        >>> tuned = jaxonnx.lora("tests/fixtures/generation/llama_optimum", rank=4, targets=["q_proj", "v_proj"])
         >>> sorted(tuned.params)[:2]
         ['model.layers.0.self_attn.q_proj.MatMul.lora_A', 'model.layers.0.self_attn.q_proj.MatMul.lora_B']
         >>> tuned.params['model.layers.0.self_attn.q_proj.MatMul.lora_A'].shape
@@ -564,7 +572,7 @@ def _merged(proto: onnx.ModelProto, adapters: tuple[Adapter, ...]) -> onnx.Model
 
 @functools.lru_cache(maxsize=1)
 def _rematerializing_registry() -> Registry:
-    """jaxonnx's ops, with the dequantizing products run under ``jax.checkpoint``."""
+    """jaxonnx's ops, with the dequantizing products rematerialized (:func:`_rematerialized`)."""
     registry = REGISTRY.copy()
     for domain_op in _DEQUANTIZING:
         versions = registry._versions.get(domain_op, {})  # noqa: SLF001  (a copy of ours, replaced in place)
@@ -574,39 +582,113 @@ def _rematerializing_registry() -> Registry:
 
 
 def _rematerialized(fn):
-    """``fn`` under ``jax.checkpoint`` when its activations are traced, reading the device
-    arrays that :meth:`LoraModel._keep_packed_weights_on_device` made through
-    :func:`_at_run_time`: the forward pass dequantizes chunk by chunk at run time, and the
-    backward pass again instead of keeping the forward pass's float weights."""
+    """``fn`` for a quantized product whose only traced input is its activation ``A`` (as in
+    a :class:`LoraModel`): the packed weights are read at run time (:func:`_at_run_time`),
+    and the backward pass reads them again and dequantizes them anew, chunk by chunk,
+    instead of keeping the forward pass's float weights.
+
+    Its vjp reads the weights through a host callback that takes the cotangent: XLA:CPU
+    drops ``jax.checkpoint``'s optimization barriers before it eliminates common
+    subexpressions, so a recomputation from the same bytes would be merged with the forward
+    pass's and every layer's dequantized weights would live until the backward pass reaches
+    it (measured: 4 MiB per 1024 x 1024 layer, with or without ``jax.checkpoint``). Forward
+    mode (``jax.jvp``) does not go through it."""
     @functools.wraps(fn)
     def run(*inputs, **keywords):
-        if not any(x is not None and is_traced(x) for x in inputs):
+        traced = [i for i, x in enumerate(inputs) if x is not None and is_traced(x)]
+        if traced != [0]:
             return fn(*inputs, **keywords)
-        passed = [i for i, x in enumerate(inputs) if isinstance(x, jax.Array)]  # numpy (g_idx) stays known
+        frozen = {i: x for i, x in enumerate(inputs) if i and isinstance(x, jax.Array)}
 
-        def product(*values):
-            full = list(inputs)
-            for i, value in zip(passed, values):
-                full[i] = value
-            return fn(*full, **keywords)
-
-        return jax.checkpoint(product)(*(inputs[i] if is_traced(inputs[i]) else _at_run_time(inputs[i])
-                                         for i in passed))
+        return _product(fn, keywords, inputs, frozen)(inputs[0])
 
     return run
 
 
-def _at_run_time(value: jax.Array):
-    """A file constant that XLA cannot see: read by a host callback when the step runs.
+def _product(fn, keywords, inputs, frozen):
+    """``A -> fn(A, the frozen inputs)`` with the vjp described in :func:`_rematerialized`."""
 
-    A constant that a jit reads (a numpy literal, or a device array, which jax passes
-    to the executable) is known to XLA, and XLA folds what is computed from it at compile
-    time: every layer's dequantized float32 weights, held as constants of the executable
-    for as long as it lives. The callback copies the packed bytes instead (an eighth of
-    the float weights at 4 bits), once per step and node, and saved as the checkpoint's
-    residual, not again in the backward pass."""
+    def call(a, values):
+        full = list(inputs)
+        full[0] = a
+        for i, value in zip(frozen, values):
+            full[i] = value
+        return fn(*full, **keywords)
+
+    @jax.custom_vjp
+    def product(a):
+        return call(a, [_at_run_time(v, _first(a)) for v in frozen.values()])
+
+    def forward(a):
+        return product(a), a
+
+    def backward(a, cotangent):
+        values = [_at_run_time(v, _first(cotangent)) for v in frozen.values()]
+        full = list(inputs)
+        for i, value in zip(frozen, values):
+            full[i] = value
+        weight = _dense_weight(fn.__name__, full, keywords)
+        if weight is None:  # g_idx or float zero points: the op's own vjp
+            _, vjp = jax.vjp(lambda a: call(a, values), a)
+            return vjp(cotangent)
+        # dA = dY @ W, with W (N x K) dequantized whole: no while loop, whose buffers XLA:CPU
+        # keeps apart per loop (the op's chunked product kept one float layer per layer).
+        transposed = fn.__name__ == "matmul_bnb4" and not keywords.get("transB", 1)
+        g = cotangent.astype(jnp.float32).reshape(-1, weight.shape[1] if transposed else weight.shape[0])
+        da = jax.lax.dot_general(g, weight, (((1,), (1 if transposed else 0,)), ((), ())),
+                                 precision=jax.lax.Precision.HIGHEST)
+        return (da.reshape(a.shape).astype(a.dtype),)
+
+    product.defvjp(forward, backward)
+    return product
+
+
+def _dense_weight(op: str, inputs, keywords):
+    """The float32 ``(N, K)`` weight of a MatMulNBits or MatMulBnb4 node (the ops' own
+    formulas, in ``jax.numpy``), or None where its layout takes the op's own vjp."""
+    if op == "matmul_nbits":
+        _, codes, scales, zero_points, g_idx = (list(inputs) + [None] * 5)[:5]
+        k, n, block, bits = keywords["K"], keywords["N"], keywords["block_size"], keywords.get("bits", 4)
+        if g_idx is not None or (zero_points is not None and zero_points.dtype != jnp.uint8):
+            return None
+        k_blocks = -(-k // block)
+        mask = np.uint8((1 << bits) - 1)
+        unpack = lambda v: jnp.stack([(v >> np.uint8(bits * p)) & mask for p in range(8 // bits)], -1)  # noqa: E731
+        q = unpack(codes.reshape(n, k_blocks, -1)).reshape(n, k_blocks, block).astype(jnp.float32)
+        zero = np.float32(1 << (bits - 1)) if zero_points is None else \
+            unpack(zero_points.reshape(n, -1)).reshape(n, -1)[:, :k_blocks].astype(jnp.float32)[..., None]
+        weight = (q - zero) * scales.reshape(n, k_blocks).astype(jnp.float32)[..., None]
+        return weight.reshape(n, k_blocks * block)[:, :k]
+    if op == "matmul_bnb4":
+        from jaxonnx.ops._quantization.matmul_bnb4 import CODE_VALUES  # noqa: PLC0415  (the op's own table)
+
+        _, codes, absmax = inputs[:3]
+        k, n, block = keywords["K"], keywords["N"], keywords["block_size"]
+        size = n * k
+        values = jnp.stack([codes >> np.uint8(4), codes & np.uint8(15)], -1).reshape(-1)[:size]
+        scale = jnp.repeat(absmax.astype(jnp.float32), block)[:size]
+        return (jnp.asarray(CODE_VALUES[keywords["quant_type"]])[values.astype(jnp.int32)] * scale).reshape(n, k)
+    return None
+
+
+def _first(x):
+    """One element of ``x``: what a read waits for (an empty ``x`` gives 0)."""
+    return jnp.sum(x.reshape(-1)[:1].astype(jnp.float32))
+
+
+def _at_run_time(value: jax.Array, after=None):
+    """A file constant that XLA cannot see: read by a host callback when the step runs
+    (``after``: a value the read waits for, which also keeps two reads apart).
+
+    A constant that a jit reads is known to XLA, which folds what is computed from it at
+    compile time: every layer's dequantized float32 weights, held as constants of the
+    executable for as long as it lives. The callback copies the packed bytes instead (an
+    eighth of the float weights at 4 bits), once a pass."""
     array = np.asarray(value)
-    return jax.pure_callback(lambda: array, jax.ShapeDtypeStruct(array.shape, array.dtype))
+    shape = jax.ShapeDtypeStruct(array.shape, array.dtype)
+    if after is None:
+        return jax.pure_callback(lambda: array, shape)
+    return jax.pure_callback(lambda _: array, shape, after)
 
 
 __all__ = ["ADAPTABLE", "DEFAULT_TARGETS", "Adapter", "LoraModel", "Product", "lora"]

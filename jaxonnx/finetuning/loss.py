@@ -62,7 +62,7 @@ def causal_lm_loss(
 
     Example:
         >>> model = jaxonnx.load("tests/fixtures/generation/llama_optimum/model.onnx")
-        >>> loss = causal_lm_loss(model, jnp.array([[5, 6, 7, 8]]))
+        >>> loss = jaxonnx.causal_lm_loss(model, jnp.array([[5, 6, 7, 8]]))
         >>> loss.shape, bool(loss > 0)
         ((), True)
     """
