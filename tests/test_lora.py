@@ -203,7 +203,7 @@ def test_the_gradient_equals_central_differences(name):
     np.testing.assert_allclose(predicted, measured, rtol=2e-3)
 
 
-@pytest.mark.parametrize("name", ["llama_genai_int4", "llama_optimum"])
+@pytest.mark.parametrize("name", ["llama_genai_int4", "llama_genai_fp32", "llama_optimum", "gpt2_optimum"])
 def test_forty_adam_steps_halve_the_loss(name):
     tuned = _tuned(name, rank=8, targets="all-linear")
     optimizer = optax.adam(1e-2)
@@ -345,8 +345,9 @@ def test_a_builder_folder_saves_with_its_config_and_runs_in_onnxruntime_genai(tm
     assert not np.array_equal(untuned, ours)  # the adapters change the tokens
 
 
-def test_generate_with_adapters_equals_onnxruntimes_greedy_loop(tmp_path):
-    tuned = _with_random_b(_tuned("llama_optimum"), size=1.0)
+@pytest.mark.parametrize("name", ["llama_optimum", "gpt2_optimum"])
+def test_generate_with_adapters_equals_onnxruntimes_greedy_loop(name, tmp_path):
+    tuned = _with_random_b(_tuned(name), size=1.0)
     tuned.save(tmp_path / "tuned.onnx")
     prompt = np.array([[5, 6, 7]], np.int64)
     ours = np.asarray(jaxonnx.generate(tuned, prompt, 5))
