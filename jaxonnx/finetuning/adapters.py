@@ -546,11 +546,7 @@ def _merged(proto: onnx.ModelProto, adapters: tuple[Adapter, ...]) -> onnx.Model
         # The Gemm/FusedMatMul alpha in `scale` multiplies the product, not the weight.
         delta /= float(attributes.get("alpha", 1.0)) if node.op_type in ("Gemm", "FusedMatMul") else 1.0
         values = {name: numpy_helper.to_array(initializers[name]) for name in node.input[1:] if name in initializers}
-        try:
-            new = fold(node.op_type, node.name, list(node.input), attributes, values, delta)
-        except OnnxValidationError:
-            raise
-        replaced.update(new)
+        replaced.update(fold(node.op_type, node.name, list(node.input), attributes, values, delta))
         node.output[0] = adapter.output
     nodes = [n for n in graph.node if n.name not in added]
     del graph.node[:]
@@ -583,16 +579,17 @@ def _rematerializing_registry() -> Registry:
 
 def _rematerialized(fn):
     """``fn`` for a quantized product whose only traced input is its activation ``A`` (as in
-    a :class:`LoraModel`): the packed weights are read at run time (:func:`_at_run_time`),
-    and the backward pass reads them again and dequantizes them anew, chunk by chunk,
-    instead of keeping the forward pass's float weights.
+    a :class:`LoraModel`), with the packed weights read at run time (:func:`_at_run_time`)
+    and a vjp of its own: ``dA = dY @ W`` with ``W`` read and dequantized again.
 
-    Its vjp reads the weights through a host callback that takes the cotangent: XLA:CPU
-    drops ``jax.checkpoint``'s optimization barriers before it eliminates common
-    subexpressions, so a recomputation from the same bytes would be merged with the forward
-    pass's and every layer's dequantized weights would live until the backward pass reaches
-    it (measured: 4 MiB per 1024 x 1024 layer, with or without ``jax.checkpoint``). Forward
-    mode (``jax.jvp``) does not go through it."""
+    Each read waits for a value of its pass (the forward pass's for ``A``, the backward
+    pass's for the cotangent). Without that, XLA:CPU computes every layer's dequantized
+    weights as early as it likes, and shares the forward pass's with the backward pass
+    (it drops ``jax.checkpoint``'s optimization barriers before it eliminates common
+    subexpressions), so every layer's float weights lived until the backward pass reached
+    it: 4 MiB per 1024 x 1024 layer, with ``jax.checkpoint`` or without. The vjp
+    dequantizes ``W`` whole, not through the op's chunked ``lax.map``, whose buffers XLA:CPU
+    kept apart per loop. Forward mode (``jax.jvp``) does not go through it."""
     @functools.wraps(fn)
     def run(*inputs, **keywords):
         traced = [i for i, x in enumerate(inputs) if x is not None and is_traced(x)]
