@@ -6,11 +6,12 @@ q, k and v into ``qkv_proj``: its default), compiled once. The table gives XLA's
 ``memory_analysis()`` of the compiled step (temporaries: every intermediate value the step
 holds at its peak: the activations and anything dequantized at run time), the constants of
 the compiled step read from its HLO (the frozen weights, packed for int4, and whatever XLA
-folded from them at compile time: without the checkpoint XLA folds the dequantized weights
-into float32 constants), XLA's own ``peak_memory_in_bytes``, and the median step time. The int4 file is
-measured twice: as :func:`jaxonnx.lora` runs it (its MatMulNBits nodes under
-``jax.checkpoint``, dequantized again in the backward pass) and without the checkpoint (the
-reverse pass then keeps each layer's dequantized weights until it reaches that layer). With
+folded from them at compile time), XLA's own ``peak_memory_in_bytes``, and the median step time. The int4 file is
+measured twice: as :func:`jaxonnx.lora` runs it (its MatMulNBits nodes read their packed
+weights at run time and dequantize them again in the backward pass: ``_rematerialized`` in
+``jaxonnx/finetuning/adapters.py``) and with the op as registered (XLA then folds the
+dequantized weights into constants, or keeps every layer's until the backward pass
+reaches it). With
 ``--torch``, the same step in PyTorch with peft on the Hugging Face model the files were
 made from (fp32; its peak resident memory in a fresh process).
 
@@ -202,7 +203,7 @@ def main(argv=None) -> int:
     machine, versions = _machine(), _versions()
     rows = []
     for label, precision, checkpoint in (("fp32 builder file", "fp32", True), ("int4 builder file (QLoRA)", "int4", True),
-                                         ("int4, without the checkpoint", "int4", False)):
+                                         ("int4, the op as registered", "int4", False)):
         result = measure_jaxonnx(os.path.join(args.models, f"{args.config}_{precision}"), args.batch, args.sequence,
                                  args.repeat, checkpoint)
         print(label, result, flush=True)
