@@ -234,16 +234,119 @@ def test_an_op_without_a_padding_rule_is_refused_naming_the_node(node, message):
             model(X, MASK)
 
 
-def test_a_subgraph_that_reads_a_padded_value_is_refused():
-    branch = helper.make_graph([helper.make_node("Identity", ["selected"], ["inner"])], "b", [], [vi("inner", T.FLOAT, None)])
-    nodes = BOOLEAN_INDEX + [helper.make_node("If", ["flag"], ["out"], then_branch=branch, else_branch=branch)]
-    graph = helper.make_graph(nodes, "g", [vi("x", T.FLOAT, [3, 4]), vi("mask", T.BOOL, [3, 4])], [vi("out", T.FLOAT, None)],
-                              initializer=[numpy_helper.from_array(np.array(True), "flag")])
-    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
-    np.testing.assert_array_equal(jaxonnx.load(proto)(X, MASK)[0], X[MASK])
+def _if_model(condition, then_nodes, else_nodes, outputs, initializers=(), before=()):
+    branches = {name: helper.make_graph(nodes, name, [], [vi("inner", T.FLOAT, None)])
+                for name, nodes in (("then_branch", then_nodes), ("else_branch", else_nodes))}
+    nodes = BOOLEAN_INDEX + list(before) + [helper.make_node("If", [condition], ["out"], **branches),
+                             helper.make_node("ReduceSum", ["out"], ["total"], keepdims=0)]
+    graph = helper.make_graph(nodes, "g", [vi("x", T.FLOAT, [3, 4]), vi("mask", T.BOOL, [3, 4]), vi("flag", T.BOOL, [])],
+                              [vi(o, T.FLOAT, None) for o in outputs], initializer=list(initializers))
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+
+
+@pytest.mark.parametrize("flag", [True, False])
+def test_marks_follow_a_padded_value_into_an_if_and_out_of_it(flag):
+    # then: the selected values doubled; else: their maximum, broadcast (a reduction inside
+    # the branch leaves the padding out). Under jit the flag is traced (lax.cond).
+    proto = _if_model("flag", [helper.make_node("Add", ["selected", "selected"], ["inner"])],
+                      [helper.make_node("ReduceMax", ["selected"], ["top"], keepdims=1),
+                       helper.make_node("Mul", ["selected", "top"], ["inner"])], ["out", "total"])
+    want = X[MASK] * 2 if flag else X[MASK] * X[MASK].max()
+    exact, exact_total = jaxonnx.load(proto)(X, MASK, np.array(flag))
+    np.testing.assert_array_equal(exact, want)
     for model in _both(jaxonnx.load(proto, size_hints={"nz": 8})):
-        with pytest.raises(jaxonnx.OnnxValidationError, match=r"reaches node 'If_3' \(If-\d+\), which reads it inside its subgraph"):
+        out, total = model(X, MASK, np.array(flag))
+        np.testing.assert_array_equal(np.asarray(out)[: len(want)], want)
+        assert float(total) == float(exact_total) == float(want.sum())
+
+
+def test_an_if_on_a_padded_length_follows_the_real_length():
+    # TorchScript's `if x.numel() == 0: empty else: x` (torchvision's batched_nms): the hinted
+    # length is never 0, the real one is when nothing is selected.
+    empty = numpy_helper.from_array(np.zeros(0, np.float32))
+    nodes_before = [helper.make_node("Size", ["selected"], ["numel"]), helper.make_node("Equal", ["numel", "zero"], ["none"])]
+    proto = _if_model("none", [helper.make_node("Constant", [], ["inner"], value=empty)],
+                      [helper.make_node("Mul", ["selected", "selected"], ["inner"])], ["out", "total"],
+                      [numpy_helper.from_array(np.array(0, np.int64), "zero")], before=nodes_before)
+    for mask in (MASK, np.zeros_like(MASK)):
+        want = X[mask] ** 2
+        for model in _both(jaxonnx.load(proto, size_hints={"nz": 8})):
+            out, total = model(X, mask, np.array(True))
+            assert np.shape(out) == (8,)
+            np.testing.assert_array_equal(np.asarray(out)[: len(want)], want)
+            assert float(total) == float(want.sum())
+
+
+def test_a_loop_whose_body_returns_a_padded_value_is_refused():
+    body = helper.make_graph([helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+                              helper.make_node("Identity", ["selected"], ["scan_out"])], "body",
+                             [vi("i", T.INT64, []), vi("cond_in", T.BOOL, [])],
+                             [vi("cond_out", T.BOOL, []), vi("scan_out", T.FLOAT, None)])
+    nodes = BOOLEAN_INDEX + [helper.make_node("Loop", ["trips", ""], ["out"], body=body)]
+    graph = helper.make_graph(nodes, "g", [vi("x", T.FLOAT, [3, 4]), vi("mask", T.BOOL, [3, 4])], [vi("out", T.FLOAT, None)],
+                              initializer=[numpy_helper.from_array(np.array(2, np.int64), "trips")])
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    np.testing.assert_array_equal(jaxonnx.load(proto)(X, MASK)[0], np.stack([X[MASK]] * 2))
+    for model in _both(jaxonnx.load(proto, size_hints={"nz": 8})):
+        with pytest.raises(jaxonnx.OnnxValidationError, match=r"reaches node 'Loop_3' \(Loop-\d+\), which computes its "
+                           r"outputs from its subgraph's padded outputs"):
             model(X, MASK)
+
+
+def _ssdlite_postprocess():
+    """SSDlite's post-processing as torchvision writes it (one class): the boxes whose score
+    passes the threshold (NonZero, a size hint), then ``batched_nms``'s ``if boxes.numel()
+    == 0`` whose else-branch runs NonMaxSuppression (a size hint of its own) on them."""
+    ints = {"ax0": [0], "ax01": [0, 1], "max_out": [10], "two": 2, "zero": 0}
+    initializers = [numpy_helper.from_array(np.asarray(v, np.int64), k) for k, v in ints.items()]
+    initializers += [numpy_helper.from_array(np.asarray(v, np.float32), k) for k, v in {"thr": 0.3, "iou": [0.5]}.items()]
+    else_branch = helper.make_graph([
+        helper.make_node("Unsqueeze", ["boxes", "ax0"], ["boxes3"]),
+        helper.make_node("Unsqueeze", ["scores", "ax01"], ["scores3"]),
+        helper.make_node("NonMaxSuppression", ["boxes3", "scores3", "max_out", "iou"], ["selected_rows"]),
+        helper.make_node("Gather", ["selected_rows", "two"], ["picked"], axis=1),
+    ], "nms", [], [vi("picked", T.INT64, None)])
+    then_branch = helper.make_graph([helper.make_node("Constant", [], ["none"], value=numpy_helper.from_array(
+        np.zeros(0, np.int64)))], "empty", [], [vi("none", T.INT64, None)])
+    nodes = [
+        helper.make_node("Greater", ["scores_all", "thr"], ["keep"]),
+        helper.make_node("NonZero", ["keep"], ["nz"]),
+        helper.make_node("Squeeze", ["nz", "ax0"], ["idx"]),
+        helper.make_node("Gather", ["boxes_all", "idx"], ["boxes"], axis=0),
+        helper.make_node("Gather", ["scores_all", "idx"], ["scores"], axis=0),
+        helper.make_node("Size", ["boxes"], ["numel"]),
+        helper.make_node("Equal", ["numel", "zero"], ["empty"]),
+        helper.make_node("If", ["empty"], ["kept"], then_branch=then_branch, else_branch=else_branch),
+        helper.make_node("Gather", ["boxes", "kept"], ["kept_boxes"], axis=0),
+        helper.make_node("Gather", ["scores", "kept"], ["kept_scores"], axis=0),
+        helper.make_node("ReduceSum", ["kept_scores"], ["total"], keepdims=0),
+    ]
+    graph = helper.make_graph(nodes, "ssdlite_postprocess", [vi("boxes_all", T.FLOAT, [8, 4]), vi("scores_all", T.FLOAT, [8])],
+                              [vi(n, T.FLOAT, None) for n in ("kept_boxes", "kept_scores", "total")], initializer=initializers)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_ssdlite_postprocessing_runs_nms_in_an_if_on_padded_boxes_as_onnxruntime():
+    onnxruntime = pytest.importorskip("onnxruntime")
+    proto = _ssdlite_postprocess()
+    session = onnxruntime.InferenceSession(proto.SerializeToString())
+    rng = np.random.default_rng(0)
+    corners = rng.uniform(0, 0.5, (8, 2)).astype(np.float32)  # overlapping: NMS suppresses some
+    boxes = np.concatenate([corners, corners + 0.5], axis=1)
+    scores = rng.uniform(0, 1, 8).astype(np.float32)
+    cases = [scores, np.where(scores > 0.5, 0.1, scores).astype(np.float32), np.full(8, 0.1, np.float32)]
+    suppressed = 0
+    for case in cases:
+        want = session.run(None, {"boxes_all": boxes, "scores_all": case})
+        suppressed += int((case > 0.3).sum()) - len(want[1])
+        for model in _both(jaxonnx.load(proto, size_hints={"nz": 8, "selected_rows": 8})):
+            kept_boxes, kept_scores, total = model(boxes, case)
+            assert np.shape(kept_scores) == (8,)
+            np.testing.assert_array_equal(np.asarray(kept_boxes)[: len(want[0])], want[0])
+            np.testing.assert_array_equal(np.asarray(kept_scores)[: len(want[1])], want[1])
+            assert not np.asarray(kept_scores)[len(want[1]):].any()  # the padding never reads a real box
+            np.testing.assert_allclose(total, want[2], rtol=1e-6)
+    assert suppressed > 0 and len(session.run(None, {"boxes_all": boxes, "scores_all": cases[-1]})[1]) == 0
 
 
 # Unique: a size hint sets the length of Y, indices and counts; inverse_indices keeps the

@@ -190,18 +190,24 @@ class Graph:
 
     def run(self, feed: Mapping[str, Any], scope: Mapping[str, Any] = {}, *, rng=None,
             options: Mapping[str, Any] | None = None, params: Mapping[str, Any] | None = None,
-            checks=None) -> tuple:
+            checks=None, scope_padding: Mapping[str, padding_rules.Marks] | None = None,
+            output_padding: list | None = None) -> tuple:
         """The graph's outputs for ``feed`` (its inputs by name), reading ``scope`` (the
         enclosing graphs' values) for the outer names it uses. Values are not checked
         against the declarations here; :class:`~jaxonnx.Model` checks the main graph's.
         ``checks``: a :class:`~jaxonnx._core.checks.DeferredChecks` that collects the checks
-        of traced values the ops defer (an eager call's compiled graph), or None."""
+        of traced values the ops defer (an eager call's compiled graph), or None.
+        ``scope_padding``: the padding marks of the enclosing graphs' values (a subgraph
+        reads padded values as its node's ops would); ``output_padding``: a list that gets
+        the marks of the graph's outputs (None where an output has none)."""
         values: dict[str, Any] = {name: scope[name] for name in self.outer_names if name in scope}
         values.update(self.initializers)
         values.update(params or {})
         values.update(feed)
         options = dict(options or {})
-        padding: dict[str, padding_rules.Marks] = {}  # the values a size hint's padding reaches (padding.py)
+        # The values a size hint's padding reaches (padding.py), from the enclosing scope on.
+        padding: dict[str, padding_rules.Marks] = {
+            name: marks for name, marks in (scope_padding or {}).items() if name in self.outer_names}
         for index, node in zip(self.key_indices, self.nodes):
             if params and node.outputs and node.outputs[0] in params and getattr(node.op, "op_type", "") == "Constant":
                 continue  # a param replaces this Constant's value (paddle2onnx stores weights as Constants)
@@ -209,6 +215,8 @@ class Graph:
                      checks=checks)
             if self.value_info:
                 self._check_declared(node, values, padding)
+        if output_padding is not None:
+            output_padding.extend(padding.get(name) if name else None for name in self.output_names)
         return tuple(padding_rules.real_output(layout.channels_first(values[name]), padding.get(name)) if name else None
                      for name in self.output_names)
 
@@ -246,14 +254,40 @@ class Subgraph:
     folds in the iteration); by default they use the key of the node that runs it.
     """
 
-    def __init__(self, graph: Graph, scope: Mapping[str, Any], rng, options):
+    def __init__(self, graph: Graph, scope: Mapping[str, Any], rng, options,
+                 padding: Mapping[str, padding_rules.Marks] | None = None, carry_counts: bool = False):
         self.graph = graph
         self._scope = {name: scope[name] for name in graph.outer_names if name in scope}
+        self._padding = {name: padding[name] for name in graph.outer_names if padding and name in padding}
         self._rng = rng
         self._options = options
+        self._carry_counts = carry_counts
         self.inputs, self.outputs = graph.inputs, graph.outputs
         self.input_names, self.output_names = graph.input_names, graph.output_names
         self.path = graph.path
+        self.output_marks: list[list[padding_rules.Marks | None]] = []  # per call (a trace)
+        # Set by the runner for an If on a padded length: the shape each output is padded
+        # to (None: as it is), and the mark the padding names (see `_if_on_a_length`).
+        self.pad_to: list[tuple[int, ...] | None] | None = None
+        self.pad_origin: padding_rules.Mark | None = None
+
+    def _padded(self, outputs: tuple, marks: list) -> tuple[tuple, list]:
+        """The outputs padded with zeros to ``pad_to``, marked at their own lengths."""
+        padded, padded_marks = [], []
+        for value, output_marks, target in zip(outputs, marks, self.pad_to):
+            if target is None or not hasattr(value, "shape") or tuple(np.shape(value)) == target:
+                padded.append(value)
+                padded_marks.append(output_marks)
+                continue
+            shape = np.shape(value)
+            axes = dict({} if output_marks is None else output_marks.axes)
+            for axis, (length, full) in enumerate(zip(shape, target)):
+                if full > length and axis not in axes:
+                    axes[axis] = dataclasses.replace(self.pad_origin, count=length)
+            widths = [(0, full - length) for length, full in zip(shape, target)]
+            padded.append(np.pad(value, widths) if isinstance(value, np.ndarray) else jax.numpy.pad(value, widths))
+            padded_marks.append(padding_rules.Marks(axes))
+        return tuple(padded), padded_marks
 
     def __call__(self, *inputs, rng=None):
         if len(inputs) != len(self.graph.inputs):
@@ -262,7 +296,24 @@ class Subgraph:
                 f"({', '.join(self.input_names) or 'none'}), got {len(inputs)}."
             )
         feed = dict(zip(self.input_names, inputs))
-        return self.graph.run(feed, self._scope, rng=self._rng if rng is None else rng, options=self._options)
+        marks: list[padding_rules.Marks | None] = []
+        outputs = self.graph.run(feed, self._scope, rng=self._rng if rng is None else rng, options=self._options,
+                                 scope_padding=self._padding, output_padding=marks)
+        if self.pad_to is not None:
+            outputs, marks = self._padded(outputs, marks)
+        self.output_marks.append(marks)
+        if not self._carry_counts:
+            return outputs
+        # The marks' counts leave as outputs: inside jax.lax.cond they are values of the
+        # branch's own trace, which only its outputs can carry out. One int32 per axis of
+        # each array output (its whole length where it is not marked), so that both
+        # branches give the same outputs whatever each marks.
+        counts = []
+        for value, output_marks in zip(outputs, marks):
+            axes = {} if output_marks is None else output_marks.axes
+            for axis in range(np.ndim(value) if hasattr(value, "shape") else 0):
+                counts.append(jax.numpy.asarray(axes[axis].count if axis in axes else np.shape(value)[axis], np.int32))
+        return (*outputs, *counts)
 
 
 def run_node(node: Node, values: dict[str, Any], *, rng=None, options: Mapping[str, Any] | None = None,
@@ -274,16 +325,26 @@ def run_node(node: Node, values: dict[str, Any], *, rng=None, options: Mapping[s
     Gradient draws as its nodes do in the graph."""
     padding = {} if padding is None else padding
     args = [values[name] if name else None for name in node.inputs]
-    attributes = {
-        name: _bind(value, values, rng, options) for name, value in node.attributes.items()
-    }
     marks = [padding.get(name) if name else None for name in node.inputs]
     marked = any(m is not None for m in marks)
-    for body in node.bodies:
-        read = sorted(name for name in body.outer_names if name in padding and padding[name].counted is None)
-        if read:  # a subgraph runs on its own values: no rule follows the padding into it
+    if node.computation is not None:
+        read = sorted(name for name in node.computation.outer_names if name in padding and padding[name].counted is None)
+        if read:  # Gradient differentiates its computation as a whole: no rule follows the padding into it
             raise node_error(node, args, padding_rules.refusal(
-                node, padding[read[0]].origin(), "reads it inside its subgraph, where no rule follows the padding"))
+                node, padding[read[0]].origin(), "differentiates a computation that reads it, where no rule follows the padding"))
+    # Marks follow the values a subgraph reads from the enclosing scope, and come out through
+    # If's outputs (its outputs are its branch's); see `_subgraph_output_marks`.
+    on_length = _is_if_on_a_length(node, marks)
+    if on_length:
+        args, marks, marked = [marks[0].real], [None], False
+    padded_bodies = on_length or any(_reads_padding(body, padding) for body in node.subgraphs)
+    carry_counts = padded_bodies and getattr(node.op, "op_type", "") == "If"
+    attributes = {
+        name: _bind(value, values, rng, options, padding if padded_bodies else None, carry_counts)
+        for name, value in node.attributes.items()
+    }
+    if on_length:
+        _pad_branches(node, attributes, padding[node.inputs[0]].length_origin)
     computation = None if node.computation is None else Subgraph(node.computation, values, graph_rng, options)
     deferred = None
     # Not where padding reaches the node: its rule sends padded indices out of range on purpose.
@@ -313,6 +374,8 @@ def run_node(node: Node, values: dict[str, Any], *, rng=None, options: Mapping[s
             raise node_error(node, [layout.channels_first(a) for a in args], error) from error
     if not isinstance(results, tuple):
         results = (results,)
+    if padded_bodies:
+        results, output_marks = _subgraph_output_marks(node, args, results, attributes, carry_counts, output_marks)
     if ctx.real_length:  # a size-hinted node's outputs start their own marks
         results, output_marks, counted = padding_rules.of_size_hint(node, results)
         for index, marks in counted.items():
@@ -326,12 +389,83 @@ def run_node(node: Node, values: dict[str, Any], *, rng=None, options: Mapping[s
                 padding[name] = output_marks[index]
 
 
-def _bind(value, values, rng, options):
+def _bind(value, values, rng, options, padding=None, carry_counts=False):
     if isinstance(value, Graph):
-        return Subgraph(value, values, rng, options)
+        return Subgraph(value, values, rng, options, padding, carry_counts)
     if isinstance(value, list) and value and isinstance(value[0], Graph):
-        return [Subgraph(g, values, rng, options) for g in value]
+        return [Subgraph(g, values, rng, options, padding, carry_counts) for g in value]
     return value
+
+
+def _is_if_on_a_length(node: Node, marks: list) -> bool:
+    """Whether ``node`` is an If whose condition is computed from a padded length
+    (TorchScript's ``if boxes.numel() == 0`` on a size-hinted value)."""
+    return (getattr(node.op, "op_type", "") == "If" and bool(marks) and marks[0] is not None
+            and marks[0].lengths is not None and not marks[0].axes)
+
+
+def _pad_branches(node: Node, attributes, origin: padding_rules.Mark) -> None:
+    """Prepares an If on a padded length to run on the real condition.
+
+    The condition's hinted value is not the real one (``numel() == 0`` is false at the
+    hinted length even when no entry is real), so the If follows the real condition, and
+    the branches, which may then differ in their outputs' lengths (an empty result against
+    one of the hinted length), give each output at the longer of the two: the shorter
+    branch's is padded with zeros and marked at its own length, as a size hint pads."""
+    branches = [attributes.get("then_branch"), attributes.get("else_branch")]
+    if not all(isinstance(b, Subgraph) for b in branches):
+        return
+    shapes = [jax.eval_shape(lambda b=b: tuple(b()))[:len(node.outputs)] for b in branches]
+    targets = []
+    for then_shape, else_shape in zip(*shapes):
+        same_kind = all(hasattr(s, "shape") for s in (then_shape, else_shape)) and \
+            len(then_shape.shape) == len(else_shape.shape) and then_shape.dtype == else_shape.dtype
+        targets.append(tuple(max(a, b) for a, b in zip(then_shape.shape, else_shape.shape)) if same_kind else None)
+    for branch in branches:
+        branch.output_marks.clear()  # the shapes' traces: their counts belong to no call
+        branch.pad_to, branch.pad_origin = targets, origin
+
+
+def _reads_padding(body: Graph, padding: Mapping[str, padding_rules.Marks]) -> bool:
+    """Whether ``body`` reads a padded value from the enclosing scope, or pads one itself
+    (a size-hinted node inside it, at any depth)."""
+    return (any(name in padding for name in body.outer_names)
+            or any(padding_rules.asks_real_length(inner) for inner in body.walk()))
+
+
+def _subgraph_output_marks(node: Node, args, results: tuple, attributes, carried: bool, output_marks):
+    """The node's outputs and their marks where its subgraphs read or made padded values.
+
+    If's outputs are its branch's: with ``carried`` (see :class:`Subgraph`), the branch
+    returned the counts of its outputs' marks behind its outputs, and each axis that a
+    branch marked is marked at the count the chosen branch gave. Any other op (Loop, Scan)
+    computes its outputs from its body's, by rules of its own: a body output that carries
+    padding is refused, as an op without a padding rule refuses it."""
+    bodies = [v for value in attributes.values() for v in (value if isinstance(value, list) else [value])
+              if isinstance(v, Subgraph)]
+    if not carried:
+        for body in bodies:
+            for call_marks in body.output_marks:
+                padded = [m for m in call_marks if m is not None and m.axes]
+                if padded:
+                    raise node_error(node, args, padding_rules.refusal(
+                        node, padded[0].origin(), "computes its outputs from its subgraph's padded outputs, "
+                        "which no rule follows out of it"))
+        return results, output_marks
+    outputs, counts = results[:len(node.outputs)], list(results[len(node.outputs):])
+    marks: list[padding_rules.Marks | None] = []
+    for index, value in enumerate(outputs):
+        rank = np.ndim(value) if hasattr(value, "shape") else 0
+        along, counts = counts[:rank], counts[rank:]
+        axes = {}
+        for axis in range(rank):
+            origin = next((m.axes[axis] for body in bodies for call_marks in body.output_marks
+                           if index < len(call_marks) and call_marks[index] is not None
+                           for m in [call_marks[index]] if axis in m.axes), None)
+            if origin is not None:
+                axes[axis] = dataclasses.replace(origin, count=along[axis])
+        marks.append(padding_rules.Marks(axes) if axes else None)
+    return outputs, marks
 
 
 def describe_value(value, *, traced_as_known: bool = False) -> str:

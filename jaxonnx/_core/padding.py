@@ -48,12 +48,18 @@ The rules (the ``padding=`` kinds):
   the rows that NonZero routed to it, then scatters them back.
 - ``"top_k"``: marked entries rank last; the outputs are marked past ``min(count, K)``.
   A ``K`` that is a length gives outputs marked at the real ``K``.
+- ``"non_max_suppression"``: marked boxes (the box axis of ``boxes`` and ``scores``) are
+  never selected: they rank last, so they neither take a real box's place nor suppress
+  one, and the rows that name them are dropped (the real rows first, as the exact result).
 - ``"shape"``, ``"size"``: lengths (above). ``"constant_of_shape"``, ``"range"``: values
   built from lengths are marked at the real lengths.
 
 Any other op that meets a mark raises :class:`~jaxonnx.OnnxValidationError` naming the
 size-hinted output, the node it reached and the ways out, as does a rule that cannot give
-the exact answer (a merged axis, a subgraph that reads a marked value). A graph output may
+the exact answer (a merged axis). Marks follow the values a subgraph (If's branches,
+Loop's and Scan's bodies) reads from the enclosing scope, as they follow values into an
+op, and come out through If's outputs (its branch's); a Loop or Scan whose body's outputs
+are padded is refused (the graph runner, ``graph.py``). A graph output may
 carry position marks (that is what the size hint asks for: the padded value); a graph
 output that is a length gives its real value. Eager calls and ``jax.jit`` follow the same
 rules, so they give the same answer or the same error.
@@ -72,7 +78,8 @@ import numpy as np
 from jaxonnx._errors import OnnxValidationError
 
 KINDS = ("", "elementwise", "moves", "concat", "gather", "gather_elements", "gather_nd", "scatter",
-         "sum", "prod", "max", "min", "mean", "matmul", "top_k", "shape", "size", "constant_of_shape", "range")
+         "sum", "prod", "max", "min", "mean", "matmul", "top_k", "shape", "size", "constant_of_shape", "range",
+         "non_max_suppression")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -707,7 +714,7 @@ def _size(call: Call):
         return results, [None]
     real = jnp.asarray(1, jnp.asarray(results[0]).dtype)
     for d, n in enumerate(np.shape(data)):
-        real = real * (axes[d].count if d in axes else n)
+        real = real * (axes[d].count.astype(real.dtype) if d in axes else n)  # counts are int32
     return results, [_length_marks(np.ones((), bool), real, next(iter(axes.values())))]
 
 
@@ -730,6 +737,40 @@ def _range(call: Call):
     return results, [Marks({0: _with_count(_length_origin(call), jnp.minimum(count, np.shape(results[0])[0]))})]
 
 
+def _non_max_suppression(call: Call):
+    boxes, scores = call.args[0], call.args[1]
+    _only_inputs(call, (0, 1), "takes it as a parameter")
+    if _has_lengths(call):
+        call.refuse("takes a padded length as boxes or scores")
+    marks = [*_axis_marks(call, 0).items(), *((a - 1 if a == 2 else -a - 1, m) for a, m in _axis_marks(call, 1).items())]
+    if any(axis != 1 for axis, _ in marks):  # boxes' axis 1 and scores' axis 2 are the boxes
+        call.refuse("pads an axis other than the boxes (a batch, a class or a coordinate)")
+    count = marks[0][1].count
+    for _, mark in marks[1:]:
+        count = jnp.minimum(count, mark.count)
+    args = list(call.args)
+    # Visited after every real box, a marked box can neither take a real one's place under
+    # max_output_boxes_per_class nor suppress one: the real rows are the exact result's.
+    args[1] = _filled(scores, {2: Mark(count, "", "")}, "lowest")
+    results = _outputs(call.run(args))
+    rows = jnp.asarray(results[0])
+    real = results[-1] if isinstance(results[-1], RealLength) else None
+    keep = rows[:, 2] < count.astype(rows.dtype)
+    if real is not None:
+        keep = keep & (jnp.arange(rows.shape[0]) < jnp.asarray(real.count))
+    if real is None and not isinstance(keep, jax.core.Tracer):  # exact rows: drop those that name a marked box
+        selected = rows[np.asarray(keep)]
+        return (selected if isinstance(results[0], jax.Array) else np.asarray(selected),), [None]
+    # Padded rows: the real ones first, then the op's own padding ([batches, classes, boxes]).
+    pads = jnp.asarray(np.array(scores.shape), rows.dtype)
+    order = jnp.argsort(~keep, stable=True)
+    kept = keep[order]
+    selected = jnp.where(kept[:, None], rows[order], pads)
+    if real is None:
+        return (selected,), [None]
+    return (selected, RealLength(jnp.count_nonzero(keep), real.axes)), [None, None]
+
+
 _RULES: dict[str, Callable[[Call], tuple[tuple, list]]] = {
     "elementwise": _elementwise,
     "moves": _moves,
@@ -745,4 +786,5 @@ _RULES: dict[str, Callable[[Call], tuple[tuple, list]]] = {
     "size": _size,
     "constant_of_shape": _constant_of_shape,
     "range": _range,
+    "non_max_suppression": _non_max_suppression,
 }

@@ -15,7 +15,7 @@ from jaxonnx.ops._helpers.common import is_traced
 _INPUTS = ("boxes", "scores", "max_output_boxes_per_class", "iou_threshold", "score_threshold")
 
 
-@register("NonMaxSuppression", 10, 11, concrete=_INPUTS, size_hint=True)
+@register("NonMaxSuppression", 10, 11, concrete=_INPUTS, size_hint=True, padding="non_max_suppression")
 def non_max_suppression(
     boxes, scores, max_output_boxes_per_class=None, iou_threshold=None, score_threshold=None,
     *, center_point_box=0, size: int | None = None, fill_value=None, real_length: bool = False,
