@@ -589,7 +589,8 @@ def _rematerialized(fn):
     subexpressions), so every layer's float weights lived until the backward pass reached
     it: 4 MiB per 1024 x 1024 layer, with ``jax.checkpoint`` or without. The vjp
     dequantizes ``W`` whole, not through the op's chunked ``lax.map``, whose buffers XLA:CPU
-    kept apart per loop. Forward mode (``jax.jvp``) does not go through it."""
+    kept apart per loop. A pass that is not differentiated (``generate``) runs the op as it
+    is. Forward mode (``jax.jvp``) does not go through it."""
     @functools.wraps(fn)
     def run(*inputs, **keywords):
         traced = [i for i, x in enumerate(inputs) if x is not None and is_traced(x)]
@@ -613,11 +614,11 @@ def _product(fn, keywords, inputs, frozen):
         return fn(*full, **keywords)
 
     @jax.custom_vjp
-    def product(a):
-        return call(a, [_at_run_time(v, _first(a)) for v in frozen.values()])
+    def product(a):  # not differentiated (generate, evaluation): the op as it is
+        return call(a, list(frozen.values()))
 
     def forward(a):
-        return product(a), a
+        return call(a, [_at_run_time(v, _first(a)) for v in frozen.values()]), a
 
     def backward(a, cotangent):
         values = [_at_run_time(v, _first(cotangent)) for v in frozen.values()]
