@@ -256,7 +256,7 @@ def test_merged_float_weights_keep_their_type_and_the_logits(tmp_path):
                                np.asarray(tuned.run(["logits"], feed)[0]), rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("name", ["llama_nbits4_sym.onnx", "llama_nbits4_asym.onnx", "llama_nbits8_asym.onnx",
+@pytest.mark.parametrize("name", ["llama_nbits4_sym.onnx", "llama_nbits4_asym.onnx", "llama_nbits8_asym.onnx", "llama_nbits2_asym.onnx",
                                   "llama_genai_int4"])
 def test_merged_matmul_nbits_weights_are_onnxruntimes_own_quantization(name, tmp_path):
     from onnxruntime.capi import _pybind_state as ort_quantizers
