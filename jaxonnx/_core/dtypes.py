@@ -28,7 +28,7 @@ Array = jax.Array
 
 @functools.cache
 def _numpy_dtype_to_onnx_name() -> dict[np.dtype, str]:
-    names = {}
+    names: dict[np.dtype, str] = {}
     for name, code in onnx.TensorProto.DataType.items():
         if name == "UNDEFINED":
             continue
@@ -79,7 +79,7 @@ X64_ON_HINT = 'turn it on with `jax.config.update("jax_enable_x64", True)` or ru
 
 
 def x64_enabled() -> bool:
-    return bool(jax.config.jax_enable_x64)
+    return bool(jax.config.read("jax_enable_x64"))
 
 
 def jax_dtype(dtype) -> np.dtype:

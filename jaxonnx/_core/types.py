@@ -139,12 +139,20 @@ class ValueType:
         dims = "?" if self.shape is None else "[" + ", ".join("?" if d is None else str(d) for d in self.shape) + "]"
         return f"tensor({type_name}){dims}"
 
+    @property
+    def item_type(self) -> ValueType:
+        """The type of a sequence's or an optional's items, or of a map's values: ``element``,
+        which loading always sets for those kinds."""
+        if self.element is None:
+            raise OnnxTypeError(f"The value {self.name!r} is declared {self.kind} without the type of its items.")
+        return self.element
+
     def onnx_type(self) -> str:
         """The type as onnxruntime writes it, without dims: ``seq(tensor(float))``."""
         if self.kind == "map":
-            return f"map({onnx_type_name(self.dtype)}, {self.element.onnx_type()})"
+            return f"map({onnx_type_name(self.dtype)}, {self.item_type.onnx_type()})"
         if self.kind in ("sequence", "optional"):
-            return f"{'seq' if self.kind == 'sequence' else 'optional'}({self.element.onnx_type()})"
+            return f"{'seq' if self.kind == 'sequence' else 'optional'}({self.item_type.onnx_type()})"
         if self.kind == "any":
             return "any"
         return f"tensor({onnx_type_name(self.dtype) if self.dtype is not None else '?'})"
@@ -192,9 +200,9 @@ class ValueType:
                     f"The {kind} {name!r} is declared {self.onnx_type()}, a sequence: pass a list of "
                     f"values, got {type(value).__name__}."
                 )
-            return [self.element.checked_input(v, kind=kind, name=f"{name}[{i}]") for i, v in enumerate(value)]
+            return [self.item_type.checked_input(v, kind=kind, name=f"{name}[{i}]") for i, v in enumerate(value)]
         if self.kind == "optional":
-            return None if value is None else self.element.checked_input(value, kind=kind, name=name)
+            return None if value is None else self.item_type.checked_input(value, kind=kind, name=name)
         if self.kind == "map":
             if not isinstance(value, Mapping):
                 raise OnnxTypeError(
@@ -223,7 +231,7 @@ class ValueType:
             )
         if not self.accepts_shape(value.shape):
             raise OnnxValidationError(
-                f"The {kind} {name!r} is declared with shape {list(self.shape)} but got shape "
+                f"The {kind} {name!r} is declared with shape {list(self.shape or ())} but got shape "
                 f"{list(value.shape)}."
             )
         return value
@@ -245,7 +253,7 @@ class ValueType:
             element = self.element or ValueType(self.name, "any")
             return [element.output(v, warned=warned) for v in value]
         if self.kind == "optional":
-            return None if value is None else self.element.output(value, warned=warned)
+            return None if value is None else self.item_type.output(value, warned=warned)
         if self.kind == "map":
             if not isinstance(value, Mapping):
                 raise OnnxTypeError(f"The graph output {self.name!r} is declared {self.onnx_type()} but the graph computed {type(value).__name__}.")
