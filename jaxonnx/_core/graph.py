@@ -217,8 +217,29 @@ class Graph:
                 self._check_declared(node, values, padding)
         if output_padding is not None:
             output_padding.extend(padding.get(name) if name else None for name in self.output_names)
+        else:  # the caller gets the outputs (the main graph, a function body): padding it asked for only
+            for name in self.output_names:
+                origin = padding_rules.unasked_padding(padding.get(name)) if name else None
+                if origin is not None:
+                    raise self._unasked_padding(name, origin)
         return tuple(padding_rules.real_output(layout.channels_first(values[name]), padding.get(name)) if name else None
                      for name in self.output_names)
+
+    def _unasked_padding(self, name: str, origin: padding_rules.Mark) -> StaticValueError:
+        """The error for the output ``name``, padded by a slice between traced bounds (``origin``)
+        where no size hint asks for a padded output."""
+        node = next(n for n in self.walk() if n.path == origin.node)
+        traced = [i for i in node.inputs[1:3] if i]
+        error = StaticValueError(
+            f"Node {node.path!r} ({node.op.name}) slices between bounds known only at run time: the input "
+            f"{', '.join(map(repr, traced))} depends on graph inputs, so under jax.jit its output {origin.output!r} is "
+            f"padded to its input's length, and it reaches the graph output {name!r}, where no size hint asks for a "
+            "padded value. Ways out: make it an initializer or the output of Constant nodes (then jaxonnx knows it "
+            f"at trace time), give a size hint (`jaxonnx.load(model, size_hints={{{origin.output!r}: <length>}})`: the "
+            "output is then that long, its real entries first), or run the model outside `jax.jit`."
+        )
+        error.argument = "starts"
+        return error
 
     def _check_declared(self, node: Node, values, padding) -> None:
         """Checks what ``node`` computed against the graph's value_info, as onnxruntime does:
@@ -377,7 +398,8 @@ def run_node(node: Node, values: dict[str, Any], *, rng=None, options: Mapping[s
     if padded_bodies:
         results, output_marks = _subgraph_output_marks(node, args, results, attributes, carry_counts, output_marks)
     if ctx.real_length:  # a size-hinted node's outputs start their own marks
-        results, output_marks, counted = padding_rules.of_size_hint(node, results)
+        results, started, counted = padding_rules.of_size_hint(node, results)
+        output_marks = output_marks if started is None else started
         for index, marks in counted.items():
             if node.inputs[index] not in padding:
                 padding[node.inputs[index]] = marks
@@ -788,7 +810,16 @@ class FunctionOp:
         feed = {name: value for name, value in zip(body.input_names, inputs) if name}
         missing = [name for name in body.input_names[len(inputs):]]
         feed.update({name: None for name in missing})
-        return body.run(feed, rng=ctx.rng if ctx else None, options=ctx.options if ctx else None)
+        marks: list = []
+        outputs = body.run(feed, rng=ctx.rng if ctx else None, options=ctx.options if ctx else None, output_padding=marks)
+        padded = [name for name, m in zip(body.output_names, marks) if m is not None and m.axes]
+        if padded:  # the call's outputs are no graph's: no marks go with them
+            raise OnnxValidationError(
+                f"{self.name}'s output {padded[0]!r} is padded (a slice between bounds known only at run time, "
+                "or a size hint inside the body), and the padding would leave the function unmarked; run the "
+                "model outside `jax.jit`."
+            )
+        return outputs
 
 
 def _signature(value):

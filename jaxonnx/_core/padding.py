@@ -103,6 +103,7 @@ class Mark:
     count: Any  # an int32 scalar, traced under jax.jit
     output: str  # the size-hinted output it started at
     node: str  # the node that wrote it
+    hinted: bool = True  # False: padded to its input's own length (a Slice with traced bounds), no hint asked
 
     def __post_init__(self):
         # One dtype for every count, so that counts compare and combine under strict promotion.
@@ -152,15 +153,16 @@ class Call:
 # --------------------------------------------------------------------------- the runner's side
 
 
-def of_size_hint(node, results: tuple) -> tuple[tuple, list[Marks | None], dict[int, Marks]]:
+def of_size_hint(node, results: tuple) -> tuple[tuple, list[Marks | None] | None, dict[int, Marks]]:
     """A size-hinted node's outputs (its :class:`RealLength` taken off), the marks they
-    start, and the marks of its inputs whose non-zero entries the real length counts."""
+    start (None where the op gave no real length: a Slice between known bounds), and the
+    marks of its inputs whose non-zero entries the real length counts."""
     *outputs, real = results
-    if not isinstance(real, RealLength):  # the op gave no real length: nothing is padded
-        return tuple(results), [None] * len(results), {}
+    if not isinstance(real, RealLength):  # the op gave no real length: it started no padding
+        return tuple(results), None, {}
     marks = []
     for name, axis in zip(node.outputs, real.axes):
-        marks.append(None if axis is None else Marks({axis: Mark(real.count, name, node.path)}))
+        marks.append(None if axis is None else Marks({axis: Mark(real.count, name, node.path, node.size is not None)}))
     counted = {}
     if real.counted is not None:
         mark = next(m for m in marks if m is not None)
@@ -171,6 +173,8 @@ def of_size_hint(node, results: tuple) -> tuple[tuple, list[Marks | None], dict[
 def asks_real_length(node) -> bool:
     """Whether the node's op takes a size hint whose padding is marked (not a loop bound)."""
     contract = getattr(node.op, "contract", None)
+    if getattr(contract, "size_hint", False) == "own_length":  # bounded by its input's length without a hint
+        return True
     return node.size is not None and bool(getattr(contract, "size_hint", False)) and contract.size_hint != "bound"
 
 
@@ -220,6 +224,12 @@ def real_output(value, marks: Marks | None):
     if marks is not None and marks.lengths is not None and not marks.axes:
         return marks.real
     return value
+
+
+def unasked_padding(marks: Marks | None) -> Mark | None:
+    """The mark of a graph output padded where no size hint asked for it (a Slice with
+    traced bounds, padded to its input's length), or None."""
+    return next((m for m in ({} if marks is None else marks.axes).values() if not m.hinted), None)
 
 
 def _refuse(node, origin: Mark, what: str):

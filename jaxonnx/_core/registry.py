@@ -430,7 +430,9 @@ def _convert_inputs(op: OpVersion, inputs, *, public: bool) -> tuple:
             # `jaxonnx.ops` reads Python values as they are, as numpy indexing does (a bound
             # may be a plain int there); graph values are always tensors.
             python = public and not isinstance(value, (jax.Array, np.ndarray, np.generic))
-            converted.append(value if python else _static(value, name))
+            # An op padded to its input's length (a Slice between traced bounds) takes them traced.
+            padded = contract.size_hint == "own_length" and is_traced(value)
+            converted.append(value if python or padded else _static(value, name))
         elif isinstance(value, (jax.Array, np.ndarray)):
             converted.append(value)
         elif isinstance(value, np.generic):

@@ -120,8 +120,14 @@ def _python_loop(trip, cond, carried, body, *, stop_at_tracer: bool, changing=()
             raise OnnxValidationError(_overflow_message(node, size))
         outputs = body(np.array(i, np.int64), condition, *carried)
         _check_count(outputs, len(carried))
+        # A carried sequence (a list: its length grows) cannot go through a lax loop: unrolled
+        # while the condition stays known (dynamo's EmbeddingBag, SequenceInsert per bag).
         if stop_at_tracer and any(_has_tracer(v) for v in outputs):
-            return None
+            if not any(isinstance(v, list) for v in carried) or is_traced(outputs[0]):
+                return None
+            if i >= _UNROLL_LIMIT:
+                raise OnnxValidationError(f"carries a sequence through more than the {_UNROLL_LIMIT} iterations "
+                                          "jaxonnx unrolls under a trace; run the model outside `jax.jit`.")
         if is_traced(outputs[0]):  # unrolling: a traced exit cannot end a Python loop
             raise _changing_error(carried, list(changing))
         condition = np.asarray(outputs[0]).reshape(()).astype(bool)
