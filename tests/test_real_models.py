@@ -8,13 +8,20 @@ sequence). ``manifest.json`` says which array of each ``.npz`` is which. This fi
 imports torch.
 
 Every ``.onnx`` in the folder is tested (the parameters come from the folder, never from a
-hand-written list), with JAX's 64-bit mode on (the suite's default) and off (JAX's default):
+hand-written list), with JAX's 64-bit mode on (the suite's default), and off (JAX's default)
+for the fixtures where that changes anything (``X64_OFF_CHANGES``):
 
-- eager outputs at the export's input shape, and at a second shape for dynamic exports;
-- ``jax.jit`` outputs, the same jitted function called at both shapes (no stale trace);
+- eager outputs at the export's input shape, and at a second shape for dynamic exports, then
+  the first again (no stale executable);
+- ``jax.jit`` outputs, where the eager call is not already ``jax.jit``'s executable (a graph
+  run op by op, or a file with size hints);
 - ``jax.grad`` of ``sum(output * cotangent)`` w.r.t. the float inputs, and w.r.t. the
   initializers that are one-to-one copies of a torch parameter, through ``model.params`` /
   ``model.apply``.
+
+The files themselves (their manifest entries, and onnxruntime reproducing torch's outputs
+from them) are checked by ``tools/check_model_fixtures.py``, which records their hashes in
+``sha256.json``; ``test_fixtures_are_the_checked_files`` checks the hashes.
 
 A fixture that uses an op jaxonnx does not register fails, naming the missing ops.
 
@@ -28,8 +35,9 @@ float32 error against float64 for every fixture, and it is a small fraction of t
 
 from __future__ import annotations
 
-import collections
+import contextlib
 import functools
+import hashlib
 import json
 import warnings
 from pathlib import Path
@@ -38,11 +46,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import onnx
-import onnx.reference
-import onnxruntime
 import pytest
+from jax.extend import core as jax_core
 
 import jaxonnx
+from jaxonnx import _platform
 
 FIXTURES = Path(__file__).parent / "fixtures" / "models"
 RTOL, ATOL_SCALE = 1e-4, 1e-5
@@ -58,38 +66,51 @@ EXPORTED = sorted(path.stem for path in FIXTURES.glob("*.onnx"))
 DYNAMIC = [name for name in EXPORTED if MANIFEST["fixtures"].get(name, {}).get("dynamic")]
 
 
-@pytest.fixture(params=[True, False], ids=["x64", "x32"])
-def x64(request):
-    """Runs a test with JAX's 64-bit mode on (the suite's setting) and off (JAX's default).
+@contextlib.contextmanager
+def x64_mode(on: bool):
+    """JAX's 64-bit mode on (the suite's setting) or off (JAX's default).
 
     With it off, jaxonnx warns that int64 inputs (token ids, gather indices) compute in 32
     bits; these tests choose that mode, so the warning is expected (tests/test_x64_policy.py
     checks it).
     """
-    with jax.enable_x64(request.param), warnings.catch_warnings():
-        if not request.param:
+    with jax.enable_x64(on), warnings.catch_warnings():
+        if not on:
             warnings.filterwarnings("ignore", category=jaxonnx.X64Warning)
-        yield request.param
+        yield
 
 
-def op_histogram(model: onnx.ModelProto) -> dict[str, int]:
-    """Node count per op type over the graph, its subgraphs and local functions (as the export
-    script counts them); ops outside the default domain are written ``domain:Op``."""
-    counts = collections.Counter()
+def _avals(jaxpr):
+    """The abstract value of every variable of ``jaxpr`` and of the jaxprs in its equations."""
+    for variable in (*jaxpr.invars, *jaxpr.constvars, *jaxpr.outvars):
+        yield getattr(variable, "aval", None)
+    for equation in jaxpr.eqns:
+        for variable in (*equation.invars, *equation.outvars):
+            yield getattr(variable, "aval", None)
+        for param in equation.params.values():
+            for value in param if isinstance(param, (tuple, list)) else (param,):
+                if isinstance(value, jax_core.ClosedJaxpr):
+                    yield from _avals(value.jaxpr)
+                elif isinstance(value, jax_core.Jaxpr):
+                    yield from _avals(value)
 
-    def visit(nodes):
-        for node in nodes:
-            counts[node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}:{node.op_type}"] += 1
-            for attribute in node.attribute:
-                if attribute.type == onnx.AttributeProto.GRAPH:
-                    visit(attribute.g.node)
-                for graph in attribute.graphs:
-                    visit(graph.node)
 
-    visit(model.graph.node)
-    for function in model.functions:
-        visit(function.node)
-    return dict(sorted(counts.items()))
+def computes_64_bit_values(model: jaxonnx.Model, inputs) -> bool:
+    """Whether ``model`` on ``inputs``, traced with JAX's 64-bit mode on, holds a 64-bit
+    value (int64, uint64, float64 or complex128: what the mode off makes 32-bit) in its computation.
+
+    The mode changes only such values (numpy values known at trace time stay numpy either
+    way): a model that holds none computes the same with it off, so its x64-off pass is
+    left out (``test_the_x64_off_pass_runs_where_the_mode_changes_a_value``)."""
+    with jax.enable_x64(True):
+        jaxpr = jax.make_jaxpr(model)(*inputs).jaxpr
+    return any(jax.dtypes.canonicalize_dtype(aval.dtype) != _x64_off_dtype(aval.dtype)
+               for aval in _avals(jaxpr) if isinstance(getattr(aval, "dtype", None), np.dtype))
+
+
+def _x64_off_dtype(dtype) -> np.dtype:
+    with jax.enable_x64(False):
+        return jax.dtypes.canonicalize_dtype(dtype)
 
 
 class Fixture:
@@ -122,6 +143,16 @@ def fixture(name: str) -> Fixture:
     return Fixture(name)
 
 
+@functools.cache
+def _traced(name: str) -> tuple[bool, bool]:
+    """Whether the fixture's computation holds a 64-bit value, and whether it makes a
+    platform-dependent choice (a convolution or pooling with a CPU formulation)."""
+    fx = fixture(name)
+    before = _platform.calls()
+    wide = computes_64_bit_values(fx.load(jit=True), as_inputs(fx.arrays("inputs")))
+    return wide, _platform.calls() > before
+
+
 def as_inputs(arrays: dict[str, np.ndarray]) -> list[jax.Array]:
     """The inputs as a user passes them: JAX arrays, so int64 token ids arrive as int32 when
     JAX's 64-bit mode is off."""
@@ -145,6 +176,17 @@ def assert_outputs(fixture_: Fixture, outputs, role: str, how: str) -> None:
         assert_close(got, want, f"{fixture_.name} ({how}), output {name!r}")
 
 
+#: The fixtures whose computation holds a 64-bit value, so that JAX's 64-bit mode off
+#: changes it (:func:`computes_64_bit_values`): they run a second time with it off.
+X64_OFF_CHANGES = [name for name in EXPORTED if _traced(name)[0]]
+#: The fixtures with a formulation per platform (jaxonnx._platform): they also run as each
+#: other platform (GPU, TPU) computes them, in test_outputs_as_other_platforms_compute_them.
+PLATFORM_DEPENDENT = [name for name in EXPORTED if _traced(name)[1]]
+PASSES = [pytest.param(name, True, id=f"x64-{name}") for name in EXPORTED] + [
+    pytest.param(name, False, id=f"x32-{name}") for name in X64_OFF_CHANGES
+]
+
+
 # --------------------------------------------------------------------------- the fixtures themselves
 
 
@@ -160,43 +202,14 @@ def test_manifest_and_folder_agree():
     assert MANIFEST["tolerance"] == {"rtol": RTOL, "atol_scale": ATOL_SCALE}
 
 
-@pytest.mark.parametrize("name", EXPORTED)
-def test_fixture_files_match_manifest(name):
-    """The op histogram and the arrays are what the manifest says, and onnxruntime (or
-    onnx.reference, for the files onnxruntime cannot run) reproduces torch's outputs from the
-    .onnx file (so the fixture itself is sound)."""
-    fx = fixture(name)
-    model = onnx.load(fx.path)
-    assert op_histogram(model) == fx.entry["op_histogram"]
-    assert next(o.version for o in model.opset_import if o.domain in ("", "ai.onnx")) == fx.entry["opset"]
-
-    listed = [item for items in fx.entry["arrays"].values() for item in items]
-    assert sorted(item["key"] for item in listed) == sorted(fx.data)
-    for item in listed:
-        value = fx.data[item["key"]]
-        assert (str(value.dtype), list(value.shape)) == (item["dtype"], item["shape"]), item["key"]
-
-    initializers = {t.name for t in model.graph.initializer}
-    graph_inputs = [i.name for i in model.graph.input if i.name not in initializers]
-    assert list(fx.arrays("inputs")) == graph_inputs
-    assert list(fx.arrays("outputs")) == [o.name for o in model.graph.output]
-    assert set(fx.arrays("param_gradients")) <= initializers
-    assert fx.entry["arrays"].get("input_gradients") or fx.entry["arrays"].get("param_gradients"), (
-        f"{name} has no gradient to check."
-    )
-    assert ("second_inputs" in fx.entry["arrays"]) == fx.entry["dynamic"]
-
-    if fx.entry.get("checked_with") == "reference":
-        # onnxruntime cannot run it (the manifest says why): onnx.reference checks the file.
-        session = onnx.reference.ReferenceEvaluator(model)
-    else:
-        options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = 1
-        session = onnxruntime.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
-    roles = [("inputs", "outputs")] + ([("second_inputs", "second_outputs")] if fx.entry["dynamic"] else [])
-    for inputs, outputs in roles:
-        for got, (output, want) in zip(session.run(None, fx.arrays(inputs)), fx.arrays(outputs).items()):
-            assert_close(got, want, f"{name}: onnxruntime, {outputs} {output!r}")
+def test_fixtures_are_the_checked_files():
+    """Each .onnx, .npz and manifest.json is the file tools/check_model_fixtures.py checked
+    (onnxruntime reproduces torch's outputs from it, its manifest entry describes it)."""
+    recorded = json.loads((FIXTURES / "sha256.json").read_text())
+    present = sorted(path.name for path in [*FIXTURES.glob("*.onnx"), *FIXTURES.glob("*.npz"), FIXTURES / "manifest.json"])
+    assert sorted(recorded) == present, "files added or removed since tools/check_model_fixtures.py ran; run it again."
+    changed = [name for name in present if hashlib.sha256((FIXTURES / name).read_bytes()).hexdigest() != recorded[name]]
+    assert not changed, f"changed since tools/check_model_fixtures.py checked them (run it again): {changed}"
 
 
 @pytest.mark.parametrize("name", EXPORTED)
@@ -213,51 +226,138 @@ def test_fixture_is_well_conditioned(name):
 # --------------------------------------------------------------------------- through jaxonnx
 
 
-@pytest.mark.parametrize("name", EXPORTED)
-def test_eager_outputs(name, x64):
+@pytest.mark.parametrize("name, x64", PASSES)
+def test_outputs(name, x64):
+    """Eager outputs at the export's shape and, for dynamic exports, at a second batch (and
+    sequence) size, then the first again; and under ``jax.jit`` where the eager call is not
+    already its executable.
+
+    A graph compiled whole runs an eager call as ``jax.jit`` of the graph, compiled once per
+    input signature (``Model.compile``), so those calls check jit; a graph run op by op (or
+    loaded with size hints for jit) also runs jitted, at both shapes (it retraces, with
+    shapes computed afresh)."""
     fx = fixture(name)
-    model = fx.load()
-    assert_outputs(fx, model(*as_inputs(fx.arrays("inputs"))), "outputs", "eager")
-    if fx.entry["dynamic"]:
-        assert_outputs(fx, model(*as_inputs(fx.arrays("second_inputs"))), "second_outputs", "eager, second shape")
+    with x64_mode(x64):
+        model = fx.load()
+        assert_outputs(fx, model(*as_inputs(fx.arrays("inputs"))), "outputs", "eager")
+        if fx.entry["dynamic"]:
+            assert_outputs(fx, model(*as_inputs(fx.arrays("second_inputs"))), "second_outputs", "eager, second shape")
+            assert_outputs(fx, model(*as_inputs(fx.arrays("inputs"))), "outputs", "eager, first shape again")
+        if model.eager_mode.startswith("whole graph") and not fx.entry["size_hints"]:
+            # The calls above ran the per-signature executables of jax.jit(graph), not op by op.
+            assert len(model._compiled) == 1 + fx.entry["dynamic"], model.eager_mode
+            return
+        jitted = jax.jit(fx.load(jit=True))
+        assert_outputs(fx, jitted(*as_inputs(fx.arrays("inputs"))), "outputs", "jit")
+        if fx.entry["dynamic"]:
+            assert_outputs(fx, jitted(*as_inputs(fx.arrays("second_inputs"))), "second_outputs", "jit, second shape")
+            assert_outputs(fx, jitted(*as_inputs(fx.arrays("inputs"))), "outputs", "jit, first shape again")
 
 
-@pytest.mark.parametrize("name", EXPORTED)
-def test_jit_outputs(name, x64):
-    """One jitted function at the export's shape and, for dynamic exports, at a second batch
-    (and sequence) size: it retraces there, with shapes computed afresh."""
-    fx = fixture(name)
-    jitted = jax.jit(fx.load(jit=True))
-    assert_outputs(fx, jitted(*as_inputs(fx.arrays("inputs"))), "outputs", "jit")
-    if fx.entry["dynamic"]:
-        assert_outputs(fx, jitted(*as_inputs(fx.arrays("second_inputs"))), "second_outputs", "jit, second shape")
-        assert_outputs(fx, jitted(*as_inputs(fx.arrays("inputs"))), "outputs", "jit, first shape again")
-
-
-@pytest.mark.parametrize("name", EXPORTED)
+@pytest.mark.parametrize("name, x64", PASSES)
 def test_gradients(name, x64):
     """``jax.grad`` of ``sum(output * cotangent)`` w.r.t. the float inputs and the named
     initializers (via ``model.params`` / ``model.apply``), against torch's autograd."""
     fx = fixture(name)
-    model = fx.load(jit=True)
-    inputs = as_inputs(fx.arrays("inputs"))
-    cotangents = fx.arrays("cotangents")
-    want_inputs = fx.arrays("input_gradients")
-    want_params = fx.arrays("param_gradients")
-    differentiated = [model.input_names.index(n) for n in want_inputs]
-    missing = sorted(set(want_params) - set(model.params))
-    assert not missing, f"{name}: the float initializers {missing} are not in model.params."
-    params = {n: model.params[n] for n in want_params}
+    with x64_mode(x64):
+        model = fx.load(jit=True)
+        inputs = as_inputs(fx.arrays("inputs"))
+        cotangents = fx.arrays("cotangents")
+        want_inputs = fx.arrays("input_gradients")
+        want_params = fx.arrays("param_gradients")
+        differentiated = [model.input_names.index(n) for n in want_inputs]
+        missing = sorted(set(want_params) - set(model.params))
+        assert not missing, f"{name}: the float initializers {missing} are not in model.params."
+        params = {n: model.params[n] for n in want_params}
 
-    def loss(params, float_inputs):
-        args = list(inputs)
-        for position, value in zip(differentiated, float_inputs):
-            args[position] = value
-        outputs = dict(zip(model.output_names, model.apply(params, *args)))
-        return sum(jnp.sum(outputs[n] * jnp.asarray(c)) for n, c in cotangents.items())
+        def loss(params, float_inputs):
+            args = list(inputs)
+            for position, value in zip(differentiated, float_inputs):
+                args[position] = value
+            outputs = dict(zip(model.output_names, model.apply(params, *args)))
+            return sum(jnp.sum(outputs[n] * jnp.asarray(c)) for n, c in cotangents.items())
 
-    grad_params, grad_inputs = jax.jit(jax.grad(loss, argnums=(0, 1)))(params, [inputs[i] for i in differentiated])
-    for (input_name, want), got in zip(want_inputs.items(), grad_inputs):
-        assert_close(got, want, f"{name}: gradient w.r.t. input {input_name!r}")
-    for param_name, want in want_params.items():
-        assert_close(grad_params[param_name], want, f"{name}: gradient w.r.t. initializer {param_name!r}")
+        grad_params, grad_inputs = jax.jit(jax.grad(loss, argnums=(0, 1)))(params, [inputs[i] for i in differentiated])
+        for (input_name, want), got in zip(want_inputs.items(), grad_inputs):
+            assert_close(got, want, f"{name}: gradient w.r.t. input {input_name!r}")
+        for param_name, want in want_params.items():
+            assert_close(grad_params[param_name], want, f"{name}: gradient w.r.t. initializer {param_name!r}")
+
+
+@pytest.mark.parametrize("name", PLATFORM_DEPENDENT)
+def test_outputs_as_other_platforms_compute_them(name):
+    """Eager outputs at the export's shape with every platform-dependent choice forced to
+    each other platform's branch (XLA's convolution and reduce_window for GPU and TPU,
+    where the CPU runs its rewrites): what a GPU computes, checked on a CPU."""
+    fx = fixture(name)
+    for branch in _platform.other_branches():
+        with _platform.forced_branch(branch):
+            model = fx.load()  # a new model: its executables are traced inside the block
+            before = _platform.calls()
+            assert_outputs(fx, model(*as_inputs(fx.arrays("inputs"))), "outputs", f"eager, {branch} branch")
+            assert _platform.calls() > before
+
+
+def test_platform_dependent_fixtures_are_found():
+    """The image models' convolutions and poolings have CPU formulations; the text models have none."""
+    assert {"cnn_dynamo_static", "resnet_torchscript_static", "mobilenet_v3_small_dynamo_static"} <= set(PLATFORM_DEPENDENT)
+    assert not {"mlp_dynamo_static", "gpt2_dynamo_static"} & set(PLATFORM_DEPENDENT)
+
+
+# --------------------------------------------------------------------------- the x64-off selection
+
+
+def _tiny_model(input_type: int, *, argmax: bool = False) -> onnx.ModelProto:
+    """Cast to float, x @ w, a Reshape by an int64 constant shape (known at trace time),
+    Relu; with ``argmax``, an ArgMax (int64 by the text) cast back to float and added."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    output = "result" if argmax else "out"
+    nodes = [
+        helper.make_node("Cast", ["x"], ["xf"], to=TensorProto.FLOAT),
+        helper.make_node("MatMul", ["xf", "w"], ["y"]),
+        helper.make_node("Reshape", ["y", "shape"], ["flat"]),
+        helper.make_node("Relu", ["flat"], ["out"]),
+    ]
+    if argmax:
+        nodes += [
+            helper.make_node("ArgMax", ["out"], ["position"], axis=1),
+            helper.make_node("Cast", ["position"], ["positionf"], to=TensorProto.FLOAT),
+            helper.make_node("Add", ["out", "positionf"], ["result"]),
+        ]
+    graph = helper.make_graph(
+        nodes, "tiny", [helper.make_tensor_value_info("x", input_type, [2, 3])],
+        [helper.make_tensor_value_info(output, TensorProto.FLOAT, None)],
+        initializer=[numpy_helper.from_array(rng.normal(size=(3, 4)).astype(np.float32), "w"),
+                     numpy_helper.from_array(np.array([2, 4], np.int64), "shape")],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
+def test_the_x64_off_pass_runs_where_the_mode_changes_a_value():
+    """A float32 model whose only 64-bit values are known at trace time (a Reshape's shape)
+    computes no 64-bit value, and gives the same bits with the mode off; an int64 input, a
+    float64 input, or an op whose output the text makes int64 (ArgMax) each count."""
+    from onnx import TensorProto
+
+    x = np.random.default_rng(1).normal(size=(2, 3))
+    float32 = jaxonnx.load(_tiny_model(TensorProto.FLOAT))
+    assert not computes_64_bit_values(float32, [jnp.asarray(x, jnp.float32)])
+    with x64_mode(True):
+        on = float32(jnp.asarray(x, jnp.float32))
+    with x64_mode(False):
+        off = jaxonnx.load(_tiny_model(TensorProto.FLOAT))(jnp.asarray(x, jnp.float32))
+    np.testing.assert_array_equal(np.asarray(on[0]), np.asarray(off[0]))
+    assert computes_64_bit_values(jaxonnx.load(_tiny_model(TensorProto.INT64)), [jnp.asarray(x.astype(np.int64))])
+    assert computes_64_bit_values(jaxonnx.load(_tiny_model(TensorProto.DOUBLE)), [jnp.asarray(x)])
+    assert computes_64_bit_values(jaxonnx.load(_tiny_model(TensorProto.FLOAT, argmax=True)), [jnp.asarray(x, jnp.float32)])
+    # The fixtures: every one whose graph inputs or outputs are 64-bit runs the x64-off pass.
+    wide = (TensorProto.INT64, TensorProto.UINT64, TensorProto.DOUBLE)
+    declared_64_bit = [
+        name for name in EXPORTED
+        if any(v.type.tensor_type.elem_type in wide
+               for v in (*onnx.load(FIXTURES / f"{name}.onnx").graph.input, *onnx.load(FIXTURES / f"{name}.onnx").graph.output))
+    ]
+    assert declared_64_bit and set(declared_64_bit) <= set(X64_OFF_CHANGES)
+    assert len(X64_OFF_CHANGES) < len(EXPORTED)
