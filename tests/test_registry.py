@@ -381,9 +381,11 @@ def test_missing_required_attributes_are_refused():
         jaxonnx.get_op("Slice", 1)(np.zeros(3), ends=[1])
 
 
-def test_only_compress_takes_size_keywords():
+def test_only_ops_with_a_size_hint_take_size_keywords():
     x = np.arange(4, dtype=np.float32)
-    with pytest.raises(jaxonnx.OnnxValidationError, match=r"^Slice-13 has no attribute 'size'"):
-        jaxonnx.get_op("Slice", 13)(x, [0], [1], size=2)
+    with pytest.raises(jaxonnx.OnnxValidationError, match=r"^Relu-14 has no attribute 'size'"):
+        jaxonnx.get_op("Relu", 14)(x, size=2)
+    # Slice takes one since issue 41 (a slice between traced bounds is padded to it).
+    np.testing.assert_array_equal(jaxonnx.get_op("Slice", 13)(x, [0], [1], size=2), [0.0, 0.0])
     padded = jaxonnx.get_op("Compress", 11)(x, np.array([True]), size=2)
     np.testing.assert_array_equal(padded, [0.0, 0.0])

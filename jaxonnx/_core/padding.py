@@ -76,6 +76,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxonnx._errors import OnnxValidationError
+from jaxonnx.ops._helpers.bounds import refuse_at_run_time_if
 
 KINDS = ("", "elementwise", "moves", "concat", "gather", "gather_elements", "gather_nd", "scatter",
          "sum", "prod", "max", "min", "mean", "matmul", "top_k", "shape", "size", "constant_of_shape", "range",
@@ -579,6 +580,15 @@ def _scatter(call: Call):
                 call.refuse("marks a part of each update as padding, not whole updates")
             keep = keep & real_mask(rows, {a: mark})
     indices = jnp.asarray(indices)
+    if nd and updates.ndim and 0 < len(rows) == 1 and updates.shape[0] < rows[0] and 0 in _axis_marks(call, 1):
+        # `x.masked_scatter(mask, src)`: the updates are `src` cut to the padded length of the
+        # selection (Slice(src, 0, n)), so no longer than `src`; the rows past them are marked
+        # (there are never more real rows than `src` has entries, which torch requires).
+        count = _axis_marks(call, 1)[0].count
+        refuse_at_run_time_if(count > updates.shape[0], lambda found: (
+            f"Node {call.node.path!r} ({call.node.op.name}) scatters {int(found)} selected positions but has "
+            f"only {updates.shape[0]} updates."), count)
+        updates = jnp.pad(jnp.asarray(updates), [(0, rows[0] - updates.shape[0])] + [(0, 0)] * (updates.ndim - 1))
     if nd:
         beyond = jnp.asarray(np.array(data.shape[: indices.shape[-1]]), indices.dtype)
         dropped = jnp.where(keep[..., None], indices, beyond)

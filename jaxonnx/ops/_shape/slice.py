@@ -65,7 +65,8 @@ def slice(data, starts, ends, axes=None, steps=None, *, size: int | None = None,
     exceeds), the real ones first and zeros (``fill_value``) after. ``real_length=True``
     also returns the real length (a :class:`~jaxonnx._core.padding.RealLength`), from which
     the graph runner marks the padding so that it never reaches a result; called by hand,
-    traced bounds need ``size``. A slice longer than ``size`` raises at run time.
+    traced bounds need ``size``. A slice longer than ``size`` raises at run time. With
+    ``size``, known bounds give the same padded slice, so eager and jitted calls agree.
 
     Args:
         data: the array to slice.
@@ -109,7 +110,7 @@ _NO_STEPS = object()
 def _slice(data, starts, ends, axes, steps, *, negative_axes, size=None, fill_value=None, real_length=False):
     traced = [name for name, value in (("starts", starts), ("ends", ends), ("axes", axes), ("steps", steps))
               if is_traced(value)]
-    if traced:
+    if traced or size is not None:  # with a size, padded whatever the bounds (eager and jit agree)
         return _padded_slice(data, starts, ends, axes, steps, traced, negative_axes=negative_axes, size=size,
                              fill_value=fill_value, real_length=real_length)
     given = {"starts": starts, "ends": ends, "axes": axes, "steps": steps}
