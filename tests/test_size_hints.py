@@ -294,17 +294,28 @@ def test_a_loop_whose_body_returns_a_padded_value_is_refused():
 
 
 def _ssdlite_postprocess():
-    """SSDlite's post-processing as torchvision writes it (one class): the boxes whose score
-    passes the threshold (NonZero, a size hint), then ``batched_nms``'s ``if boxes.numel()
-    == 0`` whose else-branch runs NonMaxSuppression (a size hint of its own) on them."""
-    ints = {"ax0": [0], "ax01": [0, 1], "max_out": [10], "two": 2, "zero": 0}
+    """SSDlite's post-processing as torchvision writes it: the boxes whose score passes the
+    threshold (NonZero, a size hint), then ``batched_nms``'s coordinate trick, which
+    ``torch.jit._script_if_tracing`` exports as an If on ``boxes.numel() == 0`` whose
+    else-branch offsets each class's boxes by ``boxes.max() + 1`` and runs NonMaxSuppression
+    (a size hint of its own), its box column cut by Slice and Squeeze as torchvision's
+    symbolic writes it."""
+    ints = {"ax0": [0], "ax1": [1], "ax01": [0, 1], "max_out": [10], "col": [2], "col_end": [3], "zero": 0}
     initializers = [numpy_helper.from_array(np.asarray(v, np.int64), k) for k, v in ints.items()]
-    initializers += [numpy_helper.from_array(np.asarray(v, np.float32), k) for k, v in {"thr": 0.3, "iou": [0.5]}.items()]
+    initializers += [numpy_helper.from_array(np.asarray(v, np.float32), k)
+                     for k, v in {"thr": 0.3, "iou": [0.2], "one": 1.0}.items()]
     else_branch = helper.make_graph([
-        helper.make_node("Unsqueeze", ["boxes", "ax0"], ["boxes3"]),
+        helper.make_node("ReduceMax", ["boxes"], ["max_coordinate"], keepdims=0),
+        helper.make_node("Add", ["max_coordinate", "one"], ["step"]),
+        helper.make_node("Cast", ["labels"], ["label_values"], to=T.FLOAT),
+        helper.make_node("Mul", ["label_values", "step"], ["offsets"]),
+        helper.make_node("Unsqueeze", ["offsets", "ax1"], ["offset_columns"]),
+        helper.make_node("Add", ["boxes", "offset_columns"], ["boxes_for_nms"]),
+        helper.make_node("Unsqueeze", ["boxes_for_nms", "ax0"], ["boxes3"]),
         helper.make_node("Unsqueeze", ["scores", "ax01"], ["scores3"]),
         helper.make_node("NonMaxSuppression", ["boxes3", "scores3", "max_out", "iou"], ["selected_rows"]),
-        helper.make_node("Gather", ["selected_rows", "two"], ["picked"], axis=1),
+        helper.make_node("Slice", ["selected_rows", "col", "col_end", "ax1"], ["box_column"]),
+        helper.make_node("Squeeze", ["box_column", "ax1"], ["picked"]),
     ], "nms", [], [vi("picked", T.INT64, None)])
     then_branch = helper.make_graph([helper.make_node("Constant", [], ["none"], value=numpy_helper.from_array(
         np.zeros(0, np.int64)))], "empty", [], [vi("none", T.INT64, None)])
@@ -314,6 +325,7 @@ def _ssdlite_postprocess():
         helper.make_node("Squeeze", ["nz", "ax0"], ["idx"]),
         helper.make_node("Gather", ["boxes_all", "idx"], ["boxes"], axis=0),
         helper.make_node("Gather", ["scores_all", "idx"], ["scores"], axis=0),
+        helper.make_node("Gather", ["labels_all", "idx"], ["labels"], axis=0),
         helper.make_node("Size", ["boxes"], ["numel"]),
         helper.make_node("Equal", ["numel", "zero"], ["empty"]),
         helper.make_node("If", ["empty"], ["kept"], then_branch=then_branch, else_branch=else_branch),
@@ -321,8 +333,9 @@ def _ssdlite_postprocess():
         helper.make_node("Gather", ["scores", "kept"], ["kept_scores"], axis=0),
         helper.make_node("ReduceSum", ["kept_scores"], ["total"], keepdims=0),
     ]
-    graph = helper.make_graph(nodes, "ssdlite_postprocess", [vi("boxes_all", T.FLOAT, [8, 4]), vi("scores_all", T.FLOAT, [8])],
-                              [vi(n, T.FLOAT, None) for n in ("kept_boxes", "kept_scores", "total")], initializer=initializers)
+    graph = helper.make_graph(nodes, "ssdlite_postprocess", [
+        vi("boxes_all", T.FLOAT, [8, 4]), vi("scores_all", T.FLOAT, [8]), vi("labels_all", T.INT64, [8])],
+        [vi(n, T.FLOAT, None) for n in ("kept_boxes", "kept_scores", "total")], initializer=initializers)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
@@ -334,19 +347,21 @@ def test_ssdlite_postprocessing_runs_nms_in_an_if_on_padded_boxes_as_onnxruntime
     corners = rng.uniform(0, 0.5, (8, 2)).astype(np.float32)  # overlapping: NMS suppresses some
     boxes = np.concatenate([corners, corners + 0.5], axis=1)
     scores = rng.uniform(0, 1, 8).astype(np.float32)
+    labels = np.array([0, 1, 0, 0, 1, 0, 0, 1], np.int64)  # two classes: NMS runs per class
     cases = [scores, np.where(scores > 0.5, 0.1, scores).astype(np.float32), np.full(8, 0.1, np.float32)]
     suppressed = 0
     for case in cases:
-        want = session.run(None, {"boxes_all": boxes, "scores_all": case})
+        want = session.run(None, {"boxes_all": boxes, "scores_all": case, "labels_all": labels})
         suppressed += int((case > 0.3).sum()) - len(want[1])
         for model in _both(jaxonnx.load(proto, size_hints={"nz": 8, "selected_rows": 8})):
-            kept_boxes, kept_scores, total = model(boxes, case)
+            kept_boxes, kept_scores, total = model(boxes, case, labels)
             assert np.shape(kept_scores) == (8,)
             np.testing.assert_array_equal(np.asarray(kept_boxes)[: len(want[0])], want[0])
             np.testing.assert_array_equal(np.asarray(kept_scores)[: len(want[1])], want[1])
             assert not np.asarray(kept_scores)[len(want[1]):].any()  # the padding never reads a real box
             np.testing.assert_allclose(total, want[2], rtol=1e-6)
-    assert suppressed > 0 and len(session.run(None, {"boxes_all": boxes, "scores_all": cases[-1]})[1]) == 0
+    empty = session.run(None, {"boxes_all": boxes, "scores_all": cases[-1], "labels_all": labels})
+    assert suppressed > 0 and len(empty[1]) == 0
 
 
 # Unique: a size hint sets the length of Y, indices and counts; inverse_indices keeps the
