@@ -34,20 +34,22 @@ def _inputs(arrays, entry, index):
     return [arrays[f"in{index}_{name}"] for name in entry["inputs"]]
 
 
+@pytest.mark.parametrize("x64", [True, False], ids=["x64", "x32"])
 @pytest.mark.parametrize("name", EXPORTED)
-def test_exports_run_eagerly_and_jitted_at_two_shapes_as_torch(name):
+def test_exports_run_eagerly_and_jitted_at_two_shapes_as_torch(name, x64):
     entry = MANIFEST[name]
     arrays = np.load(FIXTURES / f"{name}.npz")
-    model = jaxonnx.load(str(FIXTURES / f"{name}.onnx"), size_hints=entry["size_hints"])
-    jitted = jax.jit(model)
-    shapes = set()
-    for index in (0, 1):
-        inputs = _inputs(arrays, entry, index)
-        want = arrays[f"out{index}_{entry['outputs'][0]}"]
-        shapes.add(want.shape)
-        for run in (model, jitted):
-            (got,) = run(*inputs)
-            np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6, atol=1e-6, err_msg=f"{name} set {index}")
+    with jax.enable_x64(x64):
+        model = jaxonnx.load(str(FIXTURES / f"{name}.onnx"), size_hints=entry["size_hints"])
+        jitted = jax.jit(model)
+        shapes = set()
+        for index in (0, 1):
+            inputs = _inputs(arrays, entry, index)
+            want = arrays[f"out{index}_{entry['outputs'][0]}"]
+            shapes.add(want.shape)
+            for run in (model, jitted):
+                (got,) = run(*inputs)
+                np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6, atol=1e-6, err_msg=f"{name} set {index}")
     assert len(shapes) == 2  # the second set is another shape: a second trace
 
 
