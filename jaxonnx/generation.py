@@ -202,10 +202,17 @@ def find_cache(model: Model, cache: Mapping[str, str] | None = None, *, dims: Ma
         shape = [dim if isinstance(dim, int) or a in (0, axis) else (dims or {}).get(dim, dim)
                  for a, dim in enumerate(info.shape)]
         if not all(isinstance(dim, int) for a, dim in enumerate(shape) if a not in (0, axis)):
+            # onnxruntime-genai's builder leaves the head size symbolic; its GroupQueryAttention
+            # cache is (batch, kv heads, sequence, head size), both read off the graph.
+            heads = _attention_heads(model) if len(shape) == 4 and axis == 2 else None
+            if heads is not None:
+                shape = [dim if isinstance(dim, int) or a in (0, axis) else heads[a - 1]
+                         for a, dim in enumerate(shape)]
+        if not all(isinstance(dim, int) for a, dim in enumerate(shape) if a not in (0, axis)):
             raise OnnxValidationError(
                 f"The cache input {past!r} of {graph} is declared {info.shape}; `generate` needs every dim but the "
                 "batch and the sequence known, to build the empty cache of the first step: give the others with "
-                "`dims={name: length}`."
+                "`jaxonnx.find_cache(model, dims={name: length})` and pass its layout as `generate(..., cache=layout)`."
             )
         axes.add(axis)
         shapes.append(tuple(-1 if a == 0 else 0 if a == axis else dim for a, dim in enumerate(shape)))
@@ -226,6 +233,49 @@ def find_cache(model: Model, cache: Mapping[str, str] | None = None, *, dims: Ma
         dtypes=tuple(dtypes),
         mode="buffer" if shared_buffer else "window" if {"position_ids", "attention_mask"} <= set(inputs) else "grow",
     )
+
+
+def _attention_heads(model: Model) -> tuple[int, None, int] | None:
+    """``(kv heads, None, head size)`` of the model's first GroupQueryAttention, the head size
+    from the width of the projection that feeds its key (or its packed query, key and value);
+    None when the graph does not say."""
+    graph = model._proto.graph
+    node = next((n for n in graph.node if n.op_type == "GroupQueryAttention"), None)
+    if node is None:
+        return None
+    attributes = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+    heads, kv_heads = attributes.get("num_heads"), attributes.get("kv_num_heads")
+    if not heads or not kv_heads:
+        return None
+    packed = len(node.input) < 2 or not node.input[1]
+    width = _projection_width(graph, node.input[0] if packed else node.input[1])
+    per_head = width // (heads + 2 * kv_heads if packed else kv_heads) if width else None
+    if not per_head or width % (heads + 2 * kv_heads if packed else kv_heads):
+        return None
+    return kv_heads, None, per_head
+
+
+def _projection_width(graph, value: str, steps: int = 4) -> int | None:
+    """The output width of the linear layer that computes ``value`` (a MatMul by a weight,
+    a MatMulNBits, a bias Add or Cast after one), or None."""
+    producers = {out: node for node in graph.node for out in node.output}
+    shapes = {i.name: list(i.dims) for i in graph.initializer}
+    for _ in range(steps):
+        node = producers.get(value)
+        if node is None:
+            return None
+        if node.op_type == "MatMulNBits":
+            return next((a.i for a in node.attribute if a.name == "N"), None)
+        if node.op_type == "MatMul" and len(shapes.get(node.input[1], [])) == 2:
+            return shapes[node.input[1]][-1]
+        if node.op_type == "Add":
+            bias = [shapes[n] for n in node.input if len(shapes.get(n, [])) == 1]
+            if bias:
+                return bias[0][0]
+        if node.op_type not in ("Add", "Cast"):
+            return None
+        value = node.input[0]
+    return None
 
 
 def _pair_by_name(inputs, outputs) -> tuple[tuple[str, str], ...]:
@@ -449,6 +499,7 @@ def generate(
             f"`attention_mask` has shape {list(attention_mask.shape)}, `input_ids` {list(input_ids.shape)}; they must agree."
         )
     _check_left_padded(attention_mask, layout)
+    _check_in_vocabulary(input_ids, attention_mask, _vocabulary_size(model, layout))
     eos = None if eos_token_id is None else jnp.asarray(eos_token_id).reshape(-1)
     if pad_token_id is None:
         pad_token_id = 0 if eos is None else eos[0]
@@ -459,6 +510,37 @@ def generate(
     tokens = compiled(model, layout, input_ids, attention_mask, rng, temperature, top_k, top_p, eos,
                       jnp.asarray(pad_token_id), int(max_new_tokens))
     return tokens[0] if one_prompt else tokens
+
+
+def _vocabulary_size(model: Model, layout: CacheLayout) -> int | None:
+    """The number of token ids the model knows: its logits' declared last dim, else the rows of
+    the embedding table that ``input_ids`` gathers from; None when neither is declared."""
+    logits = next((info for info in model.outputs if info.name == layout.logits), None)
+    if logits is not None and logits.shape and isinstance(logits.shape[-1], int):
+        return logits.shape[-1]
+    graph = model._proto.graph
+    tables = {i.name: list(i.dims) for i in graph.initializer}
+    for node in graph.node:
+        if node.op_type == "Gather" and len(node.input) > 1 and node.input[1] == layout.input_ids \
+                and node.input[0] in tables:
+            return tables[node.input[0]][0]
+    return None
+
+
+def _check_in_vocabulary(input_ids, mask, vocabulary: int | None) -> None:
+    if vocabulary is None or isinstance(input_ids, jax.core.Tracer):
+        return  # under a trace the ids are not known; the caller's promise, as left padding is
+    ids = np.asarray(input_ids)
+    # left padding may hold any id: only the tokens the mask keeps are looked up
+    kept = np.asarray(mask) != 0 if not isinstance(mask, jax.core.Tracer) else np.ones(ids.shape, bool)
+    outside = np.argwhere(kept & ((ids < 0) | (ids >= vocabulary)))
+    if len(outside):
+        row, column = (int(i) for i in outside[0])
+        raise OnnxValidationError(
+            f"The prompt token {int(ids[row, column])} at row {row}, position {column} of `input_ids` is outside "
+            f"the model's vocabulary of {vocabulary} ids (0 to {vocabulary - 1}); "
+            f"{len(outside)} prompt token{'s are' if len(outside) > 1 else ' is'} out of range."
+        )
 
 
 def _check_left_padded(mask, layout: CacheLayout) -> None:
