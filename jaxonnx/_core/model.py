@@ -277,11 +277,10 @@ class Model:
             for t in values
             if t.dtype is not None and is_narrowed(t.dtype)
         ]
-        if narrowed_values:
+        if narrowed_values and _x64_warning_due():
             warnings.warn(
-                f"`jax_enable_x64` is off, so the 64-bit graph values of the model {self.graph_name!r} compute "
-                f"in 32 bits: {', '.join(narrowed_values)}. Integer inputs that do not fit in 32 bits raise; "
-                f"to keep every type exact, {X64_ON_HINT}.",
+                f"`jax_enable_x64` is off: the model {self.graph_name!r} computes {', '.join(narrowed_values)} in 32 "
+                f"bits (integer inputs that do not fit raise); {X64_ON_HINT}.",
                 X64Warning,
                 stacklevel=4,
             )
@@ -754,6 +753,26 @@ class Model:
         """``(node path, op type, resolved version)`` for every node, subgraphs included, in
         graph order (a subgraph's nodes after the node that holds it)."""
         return [(n.path, getattr(n.op, "op_type", n.name.split("_")[0]), n.op.name) for n in self.graph.walk()]
+
+
+_X64_WARNED = []  # whether this process has shown an X64Warning under the default filters
+
+
+def _x64_warning_due() -> bool:
+    """Whether to warn: once per process under Python's default filters (each model of an
+    LLM's session would repeat it), every time where a filter asks for every one ("always",
+    "error", as tests and ``pytest.warns`` set)."""
+    action = warnings.defaultaction
+    for filter_action, message, category, module, _ in warnings.filters:
+        if issubclass(X64Warning, category) and (message is None or message.pattern in ("", ".*")) \
+                and (module is None or module.pattern in ("", ".*")):
+            action = filter_action
+            break
+    if action in ("always", "error", "ignore"):
+        return True  # "ignore" is warnings' own to apply
+    first = not _X64_WARNED
+    _X64_WARNED.append(True)
+    return first
 
 
 def _schemas_onnx_lacks(registry) -> list:
