@@ -758,7 +758,7 @@ def _range(call: Call):
 
 
 def _non_max_suppression(call: Call):
-    boxes, scores = call.args[0], call.args[1]
+    scores = call.args[1]
     _only_inputs(call, (0, 1), "takes it as a parameter")
     if _has_lengths(call):
         call.refuse("takes a padded length as boxes or scores")
