@@ -451,8 +451,10 @@ def _pad_branches(node: Node, attributes, origin: padding_rules.Mark) -> None:
 def _reads_padding(body: Graph, padding: Mapping[str, padding_rules.Marks]) -> bool:
     """Whether ``body`` reads a padded value from the enclosing scope, or pads one itself
     (a size-hinted node inside it, at any depth)."""
-    return (any(name in padding for name in body.outer_names)
-            or any(padding_rules.asks_real_length(inner) for inner in body.walk()))
+    pads = getattr(body, "_pads_itself", None)
+    if pads is None:  # once per prepared graph: the walk is the same every run
+        pads = body._pads_itself = any(padding_rules.asks_real_length(inner) for inner in body.walk())
+    return pads or any(name in padding for name in body.outer_names)
 
 
 def _subgraph_output_marks(node: Node, args, results: tuple, attributes, carried: bool, output_marks):
