@@ -277,6 +277,27 @@ def test_an_if_on_a_padded_length_follows_the_real_length():
             assert float(total) == float(want.sum())
 
 
+def test_a_loop_body_reads_a_padded_value_marked_and_its_reduction_leaves_the_padding_out():
+    # Each iteration adds the selected values' maximum (ReduceMax inside the body, over the
+    # outer padded value) to the carried total; under jit the body runs as a lax.scan.
+    body = helper.make_graph([helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+                              helper.make_node("ReduceMax", ["negated"], ["top"], keepdims=0),
+                              helper.make_node("Add", ["total_in", "top"], ["total_out"])], "body",
+                             [vi("i", T.INT64, []), vi("cond_in", T.BOOL, []), vi("total_in", T.FLOAT, [])],
+                             [vi("cond_out", T.BOOL, []), vi("total_out", T.FLOAT, [])])
+    nodes = BOOLEAN_INDEX + [helper.make_node("Neg", ["selected"], ["negated"]),
+                             helper.make_node("Loop", ["trips", "", "start"], ["total"], body=body)]
+    # The maximum of negative values: never the padding's 0.
+    graph = helper.make_graph(nodes, "g", [vi("x", T.FLOAT, [3, 4]), vi("mask", T.BOOL, [3, 4])], [vi("total", T.FLOAT, None)],
+                              initializer=[numpy_helper.from_array(np.array(3, np.int64), "trips"),
+                                           numpy_helper.from_array(np.array(0, np.float32), "start")])
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    want = 3 * (-X[MASK]).max()
+    for model in _both(jaxonnx.load(proto, size_hints={"nz": 8})):
+        np.testing.assert_allclose(model(X + 1, MASK)[0], 3 * (-(X + 1)[MASK]).max())
+    assert float(jaxonnx.load(proto)(X, MASK)[0]) == want
+
+
 def test_a_loop_whose_body_returns_a_padded_value_is_refused():
     body = helper.make_graph([helper.make_node("Identity", ["cond_in"], ["cond_out"]),
                               helper.make_node("Identity", ["selected"], ["scan_out"])], "body",
