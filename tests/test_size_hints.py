@@ -381,6 +381,10 @@ def test_ssdlite_postprocessing_runs_nms_in_an_if_on_padded_boxes_as_onnxruntime
             np.testing.assert_array_equal(np.asarray(kept_scores)[: len(want[1])], want[1])
             assert not np.asarray(kept_scores)[len(want[1]):].any()  # the padding never reads a real box
             np.testing.assert_allclose(total, want[2], rtol=1e-6)
+        # Eagerly without a hint on NMS: its exact rows, those naming a padded box dropped.
+        kept_boxes, kept_scores, total = jaxonnx.load(proto, size_hints={"nz": 8})(boxes, case, labels)
+        np.testing.assert_array_equal(np.asarray(kept_scores)[: len(want[1])], want[1])
+        np.testing.assert_allclose(total, want[2], rtol=1e-6)
     empty = session.run(None, {"boxes_all": boxes, "scores_all": cases[-1], "labels_all": labels})
     assert suppressed > 0 and len(empty[1]) == 0
 
