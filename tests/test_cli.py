@@ -653,3 +653,15 @@ def test_run_on_a_paddle_style_model_with_negative_and_placeholder_dims(tmp_path
     assert "input x: shape [1, 3, 48, 192]" in out and "y: shape [1, 3, 48, 192]" in out
     assert main(["run", path]) == 0
     assert "x: tensor(float)[?, 3, ?, ?]" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("hint", [1, 2])
+def test_a_size_hint_too_small_overflows_under_jit_at_every_size(hint, capsys):
+    """Issue 41 §8: a hint of 1 (its NonZero output transposed to index rows) was taken for
+    padding reaching GatherND's coordinates; every hint below the real count overflows."""
+    path = "tests/fixtures/models/indexing_dynamo_dynamic.onnx"
+    assert main(["run", path, "--jit", "--size-hint", f"val_75={hint}"]) == 1
+    first_line = capsys.readouterr().err.splitlines()[0]
+    assert first_line.startswith("jaxonnx: error: The size-hinted output 'val_75' (node 'node_NonZero_75') overflowed")
+    assert f"given size={hint}" in first_line and "`--size-hint val_75=5` or more" in first_line
+    assert main(["run", path, "--jit", "--size-hint", "val_75=5"]) == 0

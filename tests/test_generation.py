@@ -206,8 +206,49 @@ def test_fixtures_of_sliding_windows_slide():
 def test_cache_of_builder_files_needs_the_head_size():
     builder = find_cache(jaxonnx.load(_path("llama_genai_fp32")), dims={"kv_cache_dim": 16})
     assert builder.pairs[0] == ("past_key_values.0.key", "present.0.key") and builder.empty_shape[0] == (-1, 2, 0, 16)
-    with pytest.raises(jaxonnx.OnnxValidationError, match="give the others with `dims="):
-        find_cache(jaxonnx.load(_path("llama_genai_fp32")))
+    # A symbolic head size no graph op declares (here an Optimum file's, made symbolic) is refused,
+    # and the advice it gives works.
+    proto = onnx.load(_path("llama_optimum"))
+    for value in proto.graph.input:
+        if value.name.startswith("past_key_values"):
+            value.type.tensor_type.shape.dim[3].dim_param = "head"
+    with pytest.raises(jaxonnx.OnnxValidationError, match=r"`jaxonnx.find_cache\(model, dims=\{name: length\}\)`"):
+        find_cache(jaxonnx.load(proto))
+    ids, _ = _prompts("llama_optimum")
+    head = onnx.load(_path("llama_optimum")).graph.input[3].type.tensor_type.shape.dim[3].dim_value
+    layout = find_cache(jaxonnx.load(proto), dims={"head": head})
+    np.testing.assert_array_equal(jaxonnx.generate(jaxonnx.load(proto), ids[2:], 3, cache=layout),
+                                  jaxonnx.generate(_path("llama_optimum"), ids[2:], 3))
+
+
+@pytest.mark.parametrize("path", [
+    pytest.param(os.path.join(FIXTURES, name, "model.onnx"), marks=_needs_ops_of_issue_32(name))
+    for name in ("llama_genai_fp32", "qwen2_genai_int4", "gemma2_genai_int4")
+])
+def test_generate_of_a_loaded_builder_file_reads_the_head_size_off_the_graph(path):
+    """Issue 41 §7: `generate(jaxonnx.load(path))` of a builder file, whose cache declares its
+    head size symbolic (kv_cache_dim), equals `generate(path)`, which reads genai_config.json."""
+    config = os.path.join(os.path.dirname(path), "genai_config.json")
+    layout = find_cache(jaxonnx.load(path))
+    if os.path.exists(config):
+        assert layout.empty_shape == find_cache(jaxonnx.load(path), dims=cache_dims_beside(path)).empty_shape
+    assert layout.empty_shape[0][3] == 16  # the fixtures' head size: 64 hidden / 4 heads
+    ids = np.array([[3, 17, 5]])
+    np.testing.assert_array_equal(jaxonnx.generate(jaxonnx.load(path), ids, 3), jaxonnx.generate(path, ids, 3))
+
+
+def test_prompt_ids_outside_the_vocabulary_are_refused(llama, capsys):
+    """Issue 41 §8: the ids are known before the loop; the logits' last dim is the vocabulary."""
+    for ids, bad, position in (([[1, 128]], 128, 1), ([[-1, 5]], -1, 0)):
+        with pytest.raises(jaxonnx.OnnxValidationError,
+                           match=rf"prompt token {bad} at row 0, position {position} .* vocabulary of 128 ids"):
+            jaxonnx.generate(llama, np.array(ids), 2)
+    # left padding is not looked up, whatever it holds
+    jaxonnx.generate(llama, np.array([[999, 5]]), 1, attention_mask=np.array([[0, 1]]))
+    from jaxonnx._cli import main
+
+    assert main(["generate", os.path.join(FIXTURES, "llama_optimum"), "--prompt-ids", "1,99999"]) == 1
+    assert "The prompt token 99999 at row 0, position 1" in capsys.readouterr().err
 
 
 def test_cache_given_explicitly(llama):
@@ -452,3 +493,19 @@ def test_docstring_examples_run(function, monkeypatch):
         runner.run(test)
     results = runner.summarize(verbose=False)
     assert results.attempted > 0 and results.failed == 0
+
+
+def test_x64_warning_is_one_line_once_per_process(x64_off, monkeypatch):
+    """Issue 41 §8: an LLM session loads several models; under Python's default filters the
+    X64Warning is said once, in one line."""
+    import warnings
+
+    from jaxonnx._core import model as model_module
+
+    monkeypatch.setattr(model_module, "_X64_WARNED", [])
+    with warnings.catch_warnings(record=True) as record:
+        warnings.resetwarnings()  # Python's defaults, not the suite's "error"
+        jaxonnx.load(_path("llama_optimum"))
+        jaxonnx.load(_path("qwen2_optimum"))
+    shown = [r for r in record if issubclass(r.category, jaxonnx.X64Warning)]
+    assert len(shown) == 1 and "\n" not in str(shown[0].message) and "input 'input_ids' (int64 as int32)" in str(shown[0].message)

@@ -375,7 +375,11 @@ def _landing(probe_out: np.ndarray) -> tuple[int, int] | None:
     each repeated ``block`` times (an axis merged with the whole axes after it: Flatten,
     Reshape); None when there is none."""
     shape = probe_out.shape
-    for b in sorted(range(len(shape)), key=lambda b: shape[b] == 1):  # a length-1 axis last: it matches anything
+    # A length-1 axis matches any probe, so it goes last; but a probe of a length-1 axis is all
+    # zeros and matches any axis too, so there a length-1 axis goes first (a size hint of 1
+    # transposed would otherwise land on the other axis).
+    one_position = not probe_out.any()
+    for b in sorted(range(len(shape)), key=lambda b: (shape[b] == 1) != one_position):
         along = np.moveaxis(probe_out, b, 0).reshape(shape[b], -1)
         if shape[b] == 0 or not (along == along[:, :1]).all():
             continue  # the probe varies along another axis
