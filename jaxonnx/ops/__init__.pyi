@@ -37,6 +37,7 @@ from jaxonnx.ops._elementwise.cast_like import cast_like as cast_like
 from jaxonnx.ops._ml.maps import cast_map as cast_map
 from jaxonnx.ops._ml.encoding import category_mapper as category_mapper
 from jaxonnx.ops._attention.causal_conv_with_state import causal_conv_with_state as causal_conv_with_state
+from jaxonnx.ops._nn.cdist import cdist as cdist
 from jaxonnx.ops._elementwise.unary_math import ceil as ceil
 from jaxonnx.ops._elementwise.activations import celu as celu
 from jaxonnx.ops._vision.center_crop_pad import center_crop_pad as center_crop_pad
@@ -74,6 +75,7 @@ from jaxonnx.ops._elementwise.comparison import equal as equal
 from jaxonnx.ops._elementwise.unary_math import erf as erf
 from jaxonnx.ops._elementwise.unary_math import exp as exp
 from jaxonnx.ops._shape.expand import expand as expand
+from jaxonnx.ops._shape.expand_dims import expand_dims as expand_dims
 from jaxonnx.ops._shape.eye_like import eye_like as eye_like
 from jaxonnx.ops._elementwise.gelu import fast_gelu as fast_gelu
 from jaxonnx.ops._ml.features import feature_vectorizer as feature_vectorizer
@@ -111,6 +113,7 @@ from jaxonnx.ops._control_flow.if_ import if_ as if_
 from jaxonnx.ops._image.image_decoder import image_decoder as image_decoder
 from jaxonnx.ops._ml.scaling import imputer as imputer
 from jaxonnx.ops._nn.instance_normalization import instance_normalization as instance_normalization
+from jaxonnx.ops._nn.inverse import inverse as inverse
 from jaxonnx.ops._elementwise.unary_math import is_inf as is_inf
 from jaxonnx.ops._elementwise.unary_math import is_nan as is_nan
 from jaxonnx.ops._ml.encoding import label_encoder as label_encoder
@@ -262,6 +265,7 @@ from jaxonnx.ops._elementwise.activations import thresholded_relu as thresholded
 from jaxonnx.ops._shape.tile import tile as tile
 from jaxonnx.ops._reduction.top_k import top_k as top_k
 from jaxonnx.ops._shape.transpose import transpose as transpose
+from jaxonnx.ops._nn.transpose_matmul import transpose_matmul as transpose_matmul
 from jaxonnx.ops._ml.tree_ensemble import tree_ensemble as tree_ensemble
 from jaxonnx.ops._ml.tree_ensemble import tree_ensemble_classifier as tree_ensemble_classifier
 from jaxonnx.ops._ml.tree_ensemble import tree_ensemble_regressor as tree_ensemble_regressor
@@ -311,6 +315,7 @@ __all__ = [
     "cast_map",
     "category_mapper",
     "causal_conv_with_state",
+    "cdist",
     "ceil",
     "celu",
     "center_crop_pad",
@@ -348,6 +353,7 @@ __all__ = [
     "erf",
     "exp",
     "expand",
+    "expand_dims",
     "eye_like",
     "fast_gelu",
     "feature_vectorizer",
@@ -385,6 +391,7 @@ __all__ = [
     "image_decoder",
     "imputer",
     "instance_normalization",
+    "inverse",
     "is_inf",
     "is_nan",
     "label_encoder",
@@ -536,6 +543,7 @@ __all__ = [
     "tile",
     "top_k",
     "transpose",
+    "transpose_matmul",
     "tree_ensemble",
     "tree_ensemble_classifier",
     "tree_ensemble_regressor",
