@@ -11,6 +11,7 @@ from jaxonnx._demo import demo_model_path as demo_model_path
 from jaxonnx._examples import example_path as example_path
 from jaxonnx._errors import DeclaredShapeWarning as DeclaredShapeWarning
 from jaxonnx._errors import JaxOnnxError as JaxOnnxError
+from jaxonnx._errors import LeniencyWarning as LeniencyWarning
 from jaxonnx._errors import ModelLoadError as ModelLoadError
 from jaxonnx._errors import NodeError as NodeError
 from jaxonnx._errors import OnnxTypeError as OnnxTypeError
@@ -41,6 +42,7 @@ __version__ = "0.1.0"
 __all__ = [
     "DeclaredShapeWarning",
     "JaxOnnxError",
+    "LeniencyWarning",
     "LoraModel",
     "Model",
     "ModelLoadError",

@@ -46,6 +46,13 @@ class DeclaredShapeWarning(UserWarning):
     graph input's shape, and every declared element type, are still enforced."""
 
 
+class LeniencyWarning(UserWarning):
+    """A file breaks the ONNX text in a way onnxruntime runs anyway (an attribute its schema
+    does not know on LayerNormalization, the default domain written ``"ai.onnx"``): jaxonnx
+    runs it as onnxruntime does and warns once per load, naming each node, op and what was
+    ignored or renamed (filter it with ``warnings.filterwarnings``)."""
+
+
 class NodeError(JaxOnnxError):
     """A failure inside a graph node whose cause is not a jaxonnx error (re-raised with context)."""
 

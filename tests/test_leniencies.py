@@ -1,8 +1,9 @@
 """What onnxruntime runs although the IR or the operator text is stricter, and jaxonnx runs
 the same way (docs/guide/loading.md, "Leniencies onnxruntime allows"): nodes out of topological order
 (in the main graph; jaxonnx sorts Loop bodies and function bodies too), an initializer that an IR 3
-file does not list as a graph input, a graph output whose type sets no case, Expand with a 0-D shape, and com.microsoft
-nodes whose domain the file does not import. (STFT's 2-D signal: tests/test_stft_exports.py.) Each against onnxruntime,
+file does not list as a graph input, a graph output whose type sets no case, Expand with a 0-D shape, com.microsoft
+nodes whose domain the file does not import, an attribute LayerNormalization's schema does not know (onnxruntime's
+fusion test files) and a node domain written "ai.onnx" (both warn: jaxonnx.LeniencyWarning). (STFT's 2-D signal: tests/test_stft_exports.py.) Each against onnxruntime,
 eager and under jax.jit."""
 
 from __future__ import annotations
@@ -116,12 +117,32 @@ def test_expand_with_a_zero_dimensional_shape(run_onnxruntime):
     np.testing.assert_array_equal(np.asarray(jaxonnx.ops.expand(np.ones((2, 1), np.float32), np.array(3))), np.ones((2, 3)))
 
 
-@pytest.mark.parametrize("case", ["dft_2d", "unknown_attribute"])
+@pytest.mark.parametrize("case", ["dft_2d", "unknown_attribute", "unknown_com_microsoft_attribute", "output_produced_twice",
+                                  "output_produced_twice_in_a_branch"])
 def test_what_onnxruntime_refuses_stays_refused(case):
-    """Not every departure from the text is a leniency: these onnxruntime refuses too."""
+    """Not every departure from the text is a leniency: these onnxruntime 1.32 refuses too (an
+    unknown attribute on any op but LayerNormalization and SimplifiedLayerNormalization, of the
+    default domain or com.microsoft; one name produced by two nodes: "Duplicate definition of name")."""
     if case == "dft_2d":
         proto = _model([helper.make_node("DFT", ["x"], ["y"], name="dft")], [vi("x", T.FLOAT, [3, 4])], [vi("y", T.FLOAT, None)])
         feed, error = {"x": X}, jaxonnx.JaxOnnxError
+    elif case == "unknown_com_microsoft_attribute":
+        scale, bias = (numpy_helper.from_array(np.ones(4, np.float32), "s"), numpy_helper.from_array(np.zeros(4, np.float32), "b"))
+        node = helper.make_node("SkipLayerNormalization", ["x", "x", "s", "b"], ["y"], name="skip_ln", domain="com.microsoft",
+                                epsion=1e-5)
+        proto = _model([node], [vi("x", T.FLOAT, [1, 3, 4])], [vi("y", T.FLOAT, None)], [scale, bias])
+        proto.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+        feed, error = {"x": X[None]}, jaxonnx.JaxOnnxError
+    elif case.startswith("output_produced_twice"):
+        twice = [helper.make_node("Relu", ["x"], ["t"], name="first"), helper.make_node("Neg", ["x"], ["t"], name="last")]
+        if case == "output_produced_twice":
+            nodes = [*twice, helper.make_node("Abs", ["t"], ["y"], name="abs")]
+        else:
+            branch = helper.make_graph(twice, "then", [], [vi("t", T.FLOAT, None)])
+            other = helper.make_graph([helper.make_node("Abs", ["x"], ["e"])], "else", [], [vi("e", T.FLOAT, None)])
+            nodes = [helper.make_node("If", ["c"], ["y"], name="if", then_branch=branch, else_branch=other)]
+        proto = _model(nodes, [vi("x", T.FLOAT, [3, 4]), vi("c", T.BOOL, [])], [vi("y", T.FLOAT, None)])
+        feed, error = {"x": X, "c": np.array(True)}, jaxonnx.ModelLoadError
     else:
         proto = _model([helper.make_node("Relu", ["x"], ["y"], name="relu", foo=1)], [vi("x", T.FLOAT, [3, 4])],
                        [vi("y", T.FLOAT, None)])
@@ -143,3 +164,67 @@ def test_a_com_microsoft_node_without_its_domain_imported(run_onnxruntime):
     unknown = helper.make_node("Frobnicate", ["x"], ["y"], domain="com.example")
     with pytest.raises(jaxonnx.ModelLoadError, match=r"\['com.example'\] but its opset_import names no version"):
         jaxonnx.load(_model([unknown], [vi("x", T.FLOAT, [3, 4])], [vi("y", T.FLOAT, [3, 4])]))
+
+
+def _layer_norm_with_a_misspelled_epsilon(op_type: str, opset: int) -> onnx.ModelProto:
+    """As onnxruntime's own fusion test files write it (test_data/models, built with onnx.helper):
+    LayerNormalization with `epsion`, at opset 11-13 beside com.microsoft."""
+    inputs = ["sum", "ln_weight"] + (["ln_bias"] if op_type == "LayerNormalization" else [])
+    nodes = [helper.make_node("Add", ["x", "x"], ["sum"], "add"),
+             helper.make_node(op_type, inputs, ["y"], "layernorm", axis=-1, epsion=0.000009999999747378752)]
+    weights = [numpy_helper.from_array(np.linspace(0.5, 1.5, 4, dtype=np.float32), "ln_weight"),
+               numpy_helper.from_array(np.linspace(-1, 1, 4, dtype=np.float32), "ln_bias")]
+    proto = _model(nodes, [vi("x", T.FLOAT, [2, 3, 4])], [vi("y", T.FLOAT, [2, 3, 4])], weights[:len(inputs) - 1],
+                   opset=opset, ir_version=7)
+    proto.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+    return proto
+
+
+@pytest.mark.parametrize(("op_type", "opset"), [("LayerNormalization", 11), ("LayerNormalization", 17),
+                                                ("SimplifiedLayerNormalization", 13)])
+def test_an_attribute_layer_normalization_does_not_know_is_ignored(op_type, opset, run_onnxruntime):
+    # onnxruntime leaves the attributes of its (former contrib) LayerNormalization and
+    # SimplifiedLayerNormalization unchecked; every other op refuses (test_what_onnxruntime_refuses_...).
+    proto = _layer_norm_with_a_misspelled_epsilon(op_type, opset)
+    x = np.random.default_rng(0).normal(size=(2, 3, 4)).astype(np.float32)
+    expected = run_onnxruntime(proto, {"x": x})[0]
+    with pytest.warns(jaxonnx.LeniencyWarning, match=rf"node 'layernorm' \({op_type}\): attribute 'epsion' ignored") as caught:
+        model = jaxonnx.load(proto)
+    assert len(caught) == 1
+    for run in (model, jax.jit(model)):
+        # float32 normalization: onnxruntime's and XLA's sums differ in the last bits.
+        np.testing.assert_allclose(np.asarray(run(x)[0]), expected, rtol=1e-6, atol=1e-6)
+    assert [a.name for a in proto.graph.node[1].attribute] == ["axis", "epsion"]  # the caller's proto is not changed
+
+
+def _nodes_in_the_domain_ai_onnx(*, inside: bool) -> onnx.ModelProto:
+    body = helper.make_graph([helper.make_node("Identity", ["c"], ["c_out"]),
+                              helper.make_node("Relu", ["acc"], ["acc_out"], name="inner_relu", domain="ai.onnx" if inside else "")],
+                             "body", [vi("i", T.INT64, []), vi("c", T.BOOL, []), vi("acc", T.FLOAT, [3, 4])],
+                             [vi("c_out", T.BOOL, []), vi("acc_out", T.FLOAT, [3, 4])])
+    nodes = [helper.make_node("Neg", ["x"], ["n"], name="neg", domain="ai.onnx"),
+             helper.make_node("Abs", ["n"], ["a"], domain="ai.onnx"),
+             helper.make_node("Loop", ["trips", "", "a"], ["y"], name="loop", body=body)]
+    return _model(nodes, [vi("x", T.FLOAT, [3, 4])], [vi("y", T.FLOAT, [3, 4])],
+                  [numpy_helper.from_array(np.array(2, np.int64), "trips")])
+
+
+@pytest.mark.parametrize("imported_as", ["", "ai.onnx"])
+def test_the_default_domain_written_ai_onnx(imported_as, run_onnxruntime):
+    proto = _nodes_in_the_domain_ai_onnx(inside=False)
+    proto.opset_import[0].domain = imported_as  # "ai.onnx" in opset_import is in the IR: no warning for it
+    with pytest.raises(onnx.checker.ValidationError, match="No Op registered|No opset import"):
+        onnx.checker.check_model(proto)
+    with pytest.warns(jaxonnx.LeniencyWarning) as caught:
+        _assert_runs_as_onnxruntime(proto, {"x": X}, run_onnxruntime)
+    assert len(caught) == 1
+    message = str(caught[0].message)
+    assert message.startswith("2 departures from the ONNX text")
+    for named in ("node 'neg' (Neg)", "unnamed node #1 of the main graph (Abs)"):
+        assert f"{named}: domain 'ai.onnx' read as the default domain ''" in message
+    # onnxruntime reads "ai.onnx" so in the main graph only: in a body it refuses it, as jaxonnx does.
+    inside = _nodes_in_the_domain_ai_onnx(inside=True)
+    with pytest.raises(Exception, match="No opset import for domain 'ai.onnx'"):  # noqa: B017  (onnxruntime's own error types)
+        ort.InferenceSession(inside.SerializeToString(), providers=["CPUExecutionProvider"])
+    with pytest.warns(jaxonnx.LeniencyWarning), pytest.raises(jaxonnx.ModelLoadError, match="No opset import for domain 'ai.onnx'"):
+        jaxonnx.load(inside)

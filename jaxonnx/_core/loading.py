@@ -623,3 +623,56 @@ def decode_attribute(value):
     if isinstance(value, list) and value and all(isinstance(v, bytes) for v in value):
         return [v.decode(errors="replace") for v in value]
     return value
+
+
+# onnxruntime declares these ops of the default domain (its former contrib LayerNormalization
+# and SimplifiedLayerNormalization, at every version) with attributes left unchecked: its own
+# fusion test files carry LayerNormalization with `epsion` and run. Every other op, of the
+# default domain or com.microsoft, refuses an attribute its schema does not know, in
+# onnxruntime and in jaxonnx.
+_ATTRIBUTES_UNCHECKED = frozenset({"LayerNormalization", "SimplifiedLayerNormalization"})
+
+
+def run_as_onnxruntime_spells(proto: onnx.ModelProto, known_attributes) -> list[str]:
+    """Rewrites, in place, what onnxruntime runs although the IR or the op's schema refuses it,
+    and returns one line per change (for the caller's one warning per load):
+
+    - a main-graph node's ``domain`` written ``"ai.onnx"`` becomes ``""`` (in ``opset_import``
+      the IR and onnx's checker already read ``"ai.onnx"`` as the default domain). onnxruntime
+      reads it so in the main graph only: in a Loop/If/Scan body or a function it refuses it
+      ("No opset import for domain 'ai.onnx'"), and so does onnx's checker for jaxonnx;
+    - an attribute that the schema of LayerNormalization or SimplifiedLayerNormalization (of
+      the default domain) does not know is dropped, as onnxruntime leaves their attributes
+      unchecked. ``known_attributes(op_type)`` gives the attribute names the registry knows
+      for the op at the model's version, or None (the op's own error comes later).
+
+    Example:
+        >>> node = helper.make_node("Relu", ["x"], ["y"], name="relu", domain="ai.onnx")
+        >>> graph = helper.make_graph([node], "g", [], [])
+        >>> run_as_onnxruntime_spells(helper.make_model(graph), lambda op: set())
+        ["node 'relu' (Relu): domain 'ai.onnx' read as the default domain ''"]
+    """
+    changes: list[str] = []
+
+    def rewrite(nodes, where: str, main: bool = False) -> None:
+        for index, node in enumerate(nodes):
+            label = f"node {node.name!r} ({node.op_type})" if node.name else f"unnamed node #{index} of {where} ({node.op_type})"
+            if main and node.domain == "ai.onnx":
+                node.domain = DEFAULT_DOMAIN
+                changes.append(f"{label}: domain 'ai.onnx' read as the default domain ''")
+            if node.domain == DEFAULT_DOMAIN and node.op_type in _ATTRIBUTES_UNCHECKED:
+                known = known_attributes(node.op_type)
+                unknown = [] if known is None else [a.name for a in node.attribute if a.name not in known]
+                if unknown:
+                    kept = [a for a in node.attribute if a.name not in unknown]
+                    del node.attribute[:]
+                    node.attribute.extend(kept)
+                    changes.append(f"{label}: attribute{'s' * (len(unknown) > 1)} {', '.join(map(repr, unknown))} "
+                                   f"ignored (not in its schema: {', '.join(sorted(known))})")
+            for graph in _subgraphs(node):
+                rewrite(graph.node, f"the subgraph {graph.name!r}" if graph.name else "a subgraph")
+
+    rewrite(proto.graph.node, "the main graph", main=True)
+    for function in proto.functions:
+        rewrite(function.node, f"function {function.name!r}")
+    return changes

@@ -44,12 +44,14 @@ from jaxonnx._core.loading import (
     opset_versions,
     parse_model,
     read_external_data,
+    run_as_onnxruntime_spells,
 )
 from jaxonnx._core.loading import decode_attribute
 from jaxonnx._core.registry import REGISTRY, OpVersion, Registry, is_traced, trace_in_progress
 from jaxonnx._xla_cpu import compiler_options
 from jaxonnx._core.types import ValueInfo, ValueType
 from jaxonnx._errors import (
+    LeniencyWarning,
     ModelLoadError,
     OnnxValidationError,
     UnsupportedOpError,
@@ -182,6 +184,13 @@ class Model:
         sort_nodes(proto_copy)  # as onnxruntime runs graphs whose nodes are out of order
         graph = proto_copy.graph
         self.opsets = opset_versions(proto_copy)
+        # What onnxruntime runs although the IR or the schema refuses it: one warning per load.
+        leniencies = run_as_onnxruntime_spells(
+            proto_copy, lambda op_type: _attributes_known((registry or REGISTRY), op_type, self.opsets.get("")))
+        if leniencies:
+            warnings.warn(f"{len(leniencies)} departure{'s' * (len(leniencies) > 1)} from the ONNX text, run as "
+                          f"onnxruntime runs {'them' if len(leniencies) > 1 else 'it'}: {'; '.join(leniencies)}.",
+                          LeniencyWarning, stacklevel=3)
         self.graph_name = graph.name
         self.options = {"channels_last": True, **(options or {})}
         # `jax.jit(model)` names its computation after this (`jit_<graph name>`).
@@ -773,6 +782,15 @@ def _x64_warning_due() -> bool:
     first = not _X64_WARNED
     _X64_WARNED.append(True)
     return first
+
+
+def _attributes_known(registry, op_type: str, opset: int | None) -> set[str] | None:
+    """The attribute names the registry's op of the default domain takes at ``opset``, or None
+    where it has none (the op's own error comes later)."""
+    try:
+        return set(registry.get_op(op_type, opset, "").schema.attributes) if opset is not None else None
+    except Exception:  # noqa: BLE001  (an unsupported op or version is reported by name later)
+        return None
 
 
 def _schemas_onnx_lacks(registry) -> list:
