@@ -142,7 +142,9 @@ def run(node, args: list, ctx: OpContext, attributes: dict[str, Any]):
     if op_type == "Concat" and op.since_version >= 4 and _axis(attributes["axis"], rank) == rank - 1:
         if any(a is None or np.ndim(a) != rank for a in args):
             return None
-        return (ChannelsLast(op(*[_moved(a, rank) for a in args], ctx=ctx, axis=-1)),)
+        # Non-negative: Concat before version 11 refuses negative axes, and every attribute
+        # written here must be valid at the node's own version (so are `_axis`'s results).
+        return (ChannelsLast(op(*[_moved(a, rank) for a in args], ctx=ctx, axis=rank - 1)),)
     if op_type == "Split" and op.since_version >= 13 and isinstance(args[0], ChannelsLast):
         if any(isinstance(a, ChannelsLast) for a in args[1:]):
             return None
