@@ -27,7 +27,7 @@ from jaxonnx._core.registry import register
 from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.attention import grouped_attention, merge_heads, rms_normalize, rotate, split_heads
 from jaxonnx.ops._helpers.common import is_traced
-from jaxonnx.ops._helpers.quantization import microsoft_schema
+from jaxonnx.ops._helpers.schemas import contrib_schema
 
 _Attribute = onnx.defs.OpSchema.Attribute
 _INT = onnx.defs.OpSchema.AttrType.INT
@@ -39,7 +39,7 @@ def _default(name, value, doc):
     return _Attribute(name, onnx.helper.make_attribute(name, value), doc)
 
 
-_SCHEMA = microsoft_schema(
+_SCHEMA = contrib_schema(
     "GroupQueryAttention",
     "Grouped-query self attention with a BNSH key/value cache, rotary embedding, local window, "
     "soft cap, smooth softmax or head sinks, attention bias and per-head Q/K RMS norms.",

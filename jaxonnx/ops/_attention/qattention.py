@@ -10,8 +10,8 @@ import onnx.helper
 from jaxonnx._core.registry import register
 from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.attention import stacked_self_attention
+from jaxonnx.ops._helpers.schemas import contrib_schema
 from jaxonnx.ops._helpers.quantization import (
-    microsoft_schema,
     per_tensor_value,
     quantized_matmul,
     row_and_column_layout,
@@ -21,7 +21,7 @@ from jaxonnx.ops._helpers.quantization import (
 _Attribute = onnx.defs.OpSchema.Attribute
 _INT = onnx.defs.OpSchema.AttrType.INT
 _FLOAT = onnx.defs.OpSchema.AttrType.FLOAT
-_SCHEMA = microsoft_schema(
+_SCHEMA = contrib_schema(
     "QAttention",
     "Multi-head self attention after a quantized input projection.",
     inputs=[("input", "T1"), ("weight", "T2"), ("bias", "T3"), ("input_scale", "T3"), ("weight_scale", "T3"),

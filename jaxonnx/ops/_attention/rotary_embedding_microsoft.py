@@ -15,12 +15,12 @@ from jaxonnx._core.registry import register
 from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.attention import rotate
 from jaxonnx.ops._helpers.common import is_traced
-from jaxonnx.ops._helpers.quantization import microsoft_schema
+from jaxonnx.ops._helpers.schemas import contrib_schema
 
 _Attribute = onnx.defs.OpSchema.Attribute
 _INT = onnx.defs.OpSchema.AttrType.INT
 _FLOAT = onnx.defs.OpSchema.AttrType.FLOAT
-_SCHEMA = microsoft_schema(
+_SCHEMA = contrib_schema(
     "RotaryEmbedding",
     "Rotary positional embeddings (RoPE) of each head, read from 2-D cos/sin caches at position_ids.",
     inputs=[("input", "T"), ("position_ids", "M"), ("cos_cache", "T"), ("sin_cache", "T")],

@@ -18,17 +18,13 @@ import onnx
 from jaxonnx._core.registry import register
 from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers import search
-from jaxonnx.ops._helpers.quantization import microsoft_schema
+from jaxonnx.ops._helpers.schemas import attribute, contrib_schema
 
 _Attribute = onnx.defs.OpSchema.Attribute
 _Kind = onnx.defs.OpSchema.AttrType
 
 
-def _default(name, value, doc):
-    return _Attribute(name, onnx.helper.make_attribute(name, value), doc)
-
-
-_SCHEMA = microsoft_schema(
+_SCHEMA = contrib_schema(
     "BeamSearch",
     "Beam search for GPT-2 (model_type 0) and T5 (model_type 1) decoders held as subgraphs.",
     inputs=[("input_ids", "F"), ("max_length", "I"), ("min_length", "I", "optional"), ("num_beams", "I"),
@@ -45,17 +41,18 @@ _SCHEMA = microsoft_schema(
     attributes=[
         _Attribute("eos_token_id", _Kind.INT, "The end-of-sequence token."),
         _Attribute("pad_token_id", _Kind.INT, "The pad token."),
-        _default("decoder_start_token_id", -1, "The decoder's first token (T5)."),
-        _default("no_repeat_ngram_size", 0, "No n-gram of this size occurs twice (0: off)."),
-        _default("early_stopping", 0, "An entry is done once it has num_beams hypotheses."),
-        _default("model_type", 0, "0: GPT-2, 1: T5, 2: Whisper (not supported)."),
+        attribute("decoder_start_token_id", -1, "The decoder's first token (T5)."),
+        attribute("no_repeat_ngram_size", 0, "No n-gram of this size occurs twice (0: off)."),
+        attribute("early_stopping", 0, "An entry is done once it has num_beams hypotheses."),
+        attribute("model_type", 0, "0: GPT-2, 1: T5, 2: Whisper (not supported)."),
         _Attribute("encoder", _Kind.GRAPH, "The encoder (T5).", required=False),
         _Attribute("init_decoder", _Kind.GRAPH, "The decoder of the first step (GPT-2).", required=False),
         _Attribute("decoder", _Kind.GRAPH, "The decoder."),
-        _default("vocab_size", -1, "The vocabulary size where the logits are padded past it (-1: theirs)."),
-        _default("decoder_output_cross_qk", 0, "Whisper's cross attention output (not supported)."),
-        _default("no_speech_token", -1, "Whisper's no-speech token (not supported)."),
+        attribute("vocab_size", -1, "The vocabulary size where the logits are padded past it (-1: theirs)."),
+        attribute("decoder_output_cross_qk", 0, "Whisper's cross attention output (not supported)."),
+        attribute("no_speech_token", -1, "Whisper's no-speech token (not supported)."),
     ],
+    differentiable=(),
 )
 
 

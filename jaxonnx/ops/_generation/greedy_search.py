@@ -12,17 +12,13 @@ import onnx
 
 from jaxonnx._core.registry import register
 from jaxonnx.ops._helpers import search
-from jaxonnx.ops._helpers.quantization import microsoft_schema
+from jaxonnx.ops._helpers.schemas import attribute, contrib_schema
 
 _Attribute = onnx.defs.OpSchema.Attribute
 _Kind = onnx.defs.OpSchema.AttrType
 
 
-def _default(name, value, doc):
-    return _Attribute(name, onnx.helper.make_attribute(name, value), doc)
-
-
-_SCHEMA = microsoft_schema(
+_SCHEMA = contrib_schema(
     "GreedySearch",
     "Greedy decoding for a GPT-2 decoder held as a subgraph.",
     inputs=[("input_ids", "I"), ("max_length", "I"), ("min_length", "I", "optional"),
@@ -33,14 +29,15 @@ _SCHEMA = microsoft_schema(
     attributes=[
         _Attribute("eos_token_id", _Kind.INT, "The end-of-sequence token."),
         _Attribute("pad_token_id", _Kind.INT, "The pad token."),
-        _default("decoder_start_token_id", -1, "The decoder's first token (encoder-decoder models)."),
-        _default("no_repeat_ngram_size", 0, "No n-gram of this size occurs twice (0: off)."),
-        _default("model_type", 0, "0: GPT-2 (the only one onnxruntime's greedy search runs)."),
+        attribute("decoder_start_token_id", -1, "The decoder's first token (encoder-decoder models)."),
+        attribute("no_repeat_ngram_size", 0, "No n-gram of this size occurs twice (0: off)."),
+        attribute("model_type", 0, "0: GPT-2 (the only one onnxruntime's greedy search runs)."),
         _Attribute("encoder", _Kind.GRAPH, "The encoder (not used by GPT-2).", required=False),
         _Attribute("init_decoder", _Kind.GRAPH, "The decoder of the first step.", required=False),
         _Attribute("decoder", _Kind.GRAPH, "The decoder."),
-        _default("vocab_size", -1, "The vocabulary size where the logits are padded past it (-1: theirs)."),
+        attribute("vocab_size", -1, "The vocabulary size where the logits are padded past it (-1: theirs)."),
     ],
+    differentiable=(),
 )
 
 

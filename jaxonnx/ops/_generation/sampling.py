@@ -16,18 +16,14 @@ import onnx
 from jaxonnx._core.registry import register
 from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers import search
-from jaxonnx.ops._helpers.quantization import microsoft_schema
+from jaxonnx.ops._helpers.schemas import attribute, contrib_schema
 from jaxonnx.ops._helpers.random import draw_key
 
 _Attribute = onnx.defs.OpSchema.Attribute
 _Kind = onnx.defs.OpSchema.AttrType
 
 
-def _default(name, value, doc):
-    return _Attribute(name, onnx.helper.make_attribute(name, value), doc)
-
-
-_SCHEMA = microsoft_schema(
+_SCHEMA = contrib_schema(
     "Sampling",
     "Top-p sampling for a GPT-2 decoder held as a subgraph.",
     inputs=[("input_ids", "I"), ("max_length", "I"), ("min_length", "I", "optional"),
@@ -39,20 +35,21 @@ _SCHEMA = microsoft_schema(
     attributes=[
         _Attribute("eos_token_id", _Kind.INT, "The end-of-sequence token."),
         _Attribute("pad_token_id", _Kind.INT, "The pad token."),
-        _default("decoder_start_token_id", -1, "The decoder's first token (encoder-decoder models)."),
-        _default("no_repeat_ngram_size", 0, "No n-gram of this size occurs twice (0: off)."),
-        _default("temperature", 1.0, "Divides the logits before sampling."),
-        _default("top_p", 0.0, "The probability mass kept (0: the most likely token only, 1: all)."),
-        _default("filter_value", float("-inf"), "The score of a filtered-out token."),
-        _default("min_tokens_to_keep", 1, "Tokens top-p always keeps."),
-        _default("presence_penalty", 0.0, "Subtracted where presence_mask is 1."),
-        _default("custom", 0, "onnxruntime's custom sampling (not supported)."),
-        _default("model_type", 0, "0: GPT-2 (the only one onnxruntime's sampling runs)."),
+        attribute("decoder_start_token_id", -1, "The decoder's first token (encoder-decoder models)."),
+        attribute("no_repeat_ngram_size", 0, "No n-gram of this size occurs twice (0: off)."),
+        attribute("temperature", 1.0, "Divides the logits before sampling."),
+        attribute("top_p", 0.0, "The probability mass kept (0: the most likely token only, 1: all)."),
+        attribute("filter_value", float("-inf"), "The score of a filtered-out token."),
+        attribute("min_tokens_to_keep", 1, "Tokens top-p always keeps."),
+        attribute("presence_penalty", 0.0, "Subtracted where presence_mask is 1."),
+        attribute("custom", 0, "onnxruntime's custom sampling (not supported)."),
+        attribute("model_type", 0, "0: GPT-2 (the only one onnxruntime's sampling runs)."),
         _Attribute("encoder", _Kind.GRAPH, "The encoder (not used by GPT-2).", required=False),
         _Attribute("init_decoder", _Kind.GRAPH, "The decoder of the first step.", required=False),
         _Attribute("decoder", _Kind.GRAPH, "The decoder."),
-        _default("vocab_size", -1, "The vocabulary size where the logits are padded past it (-1: theirs)."),
+        attribute("vocab_size", -1, "The vocabulary size where the logits are padded past it (-1: theirs)."),
     ],
+    differentiable=(),
 )
 
 

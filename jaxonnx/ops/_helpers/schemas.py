@@ -4,8 +4,8 @@ are in the ``com.microsoft`` domain; a few (SimplifiedLayerNormalization, the fi
 LayerNormalization) onnxruntime registers in the default domain although onnx defines
 no such version. Registers no op.
 
-:func:`jaxonnx.ops._helpers.quantization.microsoft_schema` is the same declaration for the
-quantized ops, fixed to ``com.microsoft``.
+Every contrib schema jaxonnx declares is built here (the quantized ops, the attention ops,
+the generation searches alike).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ FLOATS = ("tensor(float16)", "tensor(float)", "tensor(double)", "tensor(bfloat16
 
 def contrib_schema(
     name: str, doc: str, inputs, outputs, type_constraints, attributes=(), *, domain: str = "com.microsoft",
-    since_version: int = 1,
+    since_version: int = 1, differentiable: tuple[str, ...] | None = None,
 ) -> onnx.defs.OpSchema:
     """The ``onnx.defs.OpSchema`` of onnxruntime's contrib op ``name``.
 
@@ -37,6 +37,10 @@ def contrib_schema(
         attributes: ``onnx.defs.OpSchema.Attribute`` values (see :func:`attribute`).
         domain: ``"com.microsoft"``, or ``""`` for the ops onnxruntime puts in the default domain.
         since_version: the version onnxruntime declares (1 for all of them so far).
+        differentiable: the formal parameters marked differentiable (the registry's
+            gradient checks take those), the others left unknown; by default every float
+            tensor is differentiable and the rest (ids, masks, quantized codes) is not. The
+            quantized ops name theirs: a float scale may or may not carry a gradient.
 
     Example:
         >>> schema = contrib_schema("QuickGelu", "x * sigmoid(alpha * x)", [("X", "T")], [("Y", "T")],
@@ -50,10 +54,14 @@ def contrib_schema(
     def formal(spec):
         formal_name, type_str, *option = spec
         option = option[0] if option else ""
-        # Float tensors are differentiable (tests/test_op_table.py checks their gradients);
-        # ids, masks and quantized codes are not.
-        floats = any("float" in t or "double" in t for t in allowed.get(type_str, [type_str]))
-        category = _Schema.DifferentiationCategory.Differentiable if floats else _Schema.DifferentiationCategory.NonDifferentiable
+        categories = _Schema.DifferentiationCategory
+        if differentiable is not None:
+            category = categories.Differentiable if formal_name in differentiable else categories.Unknown
+        else:
+            # Float tensors are differentiable (tests/test_op_table.py checks their gradients);
+            # ids, masks and quantized codes are not.
+            floats = any("float" in t or "double" in t for t in allowed.get(type_str, [type_str]))
+            category = categories.Differentiable if floats else categories.NonDifferentiable
         return _Schema.FormalParameter(formal_name, type_str, param_option=_OPTIONS[option],
                                        is_homogeneous=option != "variadic", differentiation_category=category)
 

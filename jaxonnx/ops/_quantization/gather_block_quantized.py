@@ -13,12 +13,13 @@ from jaxonnx._core.dtypes import onnx_type_name
 from jaxonnx._core.registry import register
 from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.common import namespace, normalize_axis
-from jaxonnx.ops._helpers.quantization import microsoft_schema, unpack_low_bits_first
+from jaxonnx.ops._helpers.schemas import contrib_schema
+from jaxonnx.ops._helpers.quantization import unpack_low_bits_first
 
 _Attribute = onnx.defs.OpSchema.Attribute
 _FLOAT_CODES = ["tensor(float8e4m3fn)", "tensor(float8e4m3fnuz)", "tensor(float8e5m2)", "tensor(float8e5m2fnuz)",
                 "tensor(float4e2m1)"]
-_SCHEMA = microsoft_schema(
+_SCHEMA = contrib_schema(
     "GatherBlockQuantized",
     "Gather of a block-quantized `data` along `gather_axis`, dequantized with `scales` and `zero_points` "
     "blocked along `quantize_axis`; out-of-range indices give zeros.",

@@ -12,11 +12,11 @@ import onnx.helper
 from jaxonnx._core.registry import register
 from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.common import namespace
-from jaxonnx.ops._helpers.quantization import microsoft_schema
+from jaxonnx.ops._helpers.schemas import contrib_schema
 
 _Attribute = onnx.defs.OpSchema.Attribute
 _INT = onnx.defs.OpSchema.AttrType.INT
-_SCHEMA = microsoft_schema(
+_SCHEMA = contrib_schema(
     "MatMulBnb4",
     "Y = A @ dequantize(B)^T (transB=1) or A @ dequantize(B) (transB=0): B is N x K in 4-bit FP4 or NF4 codes, "
     "scaled by absmax per block of the flattened matrix.",

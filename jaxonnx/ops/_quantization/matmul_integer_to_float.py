@@ -10,8 +10,8 @@ from jaxonnx._core.registry import register
 from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.broadcasting import true_divide
 from jaxonnx.ops._helpers.common import namespace
+from jaxonnx.ops._helpers.schemas import contrib_schema
 from jaxonnx.ops._helpers.quantization import (
-    microsoft_schema,
     per_tensor_value,
     quantize,
     quantized_matmul,
@@ -20,7 +20,7 @@ from jaxonnx.ops._helpers.quantization import (
     zero_points_apart,
 )
 
-_INTEGER_TO_FLOAT_SCHEMA = microsoft_schema(
+_INTEGER_TO_FLOAT_SCHEMA = contrib_schema(
     "MatMulIntegerToFloat",
     "Y = (A - a_zero_point) @ (B - b_zero_point) * a_scale * b_scale + bias, the product exact in int32.",
     inputs=[("A", "T1"), ("B", "T2"), ("a_scale", "T3"), ("b_scale", "T3"), ("a_zero_point", "T1", "optional"),
@@ -30,7 +30,7 @@ _INTEGER_TO_FLOAT_SCHEMA = microsoft_schema(
                       ("T3", ["tensor(float)", "tensor(float16)"])],
     differentiable=("a_scale", "b_scale", "bias"),
 )
-_DYNAMIC_SCHEMA = microsoft_schema(
+_DYNAMIC_SCHEMA = contrib_schema(
     "DynamicQuantizeMatMul",
     "Y = MatMulIntegerToFloat(DynamicQuantizeLinear(A), B, ...): A quantized to uint8 with a scale and zero point "
     "from its range, then multiplied exactly by the quantized B.",

@@ -13,12 +13,13 @@ import onnx.helper
 from jaxonnx._core.registry import is_traced, register
 from jaxonnx._errors import OnnxTypeError, OnnxValidationError
 from jaxonnx.ops._helpers.common import namespace
-from jaxonnx.ops._helpers.quantization import microsoft_schema, unpack_low_bits_first
+from jaxonnx.ops._helpers.schemas import contrib_schema
+from jaxonnx.ops._helpers.quantization import unpack_low_bits_first
 
 _Attribute = onnx.defs.OpSchema.Attribute
 _INT = onnx.defs.OpSchema.AttrType.INT
 _FLOATS = ["tensor(float)", "tensor(float16)", "tensor(bfloat16)"]
-_SCHEMA = microsoft_schema(
+_SCHEMA = contrib_schema(
     "MatMulNBits",
     "Y = A @ dequantize(B)^T + bias: B is N x K quantized to `bits` bits in blocks of `block_size` along K.",
     inputs=[("A", "T1"), ("B", "T2"), ("scales", "T1"), ("zero_points", "T3", "optional"), ("g_idx", "T4", "optional"),

@@ -11,8 +11,8 @@ from jaxonnx._core.registry import register
 from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.broadcasting import true_divide
 from jaxonnx.ops._helpers.common import namespace
+from jaxonnx.ops._helpers.schemas import contrib_schema
 from jaxonnx.ops._helpers.quantization import (
-    microsoft_schema,
     per_tensor_value,
     quantized_matmul,
     requantize,
@@ -21,7 +21,7 @@ from jaxonnx.ops._helpers.quantization import (
 )
 
 _Attribute = onnx.defs.OpSchema.Attribute
-_SCHEMA = microsoft_schema(
+_SCHEMA = contrib_schema(
     "QGemm",
     "Y = alpha * (A - a_zero_point)' (B - b_zero_point)' * a_scale * b_scale + C * a_scale * b_scale, "
     "quantized with y_scale and y_zero_point, or float without them.",
@@ -36,6 +36,7 @@ _SCHEMA = microsoft_schema(
         _Attribute("transA", onnx.helper.make_attribute("transA", 0), "Whether A is transposed."),
         _Attribute("transB", onnx.helper.make_attribute("transB", 0), "Whether B is transposed."),
     ],
+    differentiable=(),
 )
 
 

@@ -14,9 +14,9 @@ from jaxonnx._core.registry import register
 from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.broadcasting import true_divide
 from jaxonnx.ops._helpers.common import namespace
+from jaxonnx.ops._helpers.schemas import contrib_schema
 from jaxonnx.ops._helpers.quantization import (
     dequantize,
-    microsoft_schema,
     per_tensor_value,
     requantize,
     saturate_rounded,
@@ -58,13 +58,14 @@ def _scalars(x_scale, x_zero, y_scale, y_zero, dtype):
     return x_scale, zeros[0], y_scale, zeros[1]
 
 
-_GLOBAL_SCHEMA = microsoft_schema(
+_GLOBAL_SCHEMA = contrib_schema(
     "QLinearGlobalAveragePool",
     "Y = quantize(GlobalAveragePool(dequantize(X))), channels first or last.",
     inputs=[("X", "T"), ("x_scale", "tensor(float)"), ("x_zero_point", "T"), ("y_scale", "tensor(float)"), ("y_zero_point", "T")],
     outputs=[("Y", "T")],
     type_constraints=[("T", ["tensor(uint8)", "tensor(int8)"])],
     attributes=[_Attribute("channels_last", onnx.helper.make_attribute("channels_last", 0), "Channels are the last axis.")],
+    differentiable=(),
 )
 
 
@@ -96,7 +97,7 @@ def qlinear_global_average_pool(X, x_scale, x_zero_point, y_scale, y_zero_point,
     return _restore(_global_average(X, x_scale, x_zero, y_scale, y_zero), channels_last)
 
 
-_POOL_SCHEMA = microsoft_schema(
+_POOL_SCHEMA = contrib_schema(
     "QLinearAveragePool",
     "Y = quantize(AveragePool(dequantize(X))), channels first or last.",
     inputs=[("X", "T"), ("x_scale", "tensor(float)"), ("x_zero_point", "T", "optional"), ("y_scale", "tensor(float)"),
@@ -112,6 +113,7 @@ _POOL_SCHEMA = microsoft_schema(
         _Attribute("pads", _INTS, "As AveragePool's.", required=False),
         _Attribute("strides", _INTS, "As AveragePool's.", required=False),
     ],
+    differentiable=(),
 )
 
 

@@ -13,14 +13,14 @@ from jaxonnx._core.dtypes import onnx_type_name
 from jaxonnx._core.registry import register
 from jaxonnx.ops._helpers.broadcasting import true_divide
 from jaxonnx.ops._helpers.common import namespace, normalize_axis
+from jaxonnx.ops._helpers.schemas import contrib_schema
 from jaxonnx.ops._helpers.quantization import (
-    microsoft_schema,
     per_tensor_value,
     round_half_to_even,
     saturate_rounded,
 )
 
-_SCHEMA = microsoft_schema(
+_SCHEMA = contrib_schema(
     "QLinearSoftmax",
     "Y = quantize(Softmax(dequantize(X), axis)), with Softmax's semantics of opset `opset`.",
     inputs=[("X", "T"), ("X_scale", "tensor(float)"), ("x_zero_point", "T", "optional"), ("y_scale", "tensor(float)"),
@@ -33,6 +33,7 @@ _SCHEMA = microsoft_schema(
         # (its own fallback to 1 before opset 13 never applies).
         onnx.defs.OpSchema.Attribute("axis", onnx.helper.make_attribute("axis", -1), "The softmax axis."),
     ],
+    differentiable=(),
 )
 
 

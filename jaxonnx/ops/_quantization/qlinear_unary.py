@@ -11,10 +11,10 @@ import onnx.helper
 from jaxonnx._core.dtypes import onnx_type_name
 from jaxonnx._core.registry import register
 from jaxonnx.ops._helpers.common import namespace
+from jaxonnx.ops._helpers.schemas import contrib_schema
 from jaxonnx.ops._helpers.quantization import (
     dequantize,
     fused_multiply_add,
-    microsoft_schema,
     per_tensor_value,
     quantize,
 )
@@ -30,7 +30,7 @@ _BETAS = (
 
 
 def _schema(name: str, what: str, attributes=()):
-    return microsoft_schema(
+    return contrib_schema(
         name,
         f"Y = quantize({what}(dequantize(X))), per-tensor scales and zero points.",
         inputs=[("X", "T"), ("X_scale", "tensor(float)"), ("X_zero_point", "T", "optional"),
@@ -38,6 +38,7 @@ def _schema(name: str, what: str, attributes=()):
         outputs=[("Y", "T")],
         type_constraints=[("T", ["tensor(uint8)", "tensor(int8)"])],
         attributes=attributes,
+    differentiable=(),
     )
 
 

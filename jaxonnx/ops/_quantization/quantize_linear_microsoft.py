@@ -10,7 +10,8 @@ import onnx.defs
 
 from jaxonnx._core.dtypes import onnx_type_name
 from jaxonnx._core.registry import register
-from jaxonnx.ops._helpers.quantization import dequantize, microsoft_schema, quantization_layout, quantize
+from jaxonnx.ops._helpers.schemas import contrib_schema
+from jaxonnx.ops._helpers.quantization import dequantize, quantization_layout, quantize
 
 _Attribute = onnx.defs.OpSchema.Attribute
 _INTEGERS = ["tensor(int8)", "tensor(uint8)", "tensor(int16)", "tensor(uint16)", "tensor(int4)", "tensor(uint4)"]
@@ -18,14 +19,15 @@ _AXIS = _Attribute(
     "axis", onnx.defs.OpSchema.AttrType.INT,
     "The axis of per-axis quantization; with scalar scales (per tensor) it is not read.", required=False,
 )
-_QUANTIZE_SCHEMA = microsoft_schema(
+_QUANTIZE_SCHEMA = contrib_schema(
     "QuantizeLinear", "y = saturate(round(x / y_scale) + y_zero_point), rounding half to even.",
     inputs=[("x", "T1"), ("y_scale", "T1"), ("y_zero_point", "T2", "optional")],
     outputs=[("y", "T2")],
     type_constraints=[("T1", ["tensor(float16)", "tensor(float)"]), ("T2", _INTEGERS)],
     attributes=[_AXIS],
+    differentiable=(),
 )
-_DEQUANTIZE_SCHEMA = microsoft_schema(
+_DEQUANTIZE_SCHEMA = contrib_schema(
     "DequantizeLinear", "y = (x - x_zero_point) * x_scale.",
     inputs=[("x", "T1"), ("x_scale", "T2"), ("x_zero_point", "T1", "optional")],
     outputs=[("y", "T2")],
