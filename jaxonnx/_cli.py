@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import difflib
 import logging
 import os
 import re
@@ -77,7 +78,7 @@ def _add_input_options(command: argparse.ArgumentParser) -> None:
         "--batch", type=int, metavar="N", help="the first dim of every random input whose first dim is symbolic or unknown"
     )
     command.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
-    command.add_argument("--size-hint", action="append", default=[], metavar="OUTPUT=N", help="Compress/NonZero output length (repeatable)")
+    command.add_argument("--size-hint", action="append", default=[], metavar="OUTPUT=N", help="the length to pad an output to whose length only the run decides (repeatable)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -935,7 +936,16 @@ def _check(args) -> int:
         print(f"  {'  '.join(cells)}  {row[3]}")
     if not unsupported:
         return 0
-    print(_wrapped("jaxonnx supports: ", list(jaxonnx.supported_ops())))
+    for domain in sorted({op.rsplit(".", 1)[0] if "." in op else "" for op in unsupported}):
+        # the ops of the unsupported ops' own domain, the near names first: the default
+        # domain's 200 say nothing about a com.microsoft op
+        known = list(jaxonnx.supported_ops(domain))
+        missing = [op.rsplit(".", 1)[-1] for op in unsupported if (op.rsplit(".", 1)[0] if "." in op else "") == domain]
+        near = list(dict.fromkeys(n for op in missing for n in difflib.get_close_matches(op, known, n=3, cutoff=0.6)))
+        if near:
+            print(f"near names in {domain or 'ai.onnx'}: {', '.join(near)}")
+        print(_wrapped(f"jaxonnx supports in {domain or 'ai.onnx'}: ", known) if known
+              else f"jaxonnx knows no ops of the domain {domain!r}")
     return 1
 
 

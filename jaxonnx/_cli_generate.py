@@ -27,7 +27,7 @@ def add_parser(commands) -> None:
     """Adds the ``generate`` subcommand to the command line's subparsers."""
     generate = commands.add_parser(
         "generate", help="generate text (or token ids) from a causal LM with its KV cache, the loop under one jax.jit",
-        description=__doc__.split("\n\n")[0] + "\n\n" + __doc__.split("\n\n", 2)[2],
+        description=_plain(__doc__.split("\n\n")[0] + "\n\n" + __doc__.split("\n\n", 2)[2]),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     generate.add_argument("model", help="an .onnx file, or a folder with model.onnx (and tokenizer.json, config.json)")
@@ -43,6 +43,12 @@ def add_parser(commands) -> None:
     generate.add_argument("--eos-token-id", type=int, action="append", metavar="ID",
                           help="a token that ends a prompt's generation (repeatable; default from the model's config)")
     generate.add_argument("--pad-token-id", type=int, metavar="ID", help="what follows the end (default from the config)")
+
+
+def _plain(text: str) -> str:
+    """A docstring as help text: reStructuredText's ``literal`` marks dropped, so that
+    ``--help`` reads as plain text (its paragraphs stay as written)."""
+    return text.replace("``", "")
 
 
 def run(args) -> int:

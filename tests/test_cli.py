@@ -195,8 +195,8 @@ def test_check_an_unsupported_model(tmp_path, capsys):
     assert re.search(r"decode\s+Frobnicate\s+-\s+NOT supported: jaxonnx does not implement this op", out)
     assert out.splitlines()[2] == "NOT supported: 1 of 3 nodes; Frobnicate (1 node)"
     supported = ", ".join(jaxonnx.supported_ops())
-    tail = out[out.index("jaxonnx supports: "):]
-    assert " ".join(tail.split()) == f"jaxonnx supports: {supported}" and out.count("Compress") == 1
+    tail = out[out.index("jaxonnx supports in ai.onnx: "):]
+    assert " ".join(tail.split()) == f"jaxonnx supports in ai.onnx: {supported}" and out.count("Compress") == 1
 
 
 def test_check_refuses_unreadable_files(tmp_path, capsys):
@@ -535,7 +535,7 @@ def test_check_counts_the_nodes_of_subgraphs_with_their_paths(tmp_path, capsys):
         ["/If_0/then_branch/If_1/then_branch/Relu_1", "Relu", "Relu-14"],
         ["flat", "Flatten", "Flatten-21"],
     ]
-    assert lines[13].startswith("jaxonnx supports: ")
+    assert lines[13].startswith("jaxonnx supports in ai.onnx: ")
     # It did not load the model: the interpreter refuses it.
     with pytest.raises(jaxonnx.UnsupportedOpError, match=r"node '/If_0/then_branch/If_1/then_branch/Frobnicateur_0'"):
         jaxonnx.load(path)
@@ -665,3 +665,24 @@ def test_a_size_hint_too_small_overflows_under_jit_at_every_size(hint, capsys):
     assert first_line.startswith("jaxonnx: error: The size-hinted output 'val_75' (node 'node_NonZero_75') overflowed")
     assert f"given size={hint}" in first_line and "`--size-hint val_75=5` or more" in first_line
     assert main(["run", path, "--jit", "--size-hint", "val_75=5"]) == 0
+
+
+def test_check_and_run_name_an_unsupported_contrib_op_alike_and_list_its_domain(tmp_path, capsys):
+    """Issue 41 §8: the listing of supported ops is the unsupported op's domain's, near names
+    first, and `run` and `check` both name the op domain-qualified."""
+    graph = helper.make_graph(
+        [helper.make_node("SkipLayerNormalisation", ["x"], ["y"], name="norm", domain="com.microsoft")], "g",
+        [vi("x", TensorProto.FLOAT, [2])], [vi("y", TensorProto.FLOAT, [2])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid("com.microsoft", 1)])
+    model.ir_version = 10
+    path = str(tmp_path / "contrib.onnx")
+    onnx.save(model, path)
+    assert main(["check", path]) == 1
+    out = capsys.readouterr().out
+    assert "com.microsoft.SkipLayerNormalisation (1 node)" in out
+    assert re.search(r"near names in com.microsoft: [^\n]*\bSkipLayerNormalization\b", out)
+    listing = out.split("jaxonnx supports in com.microsoft: ")[1]
+    assert "GroupQueryAttention" in listing and " Conv," not in listing and "Abs," not in out and "ai.onnx:" not in out
+    assert main(["run", path]) == 1
+    assert "(com.microsoft.SkipLayerNormalisation): not supported" in capsys.readouterr().err

@@ -582,7 +582,8 @@ def _prepare_node(proto: onnx.NodeProto, index: int, env: Environment, path: str
 def _resolve(proto: onnx.NodeProto, env: Environment, node_path: str):
     """The node's op: a registered version, a model-local function, or onnx's function body."""
     domain = canonical_domain(proto.domain)
-    label = f"node {node_path!r} ({proto.op_type}"
+    # named as `jaxonnx check` names it: domain-qualified outside the default domain
+    label = f"node {node_path!r} ({domain + '.' if domain else ''}{proto.op_type}"
     if (proto.domain, proto.op_type) in env.functions:
         return FunctionOp.local(env.functions[(proto.domain, proto.op_type)], proto, env, node_path)
     if domain not in env.opsets:
