@@ -582,8 +582,7 @@ def _prepare_node(proto: onnx.NodeProto, index: int, env: Environment, path: str
 def _resolve(proto: onnx.NodeProto, env: Environment, node_path: str):
     """The node's op: a registered version, a model-local function, or onnx's function body."""
     domain = canonical_domain(proto.domain)
-    # named as `jaxonnx check` names it: domain-qualified outside the default domain
-    label = f"node {node_path!r} ({domain + '.' if domain else ''}{proto.op_type}"
+    label = f"node {node_path!r} ({proto.op_type}"
     if (proto.domain, proto.op_type) in env.functions:
         return FunctionOp.local(env.functions[(proto.domain, proto.op_type)], proto, env, node_path)
     if domain not in env.opsets:
@@ -601,8 +600,8 @@ def _resolve(proto: onnx.NodeProto, env: Environment, node_path: str):
         return body
     if not env.registry.supported_ops(domain):
         env.problems.append(f"{label}, domain {proto.domain!r}): jaxonnx knows no ops of the domain {proto.domain!r}")
-    else:
-        env.problems.append(f"{label}): not supported")
+    else:  # named as `jaxonnx check` names it: domain-qualified outside the default domain
+        env.problems.append(f"node {node_path!r} ({domain + '.' if domain else ''}{proto.op_type}): not supported")
     return None
 
 
