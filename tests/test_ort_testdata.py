@@ -1,6 +1,6 @@
 """com.microsoft ops that onnxruntime's CPU provider runs and its own test models use
 (onnxruntime/test/testdata), checked against onnxruntime on one-node files built the same way:
-ExpandDims, CDist, Inverse and TransposeMatMul (issue 41 §2).
+ExpandDims, CDist, Inverse, TransposeMatMul and Pad (issue 41 §2).
 """
 
 from __future__ import annotations
@@ -53,6 +53,15 @@ CASES = {
     "TransposeMatMul-batched-transB": (_model("TransposeMatMul", {"a": _normal(2, 2, 3), "b": _normal(5, 3)},
                                               {"transB": 1}),
                                        {"a": _normal(2, 2, 3), "b": _normal(5, 3)}),
+    "Pad-constant-value": (_model("Pad", {"x": _normal(2, 3)}, initializers=[("pads", np.array([1, 0, 0, 2])),
+                                                                           ("value", np.array([2.5], np.float32))]),
+                           {"x": _normal(2, 3)}),
+    "Pad-reflect-2d-pads": (_model("Pad", {"x": _normal(2, 3)}, {"mode": "reflect"},
+                                   initializers=[("pads", np.array([[1, 1, 0, 1]]))]),
+                            {"x": _normal(2, 3)}),
+    "Pad-edge-negative": (_model("Pad", {"x": _normal(3, 4)}, {"mode": "edge"},
+                                 initializers=[("pads", np.array([0, -1, 1, 2]))]),
+                          {"x": _normal(3, 4)}),
 }
 
 

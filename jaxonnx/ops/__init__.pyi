@@ -165,6 +165,7 @@ from jaxonnx.ops._sequence.optional import optional_get_element as optional_get_
 from jaxonnx.ops._sequence.optional import optional_has_element as optional_has_element
 from jaxonnx.ops._elementwise.logical import or_ as or_
 from jaxonnx.ops._indexing.pad import pad as pad
+from jaxonnx.ops._indexing.pad_microsoft import pad_microsoft as pad_microsoft
 from jaxonnx.ops._elementwise.pow import pow as pow
 from jaxonnx.ops._elementwise.activations import prelu as prelu
 from jaxonnx.ops._attention.qattention import qattention as qattention
@@ -443,6 +444,7 @@ __all__ = [
     "optional_has_element",
     "or_",
     "pad",
+    "pad_microsoft",
     "pow",
     "prelu",
     "qattention",

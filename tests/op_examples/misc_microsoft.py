@@ -1,5 +1,5 @@
 """Examples of onnxruntime's smaller com.microsoft ops that its CPU provider runs and its own
-test models use: ExpandDims, CDist, Inverse and TransposeMatMul.
+test models use: ExpandDims, CDist, Inverse, TransposeMatMul and Pad.
 
 onnx.reference has none of them, so each example carries a numpy oracle written from the text
 of onnxruntime's ``docs/ContribOperators.md``, in float64. tests/test_ort_testdata.py checks
@@ -38,6 +38,17 @@ def _transpose_matmul(a, b, alpha=1.0, transA=0, transB=0):
     return [(alpha * np.matmul(a.astype(np.float64), b)).astype(np.float32)]
 
 
+def _pad(x, pads, value=None, mode="constant"):
+    pads = np.asarray(pads).reshape(-1)
+    rank = x.ndim
+    begins, ends = pads[:rank], pads[rank:]
+    x = x[tuple(slice(-min(b, 0), x.shape[i] + min(e, 0)) for i, (b, e) in enumerate(zip(begins, ends)))]
+    widths = [(max(b, 0), max(e, 0)) for b, e in zip(begins, ends)]
+    if mode == "constant":
+        return [np.pad(x, widths, constant_values=0 if value is None else np.asarray(value).reshape(()))]
+    return [np.pad(x, widths, mode=mode)]
+
+
 # Well-conditioned matrices: the identity plus small noise.
 _SQUARE = (np.eye(3) + 0.1 * _normal(2, 3, 3)).astype(np.float32)
 
@@ -55,5 +66,10 @@ EXAMPLES = {
         Example([_normal(3, 2), _normal(3, 4)], {"transA": 1, "alpha": 0.5}, reference=_transpose_matmul,
                 rtol=1e-5, atol=1e-5),
         Example([_normal(2, 2, 3), _normal(5, 3)], {"transB": 1}, reference=_transpose_matmul, rtol=1e-5, atol=1e-5),
+    ],
+    "Pad": [
+        Example([_normal(2, 3), np.array([1, 0, 0, 2], np.int64), np.array([2.5], np.float32)], reference=_pad),
+        Example([_normal(2, 3), np.array([[1, 1, 0, 1]], np.int64)], {"mode": "reflect"}, reference=_pad),
+        Example([_normal(3, 4), np.array([0, -1, 1, 2], np.int64)], {"mode": "edge"}, reference=_pad),
     ],
 }
