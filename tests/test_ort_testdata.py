@@ -1,6 +1,6 @@
 """com.microsoft ops that onnxruntime's CPU provider runs and its own test models use
 (onnxruntime/test/testdata), checked against onnxruntime on one-node files built the same way:
-ExpandDims, CDist, Inverse, TransposeMatMul and Pad (issue 41 §2).
+ExpandDims, CDist, Inverse, TransposeMatMul, Pad and Range (issue 41 §2).
 """
 
 from __future__ import annotations
@@ -62,6 +62,11 @@ CASES = {
     "Pad-edge-negative": (_model("Pad", {"x": _normal(3, 4)}, {"mode": "edge"},
                                  initializers=[("pads", np.array([0, -1, 1, 2]))]),
                           {"x": _normal(3, 4)}),
+    "Range-float-default-delta": (_model("Range", {}, initializers=[("start", np.array(1.0, np.float32)),
+                                                                      ("limit", np.array(3.5, np.float32))]), {}),
+    "Range-int-negative-delta": (_model("Range", {}, initializers=[("start", np.array(5, np.int64)),
+                                                                     ("limit", np.array(0, np.int64)),
+                                                                     ("delta", np.array(-2, np.int64))]), {}),
 }
 
 

@@ -189,6 +189,7 @@ from jaxonnx.ops._random.random_normal import random_normal_like as random_norma
 from jaxonnx.ops._random.random_uniform import random_uniform as random_uniform
 from jaxonnx.ops._random.random_uniform import random_uniform_like as random_uniform_like
 from jaxonnx.ops._shape.range import range as range
+from jaxonnx.ops._shape.range_microsoft import range_microsoft as range_microsoft
 from jaxonnx.ops._elementwise.unary_math import reciprocal as reciprocal
 from jaxonnx.ops._reduction.reduce import reduce_l1 as reduce_l1
 from jaxonnx.ops._reduction.reduce import reduce_l2 as reduce_l2
@@ -468,6 +469,7 @@ __all__ = [
     "random_uniform",
     "random_uniform_like",
     "range",
+    "range_microsoft",
     "reciprocal",
     "reduce_l1",
     "reduce_l2",

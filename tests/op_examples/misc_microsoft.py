@@ -1,5 +1,5 @@
 """Examples of onnxruntime's smaller com.microsoft ops that its CPU provider runs and its own
-test models use: ExpandDims, CDist, Inverse, TransposeMatMul and Pad.
+test models use: ExpandDims, CDist, Inverse, TransposeMatMul, Pad and Range.
 
 onnx.reference has none of them, so each example carries a numpy oracle written from the text
 of onnxruntime's ``docs/ContribOperators.md``, in float64. tests/test_ort_testdata.py checks
@@ -49,6 +49,10 @@ def _pad(x, pads, value=None, mode="constant"):
     return [np.pad(x, widths, mode=mode)]
 
 
+def _range(start, limit, delta=None):
+    return [np.arange(start, limit, 1 if delta is None else delta).astype(np.asarray(start).dtype)]
+
+
 # Well-conditioned matrices: the identity plus small noise.
 _SQUARE = (np.eye(3) + 0.1 * _normal(2, 3, 3)).astype(np.float32)
 
@@ -71,5 +75,9 @@ EXAMPLES = {
         Example([_normal(2, 3), np.array([1, 0, 0, 2], np.int64), np.array([2.5], np.float32)], reference=_pad),
         Example([_normal(2, 3), np.array([[1, 1, 0, 1]], np.int64)], {"mode": "reflect"}, reference=_pad),
         Example([_normal(3, 4), np.array([0, -1, 1, 2], np.int64)], {"mode": "edge"}, reference=_pad),
+    ],
+    "Range": [
+        Example([np.array(1.0, np.float32), np.array(3.5, np.float32)], reference=_range, grad=False),
+        Example([np.array(5, np.int64), np.array(0, np.int64), np.array(-2, np.int64)], reference=_range),
     ],
 }
