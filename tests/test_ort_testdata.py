@@ -1,6 +1,6 @@
 """com.microsoft ops that onnxruntime's CPU provider runs and its own test models use
 (onnxruntime/test/testdata), checked against onnxruntime on one-node files built the same way:
-ExpandDims, CDist, Inverse, TransposeMatMul, Pad and Range (issue 41 §2).
+ExpandDims, CDist, Inverse, TransposeMatMul, Pad, Range and Trilu (issue 41 §2).
 """
 
 from __future__ import annotations
@@ -67,6 +67,9 @@ CASES = {
     "Range-int-negative-delta": (_model("Range", {}, initializers=[("start", np.array(5, np.int64)),
                                                                      ("limit", np.array(0, np.int64)),
                                                                      ("delta", np.array(-2, np.int64))]), {}),
+    "Trilu-lower-k": (_model("Trilu", {"x": _normal(2, 3, 4)}, {"upper": 0}, initializers=[("k", np.array(1))]),
+                      {"x": _normal(2, 3, 4)}),
+    "Trilu-upper-default-k": (_model("Trilu", {"x": _normal(4, 3)}), {"x": _normal(4, 3)}),
 }
 
 

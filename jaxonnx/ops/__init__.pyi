@@ -272,6 +272,7 @@ from jaxonnx.ops._ml.tree_ensemble import tree_ensemble as tree_ensemble
 from jaxonnx.ops._ml.tree_ensemble import tree_ensemble_classifier as tree_ensemble_classifier
 from jaxonnx.ops._ml.tree_ensemble import tree_ensemble_regressor as tree_ensemble_regressor
 from jaxonnx.ops._indexing.trilu import trilu as trilu
+from jaxonnx.ops._indexing.trilu_microsoft import trilu_microsoft as trilu_microsoft
 from jaxonnx.ops._indexing.unique import unique as unique
 from jaxonnx.ops._shape.unsqueeze import unsqueeze as unsqueeze
 from jaxonnx.ops._vision.upsample import upsample as upsample
@@ -552,6 +553,7 @@ __all__ = [
     "tree_ensemble_classifier",
     "tree_ensemble_regressor",
     "trilu",
+    "trilu_microsoft",
     "unique",
     "unsqueeze",
     "upsample",

@@ -1,5 +1,5 @@
 """Examples of onnxruntime's smaller com.microsoft ops that its CPU provider runs and its own
-test models use: ExpandDims, CDist, Inverse, TransposeMatMul, Pad and Range.
+test models use: ExpandDims, CDist, Inverse, TransposeMatMul, Pad, Range and Trilu.
 
 onnx.reference has none of them, so each example carries a numpy oracle written from the text
 of onnxruntime's ``docs/ContribOperators.md``, in float64. tests/test_ort_testdata.py checks
@@ -53,6 +53,11 @@ def _range(start, limit, delta=None):
     return [np.arange(start, limit, 1 if delta is None else delta).astype(np.asarray(start).dtype)]
 
 
+def _trilu(x, k=None, upper=1):
+    offset = 0 if k is None else int(k)
+    return [np.triu(x, offset) if upper else np.tril(x, offset)]
+
+
 # Well-conditioned matrices: the identity plus small noise.
 _SQUARE = (np.eye(3) + 0.1 * _normal(2, 3, 3)).astype(np.float32)
 
@@ -79,5 +84,10 @@ EXAMPLES = {
     "Range": [
         Example([np.array(1.0, np.float32), np.array(3.5, np.float32)], reference=_range, grad=False),
         Example([np.array(5, np.int64), np.array(0, np.int64), np.array(-2, np.int64)], reference=_range),
+    ],
+    "Trilu": [
+        Example([_normal(2, 3, 4), np.array(1, np.int64)], {"upper": 0}, reference=_trilu),
+        Example([_normal(4, 3)], reference=_trilu),
+        Example([_normal(3, 4), np.array(-1, np.int64)], reference=_trilu),
     ],
 }
