@@ -561,3 +561,60 @@ def test_group_query_attention_refusals_name_the_input():
     # The scores' last dim is total_sequence_length: a traced one is refused there.
     with pytest.raises(jaxonnx.OnnxValidationError, match="qk_output"):
         jax.jit(lambda total: op(*inputs[:6], total, **_HEADS, qk_output=1))(inputs[6])
+
+
+def _whisper_decoder_attention_without_past():
+    """A Whisper decoder layer's attention as onnxruntime's Whisper export writes it for the
+    first step (no cache inputs): self-attention (Attention, causal) declaring ``present_self``,
+    then cross-attention (MultiHeadAttention over the encoder's states) declaring
+    ``present_key_cross`` and ``present_value_cross``."""
+    from onnx import TensorProto, numpy_helper
+
+    batch, length, encoded, hidden, heads = 2, 3, 5, 8, 2
+    weights = [numpy_helper.from_array(_normal(hidden, 3 * hidden) * 0.3, "qkv_weight"),
+               numpy_helper.from_array(_normal(3 * hidden) * 0.1, "qkv_bias"),
+               numpy_helper.from_array(_normal(hidden, hidden) * 0.3, "cross_q_weight")]
+    nodes = [
+        helper.make_node("Attention", ["hidden", "qkv_weight", "qkv_bias"], ["self_out", "present_self"],
+                         name="Attention_self", domain="com.microsoft", num_heads=heads, unidirectional=1),
+        helper.make_node("MatMul", ["self_out", "cross_q_weight"], ["cross_q"], name="cross_q_proj"),
+        helper.make_node("MultiHeadAttention", ["cross_q", "encoder_key", "encoder_value"],
+                         ["cross_out", "present_key_cross", "present_value_cross"], name="Attention_cross",
+                         domain="com.microsoft", num_heads=heads),
+    ]
+    value = helper.make_tensor_value_info
+    graph = helper.make_graph(
+        nodes, "whisper_decoder_attention",
+        [value("hidden", TensorProto.FLOAT, [batch, length, hidden]),
+         value("encoder_key", TensorProto.FLOAT, [batch, encoded, hidden]),
+         value("encoder_value", TensorProto.FLOAT, [batch, encoded, hidden])],
+        [value(name, TensorProto.FLOAT, None) for name in ("cross_out", "present_self", "present_key_cross",
+                                                          "present_value_cross")],
+        initializer=weights)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)])
+    model.ir_version = 8
+    feed = {"hidden": _normal(batch, length, hidden), "encoder_key": _normal(batch, encoded, hidden),
+            "encoder_value": _normal(batch, encoded, hidden)}
+    return model, feed
+
+
+def test_attention_without_past_computes_present_as_onnxruntime(run_onnxruntime):
+    # Issue 41 §3: such files ended in a bare `KeyError: 'present_self'`.
+    model, feed = _whisper_decoder_attention_without_past()
+    expected = run_onnxruntime(model, feed)
+    assert [e.shape for e in expected[1:]] == [(2, 2, 2, 3, 4), (2, 2, 5, 4), (2, 2, 5, 4)]
+    loaded = jaxonnx.load(model)
+    for run in (loaded, jax.jit(loaded)):
+        for got, want in zip(run(**feed), expected, strict=True):
+            np.testing.assert_allclose(np.asarray(got), want, rtol=2e-5, atol=2e-5)
+
+
+def test_an_output_the_op_does_not_compute_is_named_not_a_key_error():
+    # Keys and values of other widths stack into no present without past: the node declaring
+    # one gets jaxonnx's error naming the node, the op and the output.
+    model, feed = _node_model("Attention", [_normal(2, 3, 8), _normal(8, 20), _normal(20)],
+                              {"num_heads": 2, "qkv_hidden_sizes": [4, 4, 12]}, output_count=2)
+    with pytest.raises(jaxonnx.UnsupportedOpError,
+                       match=r"Node 'Attention_0' \(Attention-1\) declares 2 outputs, but jaxonnx's Attention-1 returned 1 .* "
+                             r"the output 'out1' here"):
+        jaxonnx.load(model)(**feed)

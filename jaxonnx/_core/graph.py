@@ -395,6 +395,13 @@ def run_node(node: Node, values: dict[str, Any], *, rng=None, options: Mapping[s
             raise node_error(node, [layout.channels_first(a) for a in args], error) from error
     if not isinstance(results, tuple):
         results = (results,)
+    missing = [name for name in node.outputs[len(results):] if name]
+    if missing:  # else the first reader of the output would end in a bare KeyError
+        raise UnsupportedOpError(
+            f"Node {node.path!r} ({node.op.name}) declares {len(node.outputs)} outputs, but jaxonnx's {node.op.name} "
+            f"returned {len(results)} for these inputs and attributes: it does not compute the output"
+            f"{'s' * (len(missing) > 1)} {', '.join(map(repr, missing))} here."
+        )
     if padded_bodies:
         results, output_marks = _subgraph_output_marks(node, args, results, attributes, carry_counts, output_marks)
     if ctx.real_length:  # a size-hinted node's outputs start their own marks

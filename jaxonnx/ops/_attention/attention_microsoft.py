@@ -9,7 +9,7 @@ import onnx.helper
 
 from jaxonnx._core.registry import register
 from jaxonnx._errors import OnnxValidationError
-from jaxonnx.ops._helpers.attention import stacked_self_attention
+from jaxonnx.ops._helpers.attention import split_heads, stacked_self_attention
 from jaxonnx.ops._helpers.quantization import microsoft_schema
 
 _Attribute = onnx.defs.OpSchema.Attribute
@@ -73,13 +73,18 @@ def attention_microsoft(
 
     Returns:
         ``(output, present)``: ``(batch, S, v_hidden)``, and the keys and values stacked
-        ``(2, batch, num_heads, total, head_size)``; ``output`` alone without ``past``.
+        ``(2, batch, num_heads, total, head_size)``. Without ``past`` the present holds this
+        call's keys and values (``total`` = S), as onnxruntime computes it: Whisper decoder
+        files without ``past`` declare ``present`` all the same. A node that declares
+        ``output`` alone gets ``output`` alone; so does a call whose values' width differs
+        from the keys' (``qkv_hidden_sizes``) without ``past``.
 
     Example:
         >>> x = jnp.ones((1, 2, 4))
         >>> w = jnp.concatenate([jnp.eye(4)] * 3, axis=1)   # Q = K = V = x
-        >>> jaxonnx.ops.attention_microsoft(x, w, num_heads=2).shape   # no past: the output alone
-        (1, 2, 4)
+        >>> output, present = jaxonnx.ops.attention_microsoft(x, w, num_heads=2)
+        >>> output.shape, present.shape   # no past: the present is this call's keys and values
+        ((1, 2, 4), (2, 1, 2, 2, 2))
     """
     if do_rotary:
         raise OnnxValidationError(
@@ -98,12 +103,17 @@ def attention_microsoft(
             raise OnnxValidationError(f"needs `bias` of shape ({weights.shape[1]},), got {tuple(bias.shape)}.")
         projected = projected + bias.reshape(1, 1, -1)
     q, k, v = jnp.split(projected, [sizes[0], sizes[0] + sizes[1]], axis=2)
-    return stacked_self_attention(
+    result = stacked_self_attention(
         q, k, v, num_heads=num_heads, mask_index=mask_index, past=past, attention_bias=attention_bias,
         past_sequence_length=past_sequence_length, unidirectional=unidirectional, scale=scale,
         filter_value=-10000.0 if mask_filter_value is None else mask_filter_value,
         share_buffer=bool(past_present_share_buffer),
     )
+    if past is not None or sizes[1] != sizes[2]:
+        return result  # keys and values of other widths stack into no present (onnxruntime's neither)
+    # onnxruntime computes `present` without `past` too: this call's keys and values, stacked
+    # (the graph runner drops it where the node does not declare it; XLA then never computes it).
+    return result, jnp.stack([split_heads(k, num_heads, "key", "num_heads"), split_heads(v, num_heads, "value", "num_heads")])
 
 
 def _hidden_sizes(qkv_hidden_sizes, width, num_heads):
