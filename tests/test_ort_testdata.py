@@ -1,6 +1,6 @@
 """com.microsoft ops that onnxruntime's CPU provider runs and its own test models use
 (onnxruntime/test/testdata), checked against onnxruntime on one-node files built the same way:
-ExpandDims, CDist, Inverse, TransposeMatMul, Pad, Range and Trilu (issue 41 §2).
+ExpandDims, CDist, Inverse, TransposeMatMul, Pad, Range, Trilu and GatherND (issue 41 §2).
 """
 
 from __future__ import annotations
@@ -70,6 +70,10 @@ CASES = {
     "Trilu-lower-k": (_model("Trilu", {"x": _normal(2, 3, 4)}, {"upper": 0}, initializers=[("k", np.array(1))]),
                       {"x": _normal(2, 3, 4)}),
     "Trilu-upper-default-k": (_model("Trilu", {"x": _normal(4, 3)}), {"x": _normal(4, 3)}),
+    "GatherND-negative-index": (_model("GatherND", {"x": _normal(2, 3, 4), "i": np.zeros((2, 2), np.int64)}),
+                                {"x": _normal(2, 3, 4), "i": np.array([[1, -1], [0, 0]], np.int64)}),
+    "GatherND-int32-rows": (_model("GatherND", {"x": _normal(2, 3), "i": np.zeros((1, 2, 1), np.int32)}),
+                            {"x": _normal(2, 3), "i": np.array([[[1], [0]]], np.int32)}),
 }
 
 
@@ -87,4 +91,10 @@ def test_matches_onnxruntime(run_onnxruntime, case):
 def test_expand_dims_axis_out_of_range_is_a_clear_error():
     model = _model("ExpandDims", {"x": _normal(2, 3)}, initializers=[("axis", np.array(3, np.int32))])
     with pytest.raises(jaxonnx.JaxOnnxError, match=r"ExpandDims.*`axis`=3.*\[-3, 2\]"):
+        jaxonnx.load(model).run({"x": _normal(2, 3)})
+
+
+def test_gather_nd_index_out_of_range_is_a_clear_error():
+    model = _model("GatherND", {"x": _normal(2, 3)}, initializers=[("i", np.array([[0, 3]], np.int64))])
+    with pytest.raises(jaxonnx.JaxOnnxError, match=r"GatherND.*index 3 .*length 3"):
         jaxonnx.load(model).run({"x": _normal(2, 3)})

@@ -89,6 +89,7 @@ from jaxonnx.ops._indexing.gather import gather as gather
 from jaxonnx.ops._quantization.gather_block_quantized import gather_block_quantized as gather_block_quantized
 from jaxonnx.ops._indexing.gather_elements import gather_elements as gather_elements
 from jaxonnx.ops._indexing.gather_nd import gather_nd as gather_nd
+from jaxonnx.ops._indexing.gather_nd_microsoft import gather_nd_microsoft as gather_nd_microsoft
 from jaxonnx.ops._elementwise.gelu import gelu as gelu
 from jaxonnx.ops._nn.gemm import gemm as gemm
 from jaxonnx.ops._nn.global_average_pool import global_average_pool as global_average_pool
@@ -370,6 +371,7 @@ __all__ = [
     "gather_block_quantized",
     "gather_elements",
     "gather_nd",
+    "gather_nd_microsoft",
     "gelu",
     "gemm",
     "global_average_pool",

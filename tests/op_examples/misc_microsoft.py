@@ -1,5 +1,5 @@
 """Examples of onnxruntime's smaller com.microsoft ops that its CPU provider runs and its own
-test models use: ExpandDims, CDist, Inverse, TransposeMatMul, Pad, Range and Trilu.
+test models use: ExpandDims, CDist, Inverse, TransposeMatMul, Pad, Range, Trilu and GatherND.
 
 onnx.reference has none of them, so each example carries a numpy oracle written from the text
 of onnxruntime's ``docs/ContribOperators.md``, in float64. tests/test_ort_testdata.py checks
@@ -58,6 +58,10 @@ def _trilu(x, k=None, upper=1):
     return [np.triu(x, offset) if upper else np.tril(x, offset)]
 
 
+def _gather_nd(data, indices):
+    return [data[tuple(np.moveaxis(indices, -1, 0))]]
+
+
 # Well-conditioned matrices: the identity plus small noise.
 _SQUARE = (np.eye(3) + 0.1 * _normal(2, 3, 3)).astype(np.float32)
 
@@ -89,5 +93,9 @@ EXAMPLES = {
         Example([_normal(2, 3, 4), np.array(1, np.int64)], {"upper": 0}, reference=_trilu),
         Example([_normal(4, 3)], reference=_trilu),
         Example([_normal(3, 4), np.array(-1, np.int64)], reference=_trilu),
+    ],
+    "GatherND": [
+        Example([_normal(2, 3, 4), np.array([[1, -1], [0, 0]], np.int64)], reference=_gather_nd),
+        Example([_normal(2, 3), np.array([[[1], [0]]], np.int32)], reference=_gather_nd),
     ],
 }
