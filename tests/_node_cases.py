@@ -55,16 +55,19 @@ def node_cases() -> tuple:
         try:
             with open(path, "rb") as f:
                 cases = pickle.load(f)
-        except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError):  # absent, half-written by a crash, or stale
+        except (
+            OSError,
+            EOFError,
+            pickle.UnpicklingError,
+            AttributeError,
+            ImportError,
+        ):  # absent, half-written by a crash, or stale
             cases = _collected()
             partial = path.with_suffix(f".{os.getpid()}.tmp")
             with open(partial, "wb") as f:
                 pickle.dump(cases, f, protocol=pickle.HIGHEST_PROTOCOL)
             os.replace(partial, path)  # a reader never sees half a file
-    return tuple(
-        case for case in sorted(cases, key=lambda c: c.name)
-        if case.model is not None and case.kind == "node"
-    )
+    return tuple(case for case in sorted(cases, key=lambda c: c.name) if case.model is not None and case.kind == "node")
 
 
 def case_ops(case) -> set[str]:
