@@ -595,7 +595,7 @@ class Model:
         strings = [t.name for t in (*self.graph.inputs, *self.graph.outputs) if t.dtype is not None and t.dtype.kind in "OUS"]
         strings += [name for name, value in self._file_initializers.items() if value.dtype.kind in "OUS"]
         maps = [t.name for t in (*self.graph.inputs, *self.graph.outputs) if _holds_map(t)]
-        made = _string_made_inside(self.graph)
+        made = _string_made_inside(self.graph, {*self.input_names, *self._trainable})
         reason = f"the string value {strings[0]!r}, which JAX cannot hold" if strings else \
             f"the map value {maps[0]!r}, a Python dict" if maps else \
             f"node {made.path!r} ({made.op.name}) makes strings, which JAX cannot hold" if made else \
@@ -872,12 +872,31 @@ def _needs_concrete_values(graph: Graph, dependent: set[str]) -> str | None:
     return None
 
 
-def _string_made_inside(graph: Graph):
+def _string_made_inside(graph: Graph, dependent: set[str]):
     """The first node, at any depth, that may turn numbers into strings (a Cast to string,
-    an op whose outputs are string tensors, a label encoder with string values), or None.
-    Such a graph runs op by op even with no string at its boundary: a trace of it would
-    hand the string op a tracer."""
-    for node in graph.walk():
+    an op whose outputs are string tensors, a label encoder with string values) from values
+    computed from ``dependent`` (the graph inputs and traced params), or None. Such a graph
+    runs op by op even with no string at its boundary: a trace of it would hand the string
+    op a tracer. A node that reads only constants is left out: what it computes stays numpy
+    at trace time."""
+    dependent = set(dependent)
+    for top in graph.nodes:
+        outer = {name for body in top.bodies for name in body.outer_names}
+        # On constants only, an op that folds computes numpy at trace time; one that draws
+        # or computes with JAX (or a function) gives JAX values, as does any reading `dependent`.
+        folds = isinstance(top.op, OpVersion) and top.op.contract.folds and not top.op.contract.rng
+        if folds and not (set(top.inputs) | outer) & dependent:
+            continue
+        dependent |= {name for name in top.outputs if name}
+        made = _string_maker(top, [node for body in top.bodies for node in body.walk()])
+        if made is not None:
+            return made
+    return None
+
+
+def _string_maker(top, inner: list):
+    """``top`` or the first of the nodes ``inner`` (its bodies') that may make strings."""
+    for node in (top, *inner):
         op = node.op
         if not isinstance(op, OpVersion):
             continue

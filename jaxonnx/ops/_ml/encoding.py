@@ -34,14 +34,16 @@ def lookup(x, keys: np.ndarray, values: np.ndarray, default, what: str = "X"):
     """``values[i]`` where ``x == keys[i]`` (the last such ``i``, as LabelEncoder-4's text says
     of repeated keys; NaN matches NaN), else ``default``."""
     if keys.dtype != object and values.dtype != object and not is_string_array(x):
-        keys = jnp.asarray(keys, x.dtype).reshape((1,) * x.ndim + (-1,))
+        # numpy in, numpy out: a lookup of values known at trace time (constants) stays known.
+        xp = np if isinstance(x, np.ndarray) else jnp
+        keys = xp.asarray(keys, x.dtype).reshape((1,) * x.ndim + (-1,))
         match = x[..., None] == keys
-        if jnp.issubdtype(x.dtype, jnp.floating):
-            match = match | (jnp.isnan(x)[..., None] & jnp.isnan(keys))
-        found = jnp.any(match, axis=-1)
-        last = keys.shape[-1] - 1 - jnp.argmax(match[..., ::-1], axis=-1)
-        picked = jnp.take(jnp.asarray(values), last)
-        return jnp.where(found, picked, jnp.asarray(default, picked.dtype))
+        if xp.issubdtype(x.dtype, xp.floating):
+            match = match | (xp.isnan(x)[..., None] & xp.isnan(keys))
+        found = xp.any(match, axis=-1)
+        last = keys.shape[-1] - 1 - xp.argmax(match[..., ::-1], axis=-1)
+        picked = xp.take(xp.asarray(values), last)
+        return xp.where(found, picked, xp.asarray(default, picked.dtype))
     x = _concrete(x, what)
     if x.dtype != object and keys.dtype == object or x.dtype == object and keys.dtype != object:
         raise OnnxTypeError(f"got `{what}` of dtype {x.dtype} for keys of dtype {keys.dtype}.")
@@ -76,7 +78,7 @@ def _first_given(*candidates):
     return None, None
 
 
-@register("LabelEncoder", 2, 4, domain=ML, folds=False)
+@register("LabelEncoder", 2, 4, domain=ML)
 def label_encoder(X, *, default_float=-0.0, default_int64=-1, default_string="_Unused", default_tensor=None,
                   keys_floats=None, keys_int64s=None, keys_strings=None, keys_tensor=None, values_floats=None,
                   values_int64s=None, values_strings=None, values_tensor=None):
@@ -123,7 +125,7 @@ def label_encoder(X, *, default_float=-0.0, default_int64=-1, default_string="_U
     return lookup(X, keys, values, default)
 
 
-@register("LabelEncoder", 1, domain=ML, folds=False)
+@register("LabelEncoder", 1, domain=ML)
 def _label_encoder_1(X, *, classes_strings=None, default_int64=-1, default_string="_Unused"):
     # Version 1 maps strings to their index in `classes_strings`, and indices back to strings.
     classes = _strings(classes_strings or [])
@@ -133,7 +135,7 @@ def _label_encoder_1(X, *, classes_strings=None, default_int64=-1, default_strin
     return lookup(X, indices, classes, default_string)
 
 
-@register("CategoryMapper", 1, domain=ML, folds=False)
+@register("CategoryMapper", 1, domain=ML)
 def category_mapper(X, *, cats_int64s=None, cats_strings=None, default_int64=-1, default_string="_Unused"):
     """Implements ONNX CategoryMapper (ai.onnx.ml): strings to integers or integers to
     strings through the pairs ``(cats_strings[i], cats_int64s[i])``.
