@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import jax.numpy as jnp
-from jax import lax
 import numpy as np
+from jax import lax
 
 from jaxonnx._core.registry import register
 from jaxonnx._errors import OnnxValidationError
