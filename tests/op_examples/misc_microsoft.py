@@ -76,8 +76,13 @@ EXAMPLES = {
     ],
     "Inverse": [Example([_SQUARE], reference=_inverse, rtol=1e-5, atol=1e-5)],
     "TransposeMatMul": [
-        Example([_normal(3, 2), _normal(3, 4)], {"transA": 1, "alpha": 0.5}, reference=_transpose_matmul,
-                rtol=1e-5, atol=1e-5),
+        Example(
+            [_normal(3, 2), _normal(3, 4)],
+            {"transA": 1, "alpha": 0.5},
+            reference=_transpose_matmul,
+            rtol=1e-5,
+            atol=1e-5,
+        ),
         Example([_normal(2, 2, 3), _normal(5, 3)], {"transB": 1}, reference=_transpose_matmul, rtol=1e-5, atol=1e-5),
     ],
     "Pad": [

@@ -11,11 +11,26 @@ from jaxonnx.ops._helpers.common import is_traced
 from jaxonnx.ops._helpers.schemas import contrib_schema
 
 _SCHEMA = contrib_schema(
-    "GatherND", "Y[i...] = data[indices[i...]]: each row of `indices`' last dim indexes data's leading dims.",
-    inputs=[("data", "T"), ("indices", "Tind")], outputs=[("output", "T")],
-    type_constraints=[("T", ["tensor(float)", "tensor(double)", "tensor(int32)", "tensor(int64)", "tensor(bool)",
-                             "tensor(float16)", "tensor(int8)", "tensor(uint8)"]),
-                      ("Tind", ["tensor(int32)", "tensor(int64)"])],
+    "GatherND",
+    "Y[i...] = data[indices[i...]]: each row of `indices`' last dim indexes data's leading dims.",
+    inputs=[("data", "T"), ("indices", "Tind")],
+    outputs=[("output", "T")],
+    type_constraints=[
+        (
+            "T",
+            [
+                "tensor(float)",
+                "tensor(double)",
+                "tensor(int32)",
+                "tensor(int64)",
+                "tensor(bool)",
+                "tensor(float16)",
+                "tensor(int8)",
+                "tensor(uint8)",
+            ],
+        ),
+        ("Tind", ["tensor(int32)", "tensor(int64)"]),
+    ],
 )
 
 

@@ -11,8 +11,10 @@ from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.schemas import attribute, contrib_schema
 
 _SCHEMA = contrib_schema(
-    "Pad", "Y = X padded (cut where negative) by `pads`, [begin_0, ..., end_0, ...], as `mode` says.",
-    inputs=[("data", "T"), ("pads", "tensor(int64)"), ("value", "T", "optional")], outputs=[("output", "T")],
+    "Pad",
+    "Y = X padded (cut where negative) by `pads`, [begin_0, ..., end_0, ...], as `mode` says.",
+    inputs=[("data", "T"), ("pads", "tensor(int64)"), ("value", "T", "optional")],
+    outputs=[("output", "T")],
     type_constraints=[("T", ["tensor(float16)", "tensor(float)", "tensor(double)"])],
     attributes=[attribute("mode", "constant", "'constant', 'reflect' or 'edge'.")],
 )

@@ -10,8 +10,10 @@ from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.schemas import attribute, contrib_schema
 
 _SCHEMA = contrib_schema(
-    "Trilu", "Y = the upper (or lower) triangle of X's last two dims, from diagonal k.",
-    inputs=[("X", "T"), ("k", "tensor(int64)", "optional")], outputs=[("Y", "T")],
+    "Trilu",
+    "Y = the upper (or lower) triangle of X's last two dims, from diagonal k.",
+    inputs=[("X", "T"), ("k", "tensor(int64)", "optional")],
+    outputs=[("Y", "T")],
     type_constraints=[("T", ["tensor(float)", "tensor(double)", "tensor(int64)", "tensor(bool)"])],
     attributes=[attribute("upper", 1, "1 keeps the upper triangle, 0 the lower one.")],
 )

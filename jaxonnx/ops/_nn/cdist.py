@@ -9,8 +9,10 @@ from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.schemas import attribute, contrib_schema
 
 _SCHEMA = contrib_schema(
-    "CDist", "Y[i, j] = distance(A[i], B[j]), squared or plain euclidean as `metric` says.",
-    inputs=[("A", "T"), ("B", "T")], outputs=[("C", "T")],
+    "CDist",
+    "Y[i, j] = distance(A[i], B[j]), squared or plain euclidean as `metric` says.",
+    inputs=[("A", "T"), ("B", "T")],
+    outputs=[("C", "T")],
     type_constraints=[("T", ["tensor(float)", "tensor(double)"])],
     attributes=[attribute("metric", "sqeuclidean", "'sqeuclidean' or 'euclidean'.")],
 )

@@ -9,8 +9,10 @@ from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.schemas import contrib_schema
 
 _SCHEMA = contrib_schema(
-    "Inverse", "Y = the inverse of each square matrix in the last two dims of X.",
-    inputs=[("X", "T")], outputs=[("Y", "T")],
+    "Inverse",
+    "Y = the inverse of each square matrix in the last two dims of X.",
+    inputs=[("X", "T")],
+    outputs=[("Y", "T")],
     type_constraints=[("T", ["tensor(float16)", "tensor(float)", "tensor(double)"])],
 )
 

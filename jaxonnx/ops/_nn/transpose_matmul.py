@@ -10,8 +10,10 @@ from jaxonnx.ops._helpers.broadcasting import matmul_operands
 from jaxonnx.ops._helpers.schemas import attribute, contrib_schema
 
 _SCHEMA = contrib_schema(
-    "TransposeMatMul", "Y = alpha * A' @ B', A (B) with its last two dims swapped where transA (transB) says.",
-    inputs=[("A", "T"), ("B", "T")], outputs=[("Y", "T")],
+    "TransposeMatMul",
+    "Y = alpha * A' @ B', A (B) with its last two dims swapped where transA (transB) says.",
+    inputs=[("A", "T"), ("B", "T")],
+    outputs=[("Y", "T")],
     type_constraints=[("T", ["tensor(float)"])],
     attributes=[
         attribute("alpha", 1.0, "The factor of the product."),
@@ -43,7 +45,9 @@ def transpose_matmul(A, B, *, alpha=1.0, transA=0, transB=0):
     a, b = A, B
     for name, operand, trans in (("A", A, transA), ("B", B, transB)):
         if trans and operand.ndim < 2:
-            raise OnnxValidationError(f"needs `{name}` of rank >= 2 with trans{name}=1, got shape {tuple(operand.shape)}.")
+            raise OnnxValidationError(
+                f"needs `{name}` of rank >= 2 with trans{name}=1, got shape {tuple(operand.shape)}."
+            )
     if transA:
         a = jnp.swapaxes(A, -1, -2)
     if transB:

@@ -10,10 +10,25 @@ from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.schemas import contrib_schema
 
 _SCHEMA = contrib_schema(
-    "ExpandDims", "Y = X with a size-1 dim inserted at `axis` (negative counts from the end of Y).",
-    inputs=[("X", "T"), ("axis", "tensor(int32)")], outputs=[("Y", "T")],
-    type_constraints=[("T", ["tensor(float)", "tensor(double)", "tensor(int32)", "tensor(int64)", "tensor(bool)",
-                             "tensor(float16)", "tensor(int8)", "tensor(uint8)"])],
+    "ExpandDims",
+    "Y = X with a size-1 dim inserted at `axis` (negative counts from the end of Y).",
+    inputs=[("X", "T"), ("axis", "tensor(int32)")],
+    outputs=[("Y", "T")],
+    type_constraints=[
+        (
+            "T",
+            [
+                "tensor(float)",
+                "tensor(double)",
+                "tensor(int32)",
+                "tensor(int64)",
+                "tensor(bool)",
+                "tensor(float16)",
+                "tensor(int8)",
+                "tensor(uint8)",
+            ],
+        )
+    ],
 )
 
 

@@ -11,8 +11,10 @@ from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.schemas import contrib_schema
 
 _SCHEMA = contrib_schema(
-    "Range", "Y = [start, start + delta, ...] below `limit` (above it for a negative delta).",
-    inputs=[("start", "T"), ("limit", "T"), ("delta", "T", "optional")], outputs=[("Y", "T")],
+    "Range",
+    "Y = [start, start + delta, ...] below `limit` (above it for a negative delta).",
+    inputs=[("start", "T"), ("limit", "T"), ("delta", "T", "optional")],
+    outputs=[("Y", "T")],
     type_constraints=[("T", ["tensor(float)", "tensor(double)", "tensor(int16)", "tensor(int32)", "tensor(int64)"])],
 )
 
