@@ -1,3 +1,3 @@
-from jaxonnx._cli import main
+from jaxonnx.cli import main
 
 raise SystemExit(main())

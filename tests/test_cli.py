@@ -1,4 +1,4 @@
-"""The ``jaxonnx`` command line, through ``jaxonnx._cli.main`` (and once as ``python -m jaxonnx``)."""
+"""The ``jaxonnx`` command line, through ``jaxonnx.cli.main`` (and once as ``python -m jaxonnx``)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from onnx import TensorProto, helper
 
 import jaxonnx
-from jaxonnx._cli import main
+from jaxonnx.cli import main
 from jaxonnx._demo import DEMO_PATH, make_demo_model
 
 vi = helper.make_tensor_value_info
@@ -596,9 +596,9 @@ def test_bench_compares_the_real_rows_of_size_hinted_outputs(tmp_path, capsys):
 
 
 def test_bench_without_onnxruntime_times_jaxonnx_alone(tmp_path, capsys, monkeypatch):
-    from jaxonnx import _cli
+    from jaxonnx.cli import bench
 
-    monkeypatch.setattr(_cli, "_onnxruntime", lambda: None)
+    monkeypatch.setattr(bench, "_onnxruntime", lambda: None)
     assert main(["bench", DEMO_PATH, "--repeat", "2", "--warmup", "0"]) == 0
     out = capsys.readouterr().out
     assert "onnxruntime: not installed (pip install onnxruntime), so no comparison" in out
@@ -610,7 +610,7 @@ def test_bench_without_onnxruntime_times_jaxonnx_alone(tmp_path, capsys, monkeyp
 def test_bench_fails_when_the_outputs_differ(capsys, monkeypatch):
     import types
 
-    from jaxonnx import _cli
+    from jaxonnx.cli import bench
 
     class Session:  # an onnxruntime whose demo output is off by 0.01 in one entry
         def __init__(self, path, options, providers):
@@ -632,7 +632,7 @@ def test_bench_fails_when_the_outputs_differ(capsys, monkeypatch):
         __version__="0.0-test", get_available_providers=lambda: ["CPUExecutionProvider"],
         SessionOptions=types.SimpleNamespace, InferenceSession=Session,
     )
-    monkeypatch.setattr(_cli, "_onnxruntime", lambda: fake)
+    monkeypatch.setattr(bench, "_onnxruntime", lambda: fake)
     assert main(["bench", DEMO_PATH, "--repeat", "1"]) == 1
     out = capsys.readouterr().out
     assert re.search(r"^  y: FAIL: max abs diff 0\.01\d*, max rel diff [\d.e-]+ \(rtol 0\.0001, atol 1e-05 for float32\)$", out, flags=re.MULTILINE), out

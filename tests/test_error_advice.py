@@ -20,7 +20,7 @@ import pytest
 from onnx import TensorProto, helper
 
 import jaxonnx
-from jaxonnx._cli import _parser
+from jaxonnx.cli import _parser
 
 SOURCES = sorted((pathlib.Path(jaxonnx.__file__).parent).rglob("*.py"))
 # flags of XLA and jax config names that messages quote, not jaxonnx's

@@ -245,7 +245,7 @@ def test_prompt_ids_outside_the_vocabulary_are_refused(llama, capsys):
             jaxonnx.generate(llama, np.array(ids), 2)
     # left padding is not looked up, whatever it holds
     jaxonnx.generate(llama, np.array([[999, 5]]), 1, attention_mask=np.array([[0, 1]]))
-    from jaxonnx._cli import main
+    from jaxonnx.cli import main
 
     assert main(["generate", os.path.join(FIXTURES, "llama_optimum"), "--prompt-ids", "1,99999"]) == 1
     assert "The prompt token 99999 at row 0, position 1" in capsys.readouterr().err
@@ -439,7 +439,7 @@ def test_traced_sampling_options(llama):
 
 
 def test_command_line_with_token_ids(capsys):
-    from jaxonnx._cli import main
+    from jaxonnx.cli import main
 
     folder = os.path.join(FIXTURES, "llama_optimum")
     assert main(["generate", folder, "--prompt-ids", "5,6,7", "--prompt-ids", "9", "--max-new-tokens", "4",
@@ -453,7 +453,7 @@ def test_command_line_with_token_ids(capsys):
 
 def test_command_line_with_text(capsys):
     tokenizers = pytest.importorskip("tokenizers", reason="the `generate` extra's tokenizers package")
-    from jaxonnx._cli import main
+    from jaxonnx.cli import main
 
     folder = os.path.join(FIXTURES, "llama_optimum")
     tokenizer = tokenizers.Tokenizer.from_file(os.path.join(folder, "tokenizer.json"))

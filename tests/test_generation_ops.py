@@ -353,9 +353,9 @@ def test_gpt2_beam_search_with_an_init_decoder_equals_onnxruntime():
 def test_check_reports_the_generation_files_supported(name, capsys):
     # convert_generation's T5 file has a com.microsoft node without importing the domain:
     # `check` resolves it as `load` (and onnxruntime) do.
-    from jaxonnx import _cli
+    from jaxonnx import cli
 
-    assert _cli.main(["check", str(FIXTURES / name)]) == 0
+    assert cli.main(["check", str(FIXTURES / name)]) == 0
     out = capsys.readouterr().out
     assert "NOT supported" not in out and re.search(r"com\.microsoft\.BeamSearch +BeamSearch-1 +supported", out)
 

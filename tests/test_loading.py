@@ -15,7 +15,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import jaxonnx
-from jaxonnx._cli import main
+from jaxonnx.cli import main
 from jaxonnx._demo import DEMO_PATH
 
 vi = helper.make_tensor_value_info

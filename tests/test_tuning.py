@@ -17,11 +17,11 @@ def test_tune_cpu_allocator_applies_on_glibc():
 
 
 def test_cli_applies_the_tuning(monkeypatch, capsys):
-    from jaxonnx import _cli, _tuning
+    from jaxonnx import _tuning, cli
 
     calls = []
     monkeypatch.setattr(_tuning, "tune_cpu_allocator", lambda: calls.append(True) or True)
-    assert _cli.main(["check", jaxonnx.demo_model_path()]) == 0
+    assert cli.main(["check", jaxonnx.demo_model_path()]) == 0
     assert calls == [True]
     assert "all nodes supported" in capsys.readouterr().out
 
