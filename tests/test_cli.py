@@ -12,8 +12,8 @@ import pytest
 from onnx import TensorProto, helper
 
 import jaxonnx
-from jaxonnx.cli import main
 from jaxonnx._demo import DEMO_PATH, make_demo_model
+from jaxonnx.cli import main
 
 vi = helper.make_tensor_value_info
 DEMO_X = np.arange(24, dtype=np.float32).reshape(4, 6)

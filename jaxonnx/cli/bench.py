@@ -13,7 +13,6 @@ from jaxonnx.cli.hints import _failure, _Hinted, _hinted_outputs, _print_outputs
 from jaxonnx.cli.inputs import _prepare, _print_inputs
 from jaxonnx.cli.run import _ms
 
-
 #: The default (rtol, atol) of bench's output check, by element type.
 _TOLERANCES = {"float16": (1e-2, 1e-3), "bfloat16": (2e-2, 1e-2), "float32": (1e-4, 1e-5), "float64": (1e-7, 1e-9)}
 
