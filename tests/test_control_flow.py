@@ -271,3 +271,51 @@ def test_a_subgraph_reading_a_name_no_scope_defines_is_refused_at_load():
                    [vi("c", T.BOOL, []), vi("x", T.FLOAT, [4])], [vi("y", T.FLOAT, None)])
     with pytest.raises(jaxonnx.ModelLoadError, match=r"The subgraph /pick/then_branch reads 'nowhere', which no node"):
         jaxonnx.load(proto)
+
+
+def _loop_with_a_counter_declared(iteration_shape, condition_shape, *, early_exit: bool):
+    """As onnxruntime's crop-and-resize and fp16 transform test files write the body (built
+    with onnx.helper): the iteration number and the condition declared ``[1]`` (the IR says
+    scalar), the number used as Gather indices and stacked as a scan output."""
+    from onnx import numpy_helper
+
+    keep_going = ([helper.make_node("ReduceSum", ["acc_out"], ["total"], keepdims=0),
+                   helper.make_node("Less", ["total", "limit"], ["below"]),
+                   helper.make_node("Reshape", ["below", "condition_shape"], ["cond_out"])] if early_exit
+                  else [helper.make_node("Identity", ["cond"], ["cond_out"])])
+    body = helper.make_graph(
+        [helper.make_node("Gather", ["rows", "i"], ["row"], axis=0),
+         helper.make_node("Add", ["acc", "row"], ["acc_out"]),
+         *keep_going,
+         helper.make_node("Identity", ["i"], ["i_scan"]),
+         helper.make_node("Identity", ["cond"], ["cond_scan"])],
+        "body", [vi("i", T.INT64, iteration_shape), vi("cond", T.BOOL, condition_shape), vi("acc", T.FLOAT, [1, 2])],
+        [vi("cond_out", T.BOOL, condition_shape), vi("acc_out", T.FLOAT, [1, 2]), vi("i_scan", T.INT64, iteration_shape),
+         vi("cond_scan", T.BOOL, condition_shape)])
+    from_array = numpy_helper.from_array
+    return _model([helper.make_node("Loop", ["trips", "", "acc0"], ["acc", "iterations", "conditions"], name="loop", body=body)],
+                  [vi("rows", T.FLOAT, [4, 2]), vi("acc0", T.FLOAT, [1, 2])],
+                  [vi("acc", T.FLOAT, None), vi("iterations", T.INT64, None), vi("conditions", T.BOOL, None)],
+                  [from_array(np.array(4, np.int64), "trips"), from_array(np.array(9.0, np.float32), "limit"),
+                   from_array(np.array(condition_shape, np.int64), "condition_shape")], opset=13)
+
+
+@pytest.mark.parametrize("early_exit", [False, True], ids=["all_trips", "traced_exit"])
+@pytest.mark.parametrize(("iteration_shape", "condition_shape"), [([1], [1]), ([1], []), ([], [1]), ([], [])])
+def test_loop_counter_and_condition_as_the_body_declares_them(iteration_shape, condition_shape, early_exit):
+    # Issue 41 §4: a body declaring them [1] got scalars; onnxruntime follows the declaration.
+    proto = _loop_with_a_counter_declared(iteration_shape, condition_shape, early_exit=early_exit)
+    feed = {"rows": np.arange(8, dtype=np.float32).reshape(4, 2), "acc0": np.zeros((1, 2), np.float32)}
+    expected = _ort(proto, feed)
+    assert expected[1].shape == (3 if early_exit else 4, *iteration_shape)
+    assert expected[2].shape == expected[1].shape[:1] + tuple(condition_shape)
+    model = jaxonnx.load(proto)
+    for jitted, run in ((False, model), (True, jax.jit(model))):
+        final, *scans = (np.asarray(value) for value in run(**feed))
+        np.testing.assert_array_equal(final, expected[0])
+        for actual, want in zip(scans, expected[1:], strict=True):
+            if jitted and early_exit:  # a traced exit: the scan outputs are the trip count long, zeros past the exit
+                assert actual.shape == (4, *want.shape[1:]) and not actual[3:].any()
+                actual = actual[:3]
+            assert actual.shape == want.shape
+            np.testing.assert_array_equal(actual, want)

@@ -65,6 +65,7 @@ def loop(M=None, cond=None, *v_initial, body, size=None, node=""):
         if value is not None and np.size(value) != 1:
             raise OnnxValidationError(f"needs a one-element `{name}`, got shape {tuple(np.shape(value))}.")
     trip = None if M is None or is_traced(M) else int(np.asarray(M).reshape(()))
+    body = _counter_as_declared(body)
     carried = list(v_initial)
     traced_start = is_traced(M) or is_traced(cond) or any(_has_tracer(v) for v in carried)
     if not traced_start:
@@ -78,6 +79,25 @@ def loop(M=None, cond=None, *v_initial, body, size=None, node=""):
     if size is not None:
         return _bounded_loop(M, cond, carried, body, size, node)
     return _while_loop(M, cond, carried, body, node)
+
+
+def _counter_as_declared(body):
+    """``body`` taking its iteration number and condition in the shape it declares them:
+    onnxruntime follows the declaration, and a body declaring them ``[1]`` (onnxruntime's own
+    crop-and-resize and fp16 transform test files) reads a one-element 1-D tensor where the IR
+    says scalar, e.g. stacking ``iteration_num`` as a scan output of shape ``(trip, 1)``. The
+    loop itself keeps scalars; only the values handed to the body are reshaped."""
+    declared = [getattr(value, "shape", None) for value in getattr(body, "inputs", ())[:2]]
+    if not any(shape is not None and len(shape) == 1 for shape in declared):
+        return body
+    one_element = [shape is not None and len(shape) == 1 for shape in declared]
+
+    def as_declared(iteration_num, condition, *carried, **keywords):
+        iteration_num, condition = (value.reshape(1) if one_element[k] else value
+                                    for k, value in enumerate((iteration_num, condition)))
+        return body(iteration_num, condition, *carried, **keywords)
+
+    return as_declared
 
 
 def _overflow_message(node: str, size: int, *, at_run_time: bool = False) -> str:
