@@ -34,10 +34,24 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.join(HERE, "..", "tests", "fixtures", "models")
 CACHE = os.path.join(tempfile.gettempdir(), "jaxonnx_conv_models")
 # Exported from torch at run time (random weights, eval mode, opset 17, dynamic batch).
-TORCH_MODELS = ("small_cnn", "mlp_256", "mobilenet_v3_small_224", "mobilenet_v3_large", "resnet18", "efficientnet_b0", "ocr_detector", "yolov8n")
+TORCH_MODELS = (
+    "small_cnn",
+    "mlp_256",
+    "mobilenet_v3_small_224",
+    "mobilenet_v3_large",
+    "resnet18",
+    "efficientnet_b0",
+    "ocr_detector",
+    "yolov8n",
+)
 # The input each torch model is exported with (its batch is the one it is timed at where a
 # script gives no other).
-_INPUT_SHAPES = {"small_cnn": (2, 3, 32, 32), "mlp_256": (8, 64), "ocr_detector": (1, 3, 320, 320), "yolov8n": (1, 3, 320, 320)}
+_INPUT_SHAPES = {
+    "small_cnn": (2, 3, 32, 32),
+    "mlp_256": (8, 64),
+    "ocr_detector": (1, 3, 320, 320),
+    "yolov8n": (1, 3, 320, 320),
+}
 PROFILE_FLAG = "--xla_cpu_enable_xprof_traceme=true"
 
 
@@ -96,8 +110,13 @@ def export(name: str) -> bool:
     (example,) = _example_inputs(name)
     input_name = "x" if name == "mlp_256" else "image"
     torch.onnx.export(
-        module, (torch.from_numpy(example),), path, input_names=[input_name], dynamo=False,
-        dynamic_axes={input_name: {0: "batch"}}, opset_version=17,
+        module,
+        (torch.from_numpy(example),),
+        path,
+        input_names=[input_name],
+        dynamo=False,
+        dynamic_axes={input_name: {0: "batch"}},
+        opset_version=17,
     )
     return True
 
@@ -115,9 +134,14 @@ def _torch_module(name: str, torch):
         # Two 3x3 convolutions (3 -> 8 -> 16 channels), each with ReLU and a 2x2 max pool,
         # then a Linear: arithmetic of microseconds, where the per-call costs show.
         return lambda: nn.Sequential(
-            nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-            nn.Conv2d(8, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-            nn.Flatten(1), nn.Linear(16 * 8 * 8, 10),
+            nn.Conv2d(3, 8, 3, padding=1),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Conv2d(8, 16, 3, padding=1),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Flatten(1),
+            nn.Linear(16 * 8 * 8, 10),
         )
     if name == "mlp_256":
         return lambda: nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10))
@@ -150,7 +174,9 @@ def _ocr_detector(torch, torchvision):
             widths = (24, 40, 112, 960)
             self.lateral = nn.ModuleList(nn.Conv2d(c, 96, 1) for c in widths)
             self.smooth = nn.ModuleList(nn.Conv2d(96, 24, 3, padding=1) for _ in widths)
-            self.head = nn.Sequential(nn.Conv2d(96, 24, 3, padding=1), nn.BatchNorm2d(24), nn.ReLU(), nn.Conv2d(24, 1, 1), nn.Sigmoid())
+            self.head = nn.Sequential(
+                nn.Conv2d(96, 24, 3, padding=1), nn.BatchNorm2d(24), nn.ReLU(), nn.Conv2d(24, 1, 1), nn.Sigmoid()
+            )
 
         def forward(self, x):
             maps = []
@@ -161,7 +187,10 @@ def _ocr_detector(torch, torchvision):
             lat = [conv(m) for conv, m in zip(self.lateral, maps)]
             for i in range(len(lat) - 1, 0, -1):
                 lat[i - 1] = lat[i - 1] + nn.functional.interpolate(lat[i], scale_factor=2.0, mode="nearest")
-            outs = [nn.functional.interpolate(s(m), scale_factor=2.0 ** i, mode="nearest") for i, (s, m) in enumerate(zip(self.smooth, lat))]
+            outs = [
+                nn.functional.interpolate(s(m), scale_factor=2.0**i, mode="nearest")
+                for i, (s, m) in enumerate(zip(self.smooth, lat))
+            ]
             return self.head(torch.cat(outs, 1))
 
     return Detector()
@@ -370,8 +399,12 @@ def xla_profile(fn, calls: int, warm: int) -> tuple[dict, dict, dict, np.ndarray
                     fn()
         (path,) = glob.glob(os.path.join(folder, "**", "*.xplane.pb"), recursive=True)
         lines = [
-            (line.name, [(e.start_ns, e.duration_ns, e.name) for e in line.events if not e.name.startswith(("$", "end: "))])
-            for plane in jax.profiler.ProfileData.from_file(path).planes for line in plane.lines
+            (
+                line.name,
+                [(e.start_ns, e.duration_ns, e.name) for e in line.events if not e.name.startswith(("$", "end: "))],
+            )
+            for plane in jax.profiler.ProfileData.from_file(path).planes
+            for line in plane.lines
         ]
     spans = sorted((s, d) for name, events in lines if name == "python" for s, d, e in events if e == "call")[-calls:]
     # A call owns what starts before the next call does (work handed to other threads too).
@@ -411,21 +444,34 @@ def ort_profile(path: str, feed: dict, calls: int, warm: int) -> tuple[dict, dic
         wall = (time.perf_counter() - start) / calls
         with open(session.end_profiling()) as file:
             events = json.load(file)
-    runs = sorted((e["ts"], e["dur"]) for e in events if e.get("cat") == "Session" and e.get("name") == "model_run")[-calls:]
+    runs = sorted((e["ts"], e["dur"]) for e in events if e.get("cat") == "Session" and e.get("name") == "model_run")[
+        -calls:
+    ]
     windows = [(ts, ts + dur) for ts, dur in runs]
     kernels = [
         (e["ts"], e["dur"], (e["name"][: -len("_kernel_time")], e.get("args", {}).get("op_name", "?")))
-        for e in events if e.get("cat") == "Node" and e["name"].endswith("_kernel_time")
+        for e in events
+        if e.get("cat") == "Node" and e["name"].endswith("_kernel_time")
     ]
     per_node = _per_call(windows, kernels)
     per_op = {}
-    for (node, op), sums in per_node.items():
+    for (_node, op), sums in per_node.items():
         per_op[op] = per_op.get(op, 0) + sums
     return per_op, per_node, np.array([d for _, d in runs], dtype=float), wall
 
 
 # Spans of XLA's and PjRt's runtime around the thunks (they nest the thunks' time).
-_RUNTIME_SPANS = ("PjitFunction", "PjRt", "ThunkExecutor", "Execute", "Allocate", "Handle input", "ParseArguments", "PythonRefManager", "ThreadpoolListener")
+_RUNTIME_SPANS = (
+    "PjitFunction",
+    "PjRt",
+    "ThunkExecutor",
+    "Execute",
+    "Allocate",
+    "Handle input",
+    "ParseArguments",
+    "PythonRefManager",
+    "ThreadpoolListener",
+)
 
 
 def _table(header: list[str], rows) -> None:
@@ -459,44 +505,74 @@ def profile_child(name: str, batch: int | None, cores: str, calls: int) -> None:
     med = lambda values, scale=1.0: f"{float(np.median(values)) / scale:.1f}"
     mean = lambda values, scale=1.0: f"{float(np.mean(values)) / scale:.1f}"
     where = "all cores" if cores == "all" else f"pinned to core {cores}"
-    print(f"\n## {name}, batch {arrays[0].shape[0]}, {where} (affinity {sorted(os.sched_getaffinity(0))}), {calls} calls each\n")
-    print(f"Unprofiled, warm, interleaved: jaxonnx {1e3 * plain['jax']:.3f} ms, onnxruntime {1e3 * plain['ort']:.3f} ms "
-          f"(ratio {plain['ort'] / plain['jax']:.2f}). Profiled, median per call: jaxonnx {np.median(call_ns) / 1e6:.3f} ms "
-          f"under jax.profiler.trace; onnxruntime {np.median(model_run) / 1e3:.3f} ms (model_run; {1e3 * ort_wall:.3f} ms "
-          "mean wall) with enable_profiling. onnxruntime's profiling itself slows onnxruntime down (it times and "
-          "records every node): compare its split, not its total. Below, µs per call: median over the calls "
-          "(mean in the last column).\n")
+    print(
+        f"\n## {name}, batch {arrays[0].shape[0]}, {where} (affinity {sorted(os.sched_getaffinity(0))}), {calls} calls each\n"
+    )
+    print(
+        f"Unprofiled, warm, interleaved: jaxonnx {1e3 * plain['jax']:.3f} ms, onnxruntime {1e3 * plain['ort']:.3f} ms "
+        f"(ratio {plain['ort'] / plain['jax']:.2f}). Profiled, median per call: jaxonnx {np.median(call_ns) / 1e6:.3f} ms "
+        f"under jax.profiler.trace; onnxruntime {np.median(model_run) / 1e3:.3f} ms (model_run; {1e3 * ort_wall:.3f} ms "
+        "mean wall) with enable_profiling. onnxruntime's profiling itself slows onnxruntime down (it times and "
+        "records every node): compare its split, not its total. Below, µs per call: median over the calls "
+        "(mean in the last column).\n"
+    )
     print("### jaxonnx: XLA:CPU spans by thread (the caller runs the thunks; Eigen's workers run their shards)\n")
     groups = sorted(per_thread, key=lambda g: -np.median(per_thread[g]["busy_ns"]))
-    _table(["thread", "threads", "busy µs", "events", "busy µs (mean)"], (
-        [g, str(per_thread[g]["threads"]), med(per_thread[g]["busy_ns"], 1e3), med(per_thread[g]["events"]), mean(per_thread[g]["busy_ns"], 1e3)]
-        for g in groups
-    ))
+    _table(
+        ["thread", "threads", "busy µs", "events", "busy µs (mean)"],
+        (
+            [
+                g,
+                str(per_thread[g]["threads"]),
+                med(per_thread[g]["busy_ns"], 1e3),
+                med(per_thread[g]["events"]),
+                mean(per_thread[g]["busy_ns"], 1e3),
+            ]
+            for g in groups
+        ),
+    )
     totals = {}
-    for (event, group), sums in per_name.items():
+    for (event, _group), sums in per_name.items():
         totals[event] = totals.get(event, 0) + sums
-    print("\nTop 15 spans: thunks, and the runtime's spans around them (`call` is the whole call; nested spans count in both):\n")
+    print(
+        "\nTop 15 spans: thunks, and the runtime's spans around them (`call` is the whole call; nested spans count in both):\n"
+    )
     top = sorted(totals, key=lambda e: -np.median(totals[e]))[:15]
-    _table(["span"] + [f"{g} µs" for g in groups] + ["all threads µs (mean)"], (
-        [f"`{event}`"] + [med(per_name.get((event, g), np.zeros(1)), 1e3) for g in groups] + [mean(totals[event], 1e3)]
-        for event in top
-    ))
+    _table(
+        ["span"] + [f"{g} µs" for g in groups] + ["all threads µs (mean)"],
+        (
+            [f"`{event}`"]
+            + [med(per_name.get((event, g), np.zeros(1)), 1e3) for g in groups]
+            + [mean(totals[event], 1e3)]
+            for event in top
+        ),
+    )
     kinds = {}
-    for (event, group), sums in per_name.items():
+    for (event, _group), sums in per_name.items():
         if event != "call" and not any(marker in event for marker in _RUNTIME_SPANS):
             kind = re.sub(r"\.\d+$", "", event)
             kinds[kind] = kinds.get(kind, 0) + sums
     print("\nThunks by kind (the name less its `.N`; the runtime's own spans left out), all threads:\n")
-    _table(["thunk kind", "µs", "µs (mean)"], (
-        [f"`{kind}`", med(kinds[kind], 1e3), mean(kinds[kind], 1e3)] for kind in sorted(kinds, key=lambda k: -np.median(kinds[k]))[:15]
-    ))
+    _table(
+        ["thunk kind", "µs", "µs (mean)"],
+        (
+            [f"`{kind}`", med(kinds[kind], 1e3), mean(kinds[kind], 1e3)]
+            for kind in sorted(kinds, key=lambda k: -np.median(kinds[k]))[:15]
+        ),
+    )
     print("\n### onnxruntime: kernel time per op type and per node\n")
     kernels = sum(per_op.values())
     print(f"Kernels {med(kernels)} µs of model_run {med(model_run)} µs (medians).\n")
-    _table(["op", "µs", "µs (mean)"], ([op, med(per_op[op]), mean(per_op[op])] for op in sorted(per_op, key=lambda o: -np.median(per_op[o]))[:15]))
+    _table(
+        ["op", "µs", "µs (mean)"],
+        ([op, med(per_op[op]), mean(per_op[op])] for op in sorted(per_op, key=lambda o: -np.median(per_op[o]))[:15]),
+    )
     print()
-    _table(["node (op)", "µs", "µs (mean)"], (
-        [f"{node} ({op})", med(per_node[(node, op)]), mean(per_node[(node, op)])]
-        for node, op in sorted(per_node, key=lambda k: -np.median(per_node[k]))[:15]
-    ))
+    _table(
+        ["node (op)", "µs", "µs (mean)"],
+        (
+            [f"{node} ({op})", med(per_node[(node, op)]), mean(per_node[(node, op)])]
+            for node, op in sorted(per_node, key=lambda k: -np.median(per_node[k]))[:15]
+        ),
+    )
     sys.stdout.flush()

@@ -39,9 +39,8 @@ import os
 import sys
 import time
 
-import numpy as np
-
 import _cpu_bench as bench
+import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURE_MODELS = ("mobilenet_v3_small", "resnet", "cnn", "vit", "gpt2", "mlp")
@@ -127,10 +126,20 @@ def measure_models(names, quick: bool, before: bool = True) -> list[dict]:
             heavy = name in TORCH_MODELS and name not in MODEL_BATCHES
             runs = (3 if heavy else 10) if quick else (5 if heavy else 30)
             t = bench.interleaved(fns, runs, 3 if quick else 5)
-            row = {"model": name, "batch": batch, "jaxonnx_ms": 1e3 * t["after"], "ort_ms": 1e3 * t["ort"],
-                   "compile_ms": 1e3 * compile_s, "ratio": t["ort"] / t["after"]}
+            row = {
+                "model": name,
+                "batch": batch,
+                "jaxonnx_ms": 1e3 * t["after"],
+                "ort_ms": 1e3 * t["ort"],
+                "compile_ms": 1e3 * compile_s,
+                "ratio": t["ort"] / t["after"],
+            }
             if before:
-                row.update(before_ms=1e3 * t["before"], before_compile_ms=1e3 * before_compile_s, before_ratio=t["ort"] / t["before"])
+                row.update(
+                    before_ms=1e3 * t["before"],
+                    before_compile_ms=1e3 * before_compile_s,
+                    before_ratio=t["ort"] / t["before"],
+                )
             print(row, file=sys.stderr)
             rows.append(row)
     return rows
@@ -144,14 +153,21 @@ def _ort_conv(x, w, strides, padding, group, pointwise=None):
     from onnx import helper
 
     pads = [p[0] for p in padding] + [p[1] for p in padding]
-    nodes = [helper.make_node("Conv", ["x", "w"], ["y" if pointwise is None else "d"], strides=strides, pads=pads, group=group)]
+    nodes = [
+        helper.make_node(
+            "Conv", ["x", "w"], ["y" if pointwise is None else "d"], strides=strides, pads=pads, group=group
+        )
+    ]
     weights = [onnx.numpy_helper.from_array(w, "w")]
     if pointwise is not None:
         nodes += [helper.make_node("Relu", ["d"], ["r"]), helper.make_node("Conv", ["r", "p"], ["y"])]
         weights.append(onnx.numpy_helper.from_array(pointwise, "p"))
     graph = helper.make_graph(
-        nodes, "conv", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, x.shape)],
-        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)], weights,
+        nodes,
+        "conv",
+        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, x.shape)],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)],
+        weights,
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
@@ -207,9 +223,17 @@ def measure_convolutions(quick: bool) -> list[dict]:
             {
                 "after": lambda: jax.block_until_ready(after(*args)),
                 "before": lambda: jax.block_until_ready(before(*args)),
-                "ort": _ort_conv(np.asarray(x), np.asarray(w), geometry["strides"], geometry["padding"], g, None if p is None else np.asarray(p)),
+                "ort": _ort_conv(
+                    np.asarray(x),
+                    np.asarray(w),
+                    geometry["strides"],
+                    geometry["padding"],
+                    g,
+                    None if p is None else np.asarray(p),
+                ),
             },
-            10 if quick else 30, 3 if quick else 5,
+            10 if quick else 30,
+            3 if quick else 5,
         )
         shape = f"N={n} C={c} {h}x{h}" + (f", 1x1 to {m}" if block else f" M={m}")
         row = {"conv": f"{what}: {shape}", **{f"{key}_ms": 1e3 * v for key, v in t.items()}}
@@ -243,7 +267,8 @@ def measure_dispatch(quick: bool) -> list[dict]:
             "model(x), eager, numpy input": lambda: jax.block_until_ready(model(feed[session.get_inputs()[0].name])),
             "onnxruntime session.run": lambda: session.run(None, feed),
         },
-        200 if quick else 1000, 3 if quick else 5,
+        200 if quick else 1000,
+        3 if quick else 5,
     )
     return [{"how": k, "us": 1e6 * v} for k, v in t.items()]
 
@@ -278,12 +303,21 @@ def _report(models, convs, dispatch, machine: str) -> str:
         )
     if convs:
         lines += [
-            "", "## Single convolutions and depthwise-separable blocks (float32, 'same' padding, inputs on the device, all cores)", "",
-            "| convolution | after ms | before (XLA) ms | onnxruntime ms |", "|---|---|---|---|",
+            "",
+            "## Single convolutions and depthwise-separable blocks (float32, 'same' padding, inputs on the device, all cores)",
+            "",
+            "| convolution | after ms | before (XLA) ms | onnxruntime ms |",
+            "|---|---|---|---|",
         ]
         lines += [f"| {r['conv']} | {r['after_ms']:.3f} | {r['before_ms']:.3f} | {r['ort_ms']:.3f} |" for r in convs]
     if dispatch:
-        lines += ["", "## Calling a small model (MLP fixture, batch 1, all cores)", "", "| how | µs per call |", "|---|---|"]
+        lines += [
+            "",
+            "## Calling a small model (MLP fixture, batch 1, all cores)",
+            "",
+            "| how | µs per call |",
+            "|---|---|",
+        ]
         lines += [f"| `{r['how']}` | {r['us']:.1f} |" for r in dispatch]
     return "\n".join(lines) + "\n"
 
@@ -319,7 +353,9 @@ def _child(args) -> int:
     elif args.child == "models":
         bench.write_rows(args.json, measure_models(args.only, args.quick, before=args.cores == "all"))
     else:
-        bench.write_json(args.json, {"convs": measure_convolutions(args.quick), "dispatch": measure_dispatch(args.quick)})
+        bench.write_json(
+            args.json, {"convs": measure_convolutions(args.quick), "dispatch": measure_dispatch(args.quick)}
+        )
     return 0
 
 
@@ -341,7 +377,9 @@ def main(argv=None) -> int:
     parser.add_argument("--only", nargs="*", help="models to run (default: all)")
     parser.add_argument("--out", default=os.path.join(HERE, "conv_models_results.md"))
     parser.add_argument("--chart", default=os.path.join(HERE, "conv_models.png"))
-    parser.add_argument("--profile", metavar="MODEL", help="print where MODEL's time goes (XLA's and onnxruntime's profilers)")
+    parser.add_argument(
+        "--profile", metavar="MODEL", help="print where MODEL's time goes (XLA's and onnxruntime's profilers)"
+    )
     parser.add_argument("--batch", type=int, help="with --profile: the batch (default: the model's sample batch)")
     parser.add_argument("--calls", type=int, default=50, help="with --profile: calls profiled per runtime")
     parser.add_argument("--child", choices=("models", "sections", "profile"), help=argparse.SUPPRESS)
@@ -363,7 +401,9 @@ def main(argv=None) -> int:
     quick = ["--quick"] if args.quick else []
     models = bench.side_by_side(script, names, quick)
     sections = {} if args.only else bench.run_child(script, "sections", "all", quick) or {}
-    report = _report(models, sections.get("convs"), sections.get("dispatch"), bench.machine_line(load_start, os.getloadavg()[0]))
+    report = _report(
+        models, sections.get("convs"), sections.get("dispatch"), bench.machine_line(load_start, os.getloadavg()[0])
+    )
     with open(args.out, "w") as f:
         f.write(report)
     if models:

@@ -47,14 +47,28 @@ GEMMS = [
 ]
 # (N, C, H, M): 3x3, stride 1, padding 1.
 CONVS_3X3 = [
-    (1, 64, 56, 64), (1, 128, 28, 128), (1, 256, 14, 256), (1, 512, 7, 512),
-    (8, 64, 56, 64), (8, 128, 28, 128), (8, 256, 14, 256), (8, 512, 7, 512),
-    (1, 3, 12, 4), (8, 4, 12, 8),  # the CNN fixture's two convolutions
+    (1, 64, 56, 64),
+    (1, 128, 28, 128),
+    (1, 256, 14, 256),
+    (1, 512, 7, 512),
+    (8, 64, 56, 64),
+    (8, 128, 28, 128),
+    (8, 256, 14, 256),
+    (8, 512, 7, 512),
+    (1, 3, 12, 4),
+    (8, 4, 12, 8),  # the CNN fixture's two convolutions
 ]
 # (N, C, H, M, k, stride)
 STEMS = [
-    (1, 3, 224, 8, 3, 2), (1, 3, 224, 16, 3, 2), (1, 3, 224, 24, 3, 2), (1, 3, 224, 32, 3, 2),
-    (8, 3, 224, 16, 3, 2), (8, 3, 224, 32, 3, 2), (1, 3, 224, 64, 7, 2), (1, 1, 28, 8, 5, 1), (1, 8, 56, 16, 3, 1),
+    (1, 3, 224, 8, 3, 2),
+    (1, 3, 224, 16, 3, 2),
+    (1, 3, 224, 24, 3, 2),
+    (1, 3, 224, 32, 3, 2),
+    (8, 3, 224, 16, 3, 2),
+    (8, 3, 224, 32, 3, 2),
+    (1, 3, 224, 64, 7, 2),
+    (1, 1, 28, 8, 5, 1),
+    (1, 8, 56, 16, 3, 1),
 ]
 
 
@@ -84,7 +98,9 @@ def _ort_session(graph_nodes, inputs, initializers):
     from onnx import TensorProto, helper, numpy_helper
 
     graph = helper.make_graph(
-        graph_nodes, "g", [helper.make_tensor_value_info(n, TensorProto.FLOAT, list(s)) for n, s in inputs],
+        graph_nodes,
+        "g",
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, list(s)) for n, s in inputs],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
         [numpy_helper.from_array(a, n) for n, a in initializers.items()],
     )
@@ -158,7 +174,9 @@ def measure_3x3(quick: bool) -> list[dict]:
         wino, wino_compile = _compile(lambda x: winograd_convolve(x, w, pad), xj)
         session = _ort_conv(np.asarray(w), 1, 1)
         with jax.enable_x64(True):
-            reference = np.asarray(jax.lax.conv_general_dilated(x.astype(np.float64), np.asarray(w, np.float64), (1, 1), pad))
+            reference = np.asarray(
+                jax.lax.conv_general_dilated(x.astype(np.float64), np.asarray(w, np.float64), (1, 1), pad)
+            )
         fns = {
             "xla": lambda: jax.block_until_ready(xla(xj)),
             "winograd": lambda: jax.block_until_ready(wino(xj)),
@@ -166,9 +184,13 @@ def measure_3x3(quick: bool) -> list[dict]:
         }
         t = _interleaved(fns, _runs(fns["xla"]), 5 if quick else 11)
         row = {
-            "conv": f"N={n} C={c} {h}x{h} M={m}", "wins": winograd_wins((n, c, h, h), (m, c, 3, 3), (1, 1), (1, 1), 1),
-            **{k: t[k] for k in fns}, "xla_compile": xla_compile, "wino_compile": wino_compile,
-            "xla_err": _error(xla(xj), reference), "wino_err": _error(wino(xj), reference),
+            "conv": f"N={n} C={c} {h}x{h} M={m}",
+            "wins": winograd_wins((n, c, h, h), (m, c, 3, 3), (1, 1), (1, 1), 1),
+            **{k: t[k] for k in fns},
+            "xla_compile": xla_compile,
+            "wino_compile": wino_compile,
+            "xla_err": _error(xla(xj), reference),
+            "wino_err": _error(wino(xj), reference),
         }
         print(row, file=sys.stderr)
         rows.append(row)
@@ -196,14 +218,21 @@ def measure_chains(quick: bool) -> list[dict]:
                 x = jax.nn.relu(convolve(x, w) + b)
             return x
 
-        xla, xla_compile = _compile(lambda x: chain(x, lambda x, w: jax.lax.conv_general_dilated(x, w, (1, 1), pad)), xj)
+        xla, xla_compile = _compile(
+            lambda x: chain(x, lambda x, w: jax.lax.conv_general_dilated(x, w, (1, 1), pad)), xj
+        )
         wino, wino_compile = _compile(lambda x: chain(x, lambda x, w: winograd_convolve(x, w, pad)), xj)
-        np.testing.assert_allclose(np.asarray(wino(xj)), np.asarray(xla(xj)), rtol=1e-4, atol=1e-4 * float(np.abs(xla(xj)).max()))
+        np.testing.assert_allclose(
+            np.asarray(wino(xj)), np.asarray(xla(xj)), rtol=1e-4, atol=1e-4 * float(np.abs(xla(xj)).max())
+        )
         fns = {"xla": lambda: jax.block_until_ready(xla(xj)), "winograd": lambda: jax.block_until_ready(wino(xj))}
         t = _interleaved(fns, _runs(fns["xla"]), 5 if quick else 11)
         row = {
-            "conv": f"4 x (N={n} C={c} {h}x{h} M={c})", "wins": winograd_wins((n, c, h, h), (c, c, 3, 3), (1, 1), (1, 1), 1),
-            **t, "xla_compile": xla_compile, "wino_compile": wino_compile,
+            "conv": f"4 x (N={n} C={c} {h}x{h} M={c})",
+            "wins": winograd_wins((n, c, h, h), (c, c, 3, 3), (1, 1), (1, 1), 1),
+            **t,
+            "xla_compile": xla_compile,
+            "wino_compile": wino_compile,
         }
         print(row, file=sys.stderr)
         rows.append(row)
@@ -248,8 +277,11 @@ def measure_stems(quick: bool) -> list[dict]:
         }
         t = _interleaved(fns, _runs(fns["xla"]), 5 if quick else 11)
         row = {
-            "conv": f"N={n} C={c} {h}x{h} M={m} {k}x{k} /{s}", "terms_x_m": c * k * k * m,
-            **{key: t[key] for key in fns}, "xla_compile": xla_compile, "madd_compile": madd_compile,
+            "conv": f"N={n} C={c} {h}x{h} M={m} {k}x{k} /{s}",
+            "terms_x_m": c * k * k * m,
+            **{key: t[key] for key in fns},
+            "xla_compile": xla_compile,
+            "madd_compile": madd_compile,
         }
         print(row, file=sys.stderr)
         rows.append(row)
@@ -269,15 +301,26 @@ def _resnet18():
         torch.manual_seed(0)
         module = torchvision.models.resnet18(weights=None).eval()
         torch.onnx.export(
-            module, (torch.zeros(1, 3, 224, 224),), path, input_names=["image"], dynamo=False,
-            dynamic_axes={"image": {0: "batch"}}, opset_version=17,
+            module,
+            (torch.zeros(1, 3, 224, 224),),
+            path,
+            input_names=["image"],
+            dynamo=False,
+            dynamic_axes={"image": {0: "batch"}},
+            opset_version=17,
         )
     return path
 
 
 def _every_3x3(x_shape, w_shape, strides, dilations, group) -> bool:
     """Every 2-D, stride-1, dilation-1, 3x3 convolution with ``group=1``."""
-    return len(x_shape) == 4 and group == 1 and tuple(w_shape[2:]) == (3, 3) and tuple(strides) == (1, 1) and tuple(dilations) == (1, 1)
+    return (
+        len(x_shape) == 4
+        and group == 1
+        and tuple(w_shape[2:]) == (3, 3)
+        and tuple(strides) == (1, 1)
+        and tuple(dilations) == (1, 1)
+    )
 
 
 @contextlib.contextmanager
@@ -298,7 +341,10 @@ def _winograd_wired_in(rule=None):
             return saved(x, w, strides, padding, dilations, group)
         xla = dict(strides=tuple(strides), padding=padding, dilations=tuple(dilations), group=group)
         return jax.lax.platform_dependent(
-            x, w, cpu=lambda x, w: winograd_convolve(x, w, padding), default=lambda x, w: conv_cpu.xla_convolve(x, w, **xla)
+            x,
+            w,
+            cpu=lambda x, w: winograd_convolve(x, w, padding),
+            default=lambda x, w: conv_cpu.xla_convolve(x, w, **xla),
         )
 
     conv_module.convolve = convolve
@@ -341,8 +387,12 @@ def measure_models(quick: bool) -> list[dict]:
         }
         t = _interleaved(fns, 2 if quick else 5, 5 if quick else 9)
         row = {
-            "model": "resnet18", "batch": batch, **{k: t[k] for k in fns},
-            "as_is_compile": as_is_compile, "wino_compile": wino_compile, "every_compile": every_compile,
+            "model": "resnet18",
+            "batch": batch,
+            **{k: t[k] for k in fns},
+            "as_is_compile": as_is_compile,
+            "wino_compile": wino_compile,
+            "every_compile": every_compile,
         }
         print(row, file=sys.stderr)
         rows.append(row)
@@ -399,7 +449,9 @@ def _report(gemms, convs, chains, stems, models, quick) -> str:
         "|---|---|---|---|",
     ]
     for r in gemms:
-        lines.append(f"| {r['gemm']} | " + " | ".join(f"{r[k][0]:.3f} ({r[k][1]:.0f})" for k in ("xla", "numpy", "ort")) + " |")
+        lines.append(
+            f"| {r['gemm']} | " + " | ".join(f"{r[k][0]:.3f} ({r[k][1]:.0f})" for k in ("xla", "numpy", "ort")) + " |"
+        )
     lines += [
         "",
         "## 2. 3x3 stride-1 convolutions: ms",

@@ -22,8 +22,15 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.join(HERE, "..", "tests", "fixtures", "models")
-MODELS = ("mobilenet_v3_small_dynamo_static", "resnet_torchscript_static", "cnn_torchscript_static",
-          "mlp_dynamo_static", "vit_dynamo_static", "gpt2_dynamo_static", "bert_torchscript_static")
+MODELS = (
+    "mobilenet_v3_small_dynamo_static",
+    "resnet_torchscript_static",
+    "cnn_torchscript_static",
+    "mlp_dynamo_static",
+    "vit_dynamo_static",
+    "gpt2_dynamo_static",
+    "bert_torchscript_static",
+)
 
 _CHILD = r"""
 import json, statistics, sys, time, warnings
@@ -50,8 +57,9 @@ print(json.dumps({"load": load, "first": first, "steady": statistics.median(time
 
 
 def _measure(name: str, mode: str) -> dict:
-    out = subprocess.run([sys.executable, "-c", _CHILD, name, mode, FIXTURES], capture_output=True, text=True,
-                         check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", _CHILD, name, mode, FIXTURES], capture_output=True, text=True, check=True
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -59,19 +67,23 @@ def main() -> None:
     rows = []
     for name in MODELS:
         now, before = _measure(name, "auto"), _measure(name, "op-by-op")
-        rows.append(f"| {name} | {now['load']:.2f} | {before['first']:.2f} / {1e3 * before['steady']:.1f} | "
-                    f"{now['first']:.2f} / {1e3 * now['steady']:.1f} | {now['mode']} |")
+        rows.append(
+            f"| {name} | {now['load']:.2f} | {before['first']:.2f} / {1e3 * before['steady']:.1f} | "
+            f"{now['first']:.2f} / {1e3 * now['steady']:.1f} | {now['mode']} |"
+        )
         print(rows[-1], flush=True)
-    text = "\n".join([
-        "# First eager call (written by benchmarks/first_call.py)",
-        "",
-        f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores; each cell from a fresh process.",
-        "",
-        "| fixture | load s | op by op: first s / then ms | now: first s / then ms | how it runs now |",
-        "|---|---|---|---|---|",
-        *rows,
-        "",
-    ])
+    text = "\n".join(
+        [
+            "# First eager call (written by benchmarks/first_call.py)",
+            "",
+            f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores; each cell from a fresh process.",
+            "",
+            "| fixture | load s | op by op: first s / then ms | now: first s / then ms | how it runs now |",
+            "|---|---|---|---|---|",
+            *rows,
+            "",
+        ]
+    )
     with open(os.path.join(HERE, "first_call_results.md"), "w") as f:
         f.write(text)
 

@@ -45,10 +45,22 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROMPT, NEW_TOKENS, BATCHES = 16, 128, (1, 8)
 CONFIGS = {
-    "tiny": dict(vocab_size=128, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
-                 num_key_value_heads=2),
-    "base": dict(vocab_size=32000, hidden_size=768, intermediate_size=2048, num_hidden_layers=12, num_attention_heads=12,
-                 num_key_value_heads=12),
+    "tiny": dict(
+        vocab_size=128,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+    ),
+    "base": dict(
+        vocab_size=32000,
+        hidden_size=768,
+        intermediate_size=2048,
+        num_hidden_layers=12,
+        num_attention_heads=12,
+        num_key_value_heads=12,
+    ),
 }
 
 
@@ -78,8 +90,24 @@ def prepare(models: str, genai_python: str) -> None:
                     main_export(folder, output=out, task="text-generation-with-past", do_validation=False)
                 else:
                     _tokenizer(folder, values["vocab_size"])
-                    subprocess.run([genai_python, "-m", "onnxruntime_genai.models.builder", "-i", folder, "-o", out,
-                                    "-p", "fp32", "-e", "cpu", "-c", os.path.join(tmp, "cache")], check=True)
+                    subprocess.run(
+                        [
+                            genai_python,
+                            "-m",
+                            "onnxruntime_genai.models.builder",
+                            "-i",
+                            folder,
+                            "-o",
+                            out,
+                            "-p",
+                            "fp32",
+                            "-e",
+                            "cpu",
+                            "-c",
+                            os.path.join(tmp, "cache"),
+                        ],
+                        check=True,
+                    )
             print("prepared", out, flush=True)
 
 
@@ -90,8 +118,9 @@ def _tokenizer(folder: str, vocab: int) -> None:
 
     tokenizer = Tokenizer(models.WordLevel({f"t{i}": i for i in range(vocab)}, unk_token="t0"))
     tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
-    PreTrainedTokenizerFast(tokenizer_object=tokenizer, unk_token="t0", pad_token="t0", bos_token="t1",
-                            eos_token="t2").save_pretrained(folder)
+    PreTrainedTokenizerFast(
+        tokenizer_object=tokenizer, unk_token="t0", pad_token="t0", bos_token="t1", eos_token="t2"
+    ).save_pretrained(folder)
 
 
 # --------------------------------------------------------------------------- run
@@ -120,8 +149,9 @@ def time_jaxonnx(path: str, batch: int, vocab: int, repeat: int) -> tuple[float,
     model = jaxonnx.load(path)
     layout = find_cache(model, dims=cache_dims_beside(path))
     # The options generate compiles with when called directly (on CPU, Eigen's dots).
-    generate = jax.jit(lambda m, ids: jaxonnx.generate(m, ids, NEW_TOKENS, cache=layout),
-                       compiler_options=decode_compiler_options())
+    generate = jax.jit(
+        lambda m, ids: jaxonnx.generate(m, ids, NEW_TOKENS, cache=layout), compiler_options=decode_compiler_options()
+    )
     ids = jax.numpy.asarray(_prompts(batch, vocab))
     start = time.perf_counter()
     compiled = generate.lower(model, ids).compile()
@@ -137,8 +167,9 @@ def time_genai(folder: str, batch: int, vocab: int, repeat: int) -> float:
 
     def run():
         params = og.GeneratorParams(model)
-        params.set_search_options(max_length=PROMPT + NEW_TOKENS, min_length=PROMPT + NEW_TOKENS, do_sample=False,
-                                  batch_size=batch)
+        params.set_search_options(
+            max_length=PROMPT + NEW_TOKENS, min_length=PROMPT + NEW_TOKENS, do_sample=False, batch_size=batch
+        )
         generator = og.Generator(model, params)
         generator.append_tokens(ids)
         while not generator.is_done():
@@ -159,7 +190,9 @@ def time_onnxruntime_loop(path: str, batch: int, vocab: int, repeat: int) -> flo
         step_ids, mask = ids, np.ones_like(ids)
         positions = np.arange(PROMPT)[None].repeat(batch, 0)
         for _ in range(NEW_TOKENS):
-            outputs = session.run(None, {"input_ids": step_ids, "attention_mask": mask, "position_ids": positions, **cache})
+            outputs = session.run(
+                None, {"input_ids": step_ids, "attention_mask": mask, "position_ids": positions, **cache}
+            )
             token = outputs[0][:, -1].argmax(-1)
             cache = dict(zip(cache, outputs[1:]))
             positions = mask.sum(-1, keepdims=True)
@@ -220,15 +253,21 @@ def run(models: str, repeat: int, only: list[str] | None, out: str | None, batch
             tokens = batch * NEW_TOKENS
             seconds, compile_seconds = time_jaxonnx(optimum, batch, vocab, repeat)
             row = {"jaxonnx": tokens / seconds, "compile": compile_seconds}
-            if not jaxonnx.unsupported_nodes(__import__("onnx").load(os.path.join(builder, "model.onnx"), load_external_data=False)):
-                row["jaxonnx_builder"] = tokens / time_jaxonnx(os.path.join(builder, "model.onnx"), batch, vocab, repeat)[0]
+            if not jaxonnx.unsupported_nodes(
+                __import__("onnx").load(os.path.join(builder, "model.onnx"), load_external_data=False)
+            ):
+                row["jaxonnx_builder"] = (
+                    tokens / time_jaxonnx(os.path.join(builder, "model.onnx"), batch, vocab, repeat)[0]
+                )
             if have_genai:
                 row["genai"] = tokens / time_genai(builder, batch, vocab, repeat)
             row["ort"] = tokens / time_onnxruntime_loop(optimum, batch, vocab, repeat)
             best_jaxonnx = max(row["jaxonnx"], row.get("jaxonnx_builder", 0.0))
             ratio = f"{best_jaxonnx / row['genai']:.2f}" if "genai" in row else "-"
             cells = [f"{row[k]:.0f}" if k in row else "-" for k in ("jaxonnx",)]
-            cells += [f"{row['compile']:.1f}"] + [f"{row[k]:.0f}" if k in row else "-" for k in ("jaxonnx_builder", "genai", "ort")]
+            cells += [f"{row['compile']:.1f}"] + [
+                f"{row[k]:.0f}" if k in row else "-" for k in ("jaxonnx_builder", "genai", "ort")
+            ]
             lines.append(f"| {name} | {batch} | " + " | ".join(cells) + f" | {ratio} |")
             print(lines[-1], flush=True)
     text = "\n".join(lines) + "\n"
@@ -242,7 +281,9 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("command", choices=["prepare", "run"])
     parser.add_argument("--models", default=os.path.join(tempfile.gettempdir(), "jaxonnx_generation_models"))
-    parser.add_argument("--genai-python", default=sys.executable, help="a Python with onnxruntime-genai and transformers>=5")
+    parser.add_argument(
+        "--genai-python", default=sys.executable, help="a Python with onnxruntime-genai and transformers>=5"
+    )
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--only", nargs="*", choices=list(CONFIGS))
     parser.add_argument("--batches", nargs="*", type=int, default=list(BATCHES))

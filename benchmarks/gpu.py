@@ -43,8 +43,13 @@ def machine() -> dict:
     import jax
     import onnx
 
-    info = {"python": platform.python_version(), "jax": jax.__version__, "onnx": onnx.__version__,
-            "devices": [str(d) for d in jax.devices()], "cpu_count": os.cpu_count()}
+    info = {
+        "python": platform.python_version(),
+        "jax": jax.__version__,
+        "onnx": onnx.__version__,
+        "devices": [str(d) for d in jax.devices()],
+        "cpu_count": os.cpu_count(),
+    }
     try:
         import torch
 
@@ -56,7 +61,10 @@ def machine() -> dict:
     try:
         info["nvidia_smi"] = subprocess.run(
             ["nvidia-smi", "--query-gpu=name,driver_version,memory.total,clocks.max.sm", "--format=csv,noheader"],
-            capture_output=True, text=True, timeout=20).stdout.strip()
+            capture_output=True,
+            text=True,
+            timeout=20,
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         pass
     return info
@@ -105,9 +113,9 @@ def _timed(fn):
 def bandwidth(quick: bool) -> list[dict]:
     import jax
     import jax.numpy as jnp
+    from run import _models
 
     import jaxonnx
-    from run import _models
 
     jax.config.update("jax_enable_x64", True)  # ONNX indices and bounds are int64
     rows = []
@@ -128,9 +136,16 @@ def bandwidth(quick: bool) -> list[dict]:
         if nbytes not in copies:
             source = jnp.ones(nbytes // 8, jnp.float32)  # read once and written once: nbytes in all
             copy = jax.jit(jnp.copy)
-            copies[nbytes] = _median_seconds(_timed(lambda: copy(source)), calls=5 if quick else 20, blocks=5 if quick else 9)
-        row = {"op": name, "ms": 1e3 * t, "copy_ms": 1e3 * copies[nbytes], "GB_s": nbytes / t / 1e9,
-               "fraction": copies[nbytes] / t}
+            copies[nbytes] = _median_seconds(
+                _timed(lambda: copy(source)), calls=5 if quick else 20, blocks=5 if quick else 9
+            )
+        row = {
+            "op": name,
+            "ms": 1e3 * t,
+            "copy_ms": 1e3 * copies[nbytes],
+            "GB_s": nbytes / t / 1e9,
+            "fraction": copies[nbytes] / t,
+        }
         print(row, file=sys.stderr, flush=True)
         rows.append(row)
     return rows
@@ -158,24 +173,44 @@ def _torch_models(quick: bool) -> dict:
     def gpt2():
         from transformers import GPT2Config, GPT2LMHeadModel
 
-        config = GPT2Config(vocab_size=8192, n_positions=seq, n_embd=width, n_layer=layers, n_head=12 if not quick else 2,
-                            attn_implementation="eager", use_cache=False)
+        config = GPT2Config(
+            vocab_size=8192,
+            n_positions=seq,
+            n_embd=width,
+            n_layer=layers,
+            n_head=12 if not quick else 2,
+            attn_implementation="eager",
+            use_cache=False,
+        )
         return _Logits(GPT2LMHeadModel(config))
 
     def bert():
         from transformers import BertConfig, BertModel
 
-        config = BertConfig(vocab_size=8192, hidden_size=width, num_hidden_layers=layers, num_attention_heads=12 if not quick else 2,
-                            intermediate_size=4 * width, attn_implementation="eager")
+        config = BertConfig(
+            vocab_size=8192,
+            hidden_size=width,
+            num_hidden_layers=layers,
+            num_attention_heads=12 if not quick else 2,
+            intermediate_size=4 * width,
+            attn_implementation="eager",
+        )
         return _Hidden(BertModel(config))
 
     def llama():
         from transformers import LlamaConfig, LlamaForCausalLM
 
-        config = LlamaConfig(vocab_size=8192, hidden_size=width, intermediate_size=int(2.75 * width) // 8 * 8,
-                             num_hidden_layers=layers, num_attention_heads=12 if not quick else 4,
-                             num_key_value_heads=4 if not quick else 2, max_position_embeddings=2 * seq,
-                             attn_implementation="eager", use_cache=False)
+        config = LlamaConfig(
+            vocab_size=8192,
+            hidden_size=width,
+            intermediate_size=int(2.75 * width) // 8 * 8,
+            num_hidden_layers=layers,
+            num_attention_heads=12 if not quick else 4,
+            num_key_value_heads=4 if not quick else 2,
+            max_position_embeddings=2 * seq,
+            attn_implementation="eager",
+            use_cache=False,
+        )
         return _Logits(LlamaForCausalLM(config))
 
     class LSTM(nn.Module):
@@ -195,11 +230,22 @@ def _torch_models(quick: bool) -> dict:
     return {
         "resnet18": (lambda: torchvision.models.resnet18(weights=None), image(side)),
         "gpt2": (gpt2, tokens(8192)),
-        "vit_b_16": (lambda: torchvision.models.vit_b_16(weights=None, image_size=side) if not quick
-                     else torchvision.models.VisionTransformer(64, 16, 2, 2, 64, 128), image(side)),
+        "vit_b_16": (
+            lambda: (
+                torchvision.models.vit_b_16(weights=None, image_size=side)
+                if not quick
+                else torchvision.models.VisionTransformer(64, 16, 2, 2, 64, 128)
+            ),
+            image(side),
+        ),
         "bert": (bert, tokens(8192)),
         "llama": (llama, tokens(8192)),
-        "lstm": (LSTM, lambda batch: [np.random.default_rng(0).standard_normal((batch, 50 if quick else 100, 80)).astype(np.float32)]),
+        "lstm": (
+            LSTM,
+            lambda batch: [
+                np.random.default_rng(0).standard_normal((batch, 50 if quick else 100, 80)).astype(np.float32)
+            ],
+        ),
         "mobilenet_v3_large": (lambda: torchvision.models.mobilenet_v3_large(weights=None), image(side)),
         "yolov8n_like": (yolo, image(64 if quick else 320)),
     }
@@ -238,13 +284,20 @@ def _export(module, inputs, path):
     import torch
 
     names = [f"input{i}" for i in range(len(inputs))]
-    torch.onnx.export(module, tuple(inputs), path, input_names=names, output_names=["output"], dynamo=False,
-                      dynamic_axes={n: {0: "batch"} for n in names} | {"output": {0: "batch"}}, opset_version=17)
+    torch.onnx.export(
+        module,
+        tuple(inputs),
+        path,
+        input_names=names,
+        output_names=["output"],
+        dynamo=False,
+        dynamic_axes={n: {0: "batch"} for n in names} | {"output": {0: "batch"}},
+        opset_version=17,
+    )
 
 
 def models(quick: bool, budget_s: float, only=None) -> list[dict]:
     import jax
-    import jax.numpy as jnp
     import torch
 
     import jaxonnx
@@ -287,8 +340,22 @@ def models(quick: bool, budget_s: float, only=None) -> list[dict]:
                         continue
                     # torch.compile takes 15-35 s per model and mode on the H100: forward at the
                     # large batch only, to fit the device time.
-                    rows.append(_measure_model(name, dtype_name, batch, mode, model, module, compiled, make_inputs, dtype,
-                                               device, quick, compile_too=batch == batches[-1] and mode == "forward"))
+                    rows.append(
+                        _measure_model(
+                            name,
+                            dtype_name,
+                            batch,
+                            mode,
+                            model,
+                            module,
+                            compiled,
+                            make_inputs,
+                            dtype,
+                            device,
+                            quick,
+                            compile_too=batch == batches[-1] and mode == "forward",
+                        )
+                    )
                     print(rows[-1], file=sys.stderr, flush=True)
             del model, module, compiled
             jax.clear_caches()
@@ -296,14 +363,24 @@ def models(quick: bool, budget_s: float, only=None) -> list[dict]:
     return rows
 
 
-def _measure_model(name, dtype_name, batch, mode, model, module, compiled, make_inputs, dtype, device, quick, compile_too):
+def _measure_model(
+    name, dtype_name, batch, mode, model, module, compiled, make_inputs, dtype, device, quick, compile_too
+):
     import jax
     import jax.numpy as jnp
     import torch
 
     arrays = make_inputs(batch)
-    jax_inputs = [jax.device_put(x.astype(np.int32) if x.dtype == np.int64 else x.astype(jnp.bfloat16)
-                                 if dtype_name == "bfloat16" and x.dtype.kind == "f" else x) for x in arrays]
+    jax_inputs = [
+        jax.device_put(
+            x.astype(np.int32)
+            if x.dtype == np.int64
+            else x.astype(jnp.bfloat16)
+            if dtype_name == "bfloat16" and x.dtype.kind == "f"
+            else x
+        )
+        for x in arrays
+    ]
     torch_inputs = [torch.from_numpy(x).to(device) for x in arrays]
     torch_inputs = [x.to(dtype) if x.is_floating_point() else x for x in torch_inputs]
     row = {"model": name, "dtype": dtype_name, "batch": batch, "mode": mode}
@@ -318,8 +395,10 @@ def _measure_model(name, dtype_name, batch, mode, model, module, compiled, make_
                 def run():
                     with torch.no_grad():
                         return net(*torch_inputs)
+
                 return run
         else:
+
             def loss(m, *x):
                 return sum(jnp.sum(jnp.square(o.astype(jnp.float32))) for o in m(*x))
 
@@ -335,6 +414,7 @@ def _measure_model(name, dtype_name, batch, mode, model, module, compiled, make_
                     total = sum((o.float() ** 2).sum() for o in out)
                     total.backward()
                     return total
+
                 return run
 
         start = time.perf_counter()
@@ -365,8 +445,15 @@ def cpu_scaling(quick: bool, timeout_s: float) -> str:
     """``benchmarks/conv_models.py`` on this machine's CPU cores (JAX on its CPU backend)."""
     out = os.path.join(tempfile.mkdtemp(), "conv.md")
     env = dict(os.environ, JAX_PLATFORMS="cpu", CUDA_VISIBLE_DEVICES="")
-    command = [sys.executable, os.path.join(HERE, "conv_models.py"), "--quick", "--out", out,
-               "--chart", out.replace(".md", ".png")]
+    command = [
+        sys.executable,
+        os.path.join(HERE, "conv_models.py"),
+        "--quick",
+        "--out",
+        out,
+        "--chart",
+        out.replace(".md", ".png"),
+    ]
     if quick:
         command += ["--only", "resnet"]
     else:
@@ -384,26 +471,47 @@ def cpu_scaling(quick: bool, timeout_s: float) -> str:
 
 
 def report(info, bw, rows, cpu, tests) -> str:
-    lines = ["# jaxonnx on a GPU", "", "Written by `python benchmarks/gpu.py`, one run. Machine and versions:", "",
-             "```", json.dumps(info, indent=1), "```", ""]
+    lines = [
+        "# jaxonnx on a GPU",
+        "",
+        "Written by `python benchmarks/gpu.py`, one run. Machine and versions:",
+        "",
+        "```",
+        json.dumps(info, indent=1),
+        "```",
+        "",
+    ]
     if tests:
         lines += ["## Correctness on the device", "", tests, ""]
     if bw:
-        lines += ["## Seed ops against the copy bandwidth (4096x8192 float32)", "",
-                  "| op | ms | copy of the same bytes, ms | GB/s | fraction of copy |", "|---|---|---|---|---|"]
-        lines += [f"| {r['op']} | {r['ms']:.3f} | {r['copy_ms']:.3f} | {r['GB_s']:.0f} | {r['fraction']:.2f} |" for r in bw]
+        lines += [
+            "## Seed ops against the copy bandwidth (4096x8192 float32)",
+            "",
+            "| op | ms | copy of the same bytes, ms | GB/s | fraction of copy |",
+            "|---|---|---|---|---|",
+        ]
+        lines += [
+            f"| {r['op']} | {r['ms']:.3f} | {r['copy_ms']:.3f} | {r['GB_s']:.0f} | {r['fraction']:.2f} |" for r in bw
+        ]
         lines.append("")
     if rows:
-        lines += ["## Models against PyTorch (ratio = torch ms / jaxonnx ms; above 1, jaxonnx is faster)", "",
-                  "| model | dtype | batch | mode | jaxonnx ms | torch eager ms | torch.compile ms | vs eager | vs compile |",
-                  "|---|---|---|---|---|---|---|---|---|"]
+        lines += [
+            "## Models against PyTorch (ratio = torch ms / jaxonnx ms; above 1, jaxonnx is faster)",
+            "",
+            "| model | dtype | batch | mode | jaxonnx ms | torch eager ms | torch.compile ms | vs eager | vs compile |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
         for r in rows:
             if "error" in r:
-                lines.append(f"| {r['model']} | {r['dtype']} | {r.get('batch', '')} | {r.get('mode', '')} | failed: {r['error']} | | | | |")
+                lines.append(
+                    f"| {r['model']} | {r['dtype']} | {r.get('batch', '')} | {r.get('mode', '')} | failed: {r['error']} | | | | |"
+                )
                 continue
             fmt = lambda k: f"{r[k]:.2f}" if k in r else ""  # noqa: E731
-            lines.append(f"| {r['model']} | {r['dtype']} | {r['batch']} | {r['mode']} | {fmt('jaxonnx_ms')} | {fmt('eager_ms')} | "
-                         f"{fmt('compile_ms')} | {fmt('vs_eager')} | {fmt('vs_compile')} |")
+            lines.append(
+                f"| {r['model']} | {r['dtype']} | {r['batch']} | {r['mode']} | {fmt('jaxonnx_ms')} | {fmt('eager_ms')} | "
+                f"{fmt('compile_ms')} | {fmt('vs_eager')} | {fmt('vs_compile')} |"
+            )
         lines.append("")
     if cpu:
         lines += ["## The convolutional CPU benchmark on this machine's cores", "", cpu, ""]

@@ -72,7 +72,9 @@ def measure() -> list[dict]:
         for batch in BATCHES:
             ids, mask = _prompts(name, batch)
             row = {"model": name, "batch": batch}
-            row["device_tps"], row["device_compile_s"], on_device = _tokens_per_second(model, layout, ids, mask, accelerator)
+            row["device_tps"], row["device_compile_s"], on_device = _tokens_per_second(
+                model, layout, ids, mask, accelerator
+            )
             row["cpu_tps"], row["cpu_compile_s"], on_cpu = _tokens_per_second(model, layout, ids, mask, cpu)
             row["same_tokens"] = bool(np.array_equal(on_device, on_cpu))
             print(row, file=sys.stderr, flush=True)
@@ -97,8 +99,10 @@ def report(rows: list[dict]) -> str:
         "|---|---|---|---|---|---|---|",
     ]
     for r in rows:
-        lines.append(f"| {r['model']} | {r['batch']} | {r['device_tps']:.0f} | {r['device_compile_s']:.1f} | "
-                     f"{r['cpu_tps']:.0f} | {r['cpu_compile_s']:.1f} | {'yes' if r['same_tokens'] else 'no'} |")
+        lines.append(
+            f"| {r['model']} | {r['batch']} | {r['device_tps']:.0f} | {r['device_compile_s']:.1f} | "
+            f"{r['cpu_tps']:.0f} | {r['cpu_compile_s']:.1f} | {'yes' if r['same_tokens'] else 'no'} |"
+        )
     return "\n".join(lines) + "\n"
 
 

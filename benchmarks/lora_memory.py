@@ -37,10 +37,22 @@ import time
 import numpy as np
 
 CONFIGS = {
-    "small": dict(vocab_size=2048, hidden_size=256, intermediate_size=688, num_hidden_layers=4, num_attention_heads=4,
-                  num_key_value_heads=4),
-    "base": dict(vocab_size=32000, hidden_size=768, intermediate_size=2048, num_hidden_layers=12, num_attention_heads=12,
-                 num_key_value_heads=12),
+    "small": dict(
+        vocab_size=2048,
+        hidden_size=256,
+        intermediate_size=688,
+        num_hidden_layers=4,
+        num_attention_heads=4,
+        num_key_value_heads=4,
+    ),
+    "base": dict(
+        vocab_size=32000,
+        hidden_size=768,
+        intermediate_size=2048,
+        num_hidden_layers=12,
+        num_attention_heads=12,
+        num_key_value_heads=12,
+    ),
 }
 
 
@@ -59,8 +71,24 @@ def prepare(models: str, config: str) -> None:
         if os.path.exists(os.path.join(out, "model.onnx")):
             continue
         with tempfile.TemporaryDirectory() as cache:
-            subprocess.run([sys.executable, "-m", "onnxruntime_genai.models.builder", "-i", hf, "-o", out, "-p",
-                            precision, "-e", "cpu", "-c", cache], check=True)
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "onnxruntime_genai.models.builder",
+                    "-i",
+                    hf,
+                    "-o",
+                    out,
+                    "-p",
+                    precision,
+                    "-e",
+                    "cpu",
+                    "-c",
+                    cache,
+                ],
+                check=True,
+            )
         print("prepared", out, flush=True)
 
 
@@ -71,8 +99,9 @@ def _tokenizer(folder: str, vocab: int) -> None:
 
     tokenizer = Tokenizer(models.WordLevel({f"t{i}": i for i in range(vocab)}, unk_token="t0"))
     tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
-    PreTrainedTokenizerFast(tokenizer_object=tokenizer, unk_token="t0", pad_token="t0", bos_token="t1",
-                            eos_token="t2").save_pretrained(folder)
+    PreTrainedTokenizerFast(
+        tokenizer_object=tokenizer, unk_token="t0", pad_token="t0", bos_token="t1", eos_token="t2"
+    ).save_pretrained(folder)
 
 
 def measure_jaxonnx(folder: str, batch: int, sequence: int, repeat: int, checkpoint: bool = True) -> dict:
@@ -121,8 +150,21 @@ def measure_jaxonnx(folder: str, batch: int, sequence: int, repeat: int, checkpo
 
 
 _CONSTANT = re.compile(r"= (\w+)\[([\d,]*)\][^ ]* constant\(")
-_BYTES = {"f64": 8, "s64": 8, "u64": 8, "f32": 4, "s32": 4, "u32": 4, "f16": 2, "bf16": 2, "s16": 2, "u16": 2,
-          "s8": 1, "u8": 1, "pred": 1}
+_BYTES = {
+    "f64": 8,
+    "s64": 8,
+    "u64": 8,
+    "f32": 4,
+    "s32": 4,
+    "u32": 4,
+    "f16": 2,
+    "bf16": 2,
+    "s16": 2,
+    "u16": 2,
+    "s8": 1,
+    "u8": 1,
+    "pred": 1,
+}
 
 
 def _constant_bytes(hlo: str) -> int:
@@ -155,8 +197,12 @@ def measure_torch(hf: str, batch: int, sequence: int, repeat: int) -> dict:
         optimizer.zero_grad()
         times.append(time.perf_counter() - start)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    return {"step": float(np.median(times[1:])), "peak_rss": peak, "rss_before_step": before,
-            "threads": torch.get_num_threads()}
+    return {
+        "step": float(np.median(times[1:])),
+        "peak_rss": peak,
+        "rss_before_step": before,
+        "threads": torch.get_num_threads(),
+    }
 
 
 def _machine() -> str:
@@ -202,36 +248,63 @@ def main(argv=None) -> int:
     prepare(args.models, args.config)
     machine, versions = _machine(), _versions()
     rows = []
-    for label, precision, checkpoint in (("fp32 builder file", "fp32", True), ("int4 builder file (QLoRA)", "int4", True),
-                                         ("int4, the op as registered", "int4", False)):
-        result = measure_jaxonnx(os.path.join(args.models, f"{args.config}_{precision}"), args.batch, args.sequence,
-                                 args.repeat, checkpoint)
+    for label, precision, checkpoint in (
+        ("fp32 builder file", "fp32", True),
+        ("int4 builder file (QLoRA)", "int4", True),
+        ("int4, the op as registered", "int4", False),
+    ):
+        result = measure_jaxonnx(
+            os.path.join(args.models, f"{args.config}_{precision}"), args.batch, args.sequence, args.repeat, checkpoint
+        )
         print(label, result, flush=True)
-        rows.append(f"| jaxonnx, {label} | {_mib(result['temp'])} | {_mib(result['constants'])} | "
-                    f"{_mib(result['temp'] + result['constants'])} | {_mib(result['peak'])} | "
-                    f"{result['compile']:.1f} | {result['step']:.2f} |")
+        rows.append(
+            f"| jaxonnx, {label} | {_mib(result['temp'])} | {_mib(result['constants'])} | "
+            f"{_mib(result['temp'] + result['constants'])} | {_mib(result['peak'])} | "
+            f"{result['compile']:.1f} | {result['step']:.2f} |"
+        )
     if args.torch:
-        output = subprocess.run([sys.executable, __file__, "--torch-only", "--models", args.models, "--config",
-                                 args.config, "--batch", str(args.batch), "--sequence", str(args.sequence),
-                                 "--repeat", str(args.repeat)], check=True, capture_output=True, text=True).stdout
+        output = subprocess.run(
+            [
+                sys.executable,
+                __file__,
+                "--torch-only",
+                "--models",
+                args.models,
+                "--config",
+                args.config,
+                "--batch",
+                str(args.batch),
+                "--sequence",
+                str(args.sequence),
+                "--repeat",
+                str(args.repeat),
+            ],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
         result = eval(output.strip().splitlines()[-1])  # noqa: S307  (our own child's dict)
         print("torch", result, flush=True)
-        rows.append(f"| torch + peft, fp32 Hugging Face model ({result['threads']} threads) | peak RSS "
-                    f"{_mib(result['peak_rss'])} (before the first step {_mib(result['rss_before_step'])}) | - | - | - | - | "
-                    f"{result['step']:.2f} |")
+        rows.append(
+            f"| torch + peft, fp32 Hugging Face model ({result['threads']} threads) | peak RSS "
+            f"{_mib(result['peak_rss'])} (before the first step {_mib(result['rss_before_step'])}) | - | - | - | - | "
+            f"{result['step']:.2f} |"
+        )
     config = CONFIGS[args.config]
-    table = "\n".join([
-        f"Llama `{args.config}`: {config['num_hidden_layers']} layers, {config['hidden_size']} wide, MLP "
-        f"{config['intermediate_size']}, vocabulary {config['vocab_size']}; batch {args.batch} x {args.sequence}, "
-        "LoRA rank 8 on the builder's default targets (qkv_proj), adam.",
-        "",
-        f"Machine: {machine}. Versions: {versions}.",
-        "",
-        "| step | temporaries MiB | constants MiB | temporaries + constants MiB | XLA peak MiB | compile s | "
-        "step s (median) |",
-        "|---|---|---|---|---|---|---|",
-        *rows,
-    ])
+    table = "\n".join(
+        [
+            f"Llama `{args.config}`: {config['num_hidden_layers']} layers, {config['hidden_size']} wide, MLP "
+            f"{config['intermediate_size']}, vocabulary {config['vocab_size']}; batch {args.batch} x {args.sequence}, "
+            "LoRA rank 8 on the builder's default targets (qkv_proj), adam.",
+            "",
+            f"Machine: {machine}. Versions: {versions}.",
+            "",
+            "| step | temporaries MiB | constants MiB | temporaries + constants MiB | XLA peak MiB | compile s | "
+            "step s (median) |",
+            "|---|---|---|---|---|---|---|",
+            *rows,
+        ]
+    )
     print(table)
     if args.out:
         with open(args.out, "a") as f:

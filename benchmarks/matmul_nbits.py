@@ -87,15 +87,31 @@ def _model(m: int, accuracy_level: int):
     scales = rng.uniform(0.001, 0.01, (N, k_blocks)).astype(np.float32)
     zero_codes = rng.integers(0, 16, (N, k_blocks)).astype(np.uint8)
     zero_points = zero_codes[:, 0::2] | (zero_codes[:, 1::2] << 4)
-    node = helper.make_node("MatMulNBits", ["A", "B", "scales", "zero_points"], ["Y"], domain="com.microsoft",
-                            K=K, N=N, bits=BITS, block_size=BLOCK, accuracy_level=accuracy_level)
-    graph = helper.make_graph(
-        [node], "matmul_nbits", [helper.make_tensor_value_info("A", TensorProto.FLOAT, [m, K])],
-        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [m, N])],
-        [numpy_helper.from_array(b, "B"), numpy_helper.from_array(scales, "scales"),
-         numpy_helper.from_array(zero_points, "zero_points")],
+    node = helper.make_node(
+        "MatMulNBits",
+        ["A", "B", "scales", "zero_points"],
+        ["Y"],
+        domain="com.microsoft",
+        K=K,
+        N=N,
+        bits=BITS,
+        block_size=BLOCK,
+        accuracy_level=accuracy_level,
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid("com.microsoft", 1)])
+    graph = helper.make_graph(
+        [node],
+        "matmul_nbits",
+        [helper.make_tensor_value_info("A", TensorProto.FLOAT, [m, K])],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [m, N])],
+        [
+            numpy_helper.from_array(b, "B"),
+            numpy_helper.from_array(scales, "scales"),
+            numpy_helper.from_array(zero_points, "zero_points"),
+        ],
+    )
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid("com.microsoft", 1)]
+    )
     model.ir_version = 10
     return model, (b, scales, zero_points)
 
@@ -121,7 +137,9 @@ def _machine() -> str:
     except (OSError, StopIteration):
         pass
     load = os.getloadavg() if hasattr(os, "getloadavg") else ("?",) * 3
-    return f"{name}, {os.cpu_count()} cores, load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} (1 / 5 / 15 min)"
+    return (
+        f"{name}, {os.cpu_count()} cores, load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} (1 / 5 / 15 min)"
+    )
 
 
 def measure(quick: bool):
@@ -138,8 +156,10 @@ def measure(quick: bool):
         a = np.random.default_rng(1).standard_normal((m, K)).astype(np.float32)
         model0, (b, scales, zero_points) = _model(m, 0)
         model4, _ = _model(m, 4)
-        sessions = {level: ort.InferenceSession(mod.SerializeToString(), providers=["CPUExecutionProvider"])
-                    for level, mod in ((0, model0), (4, model4))}
+        sessions = {
+            level: ort.InferenceSession(mod.SerializeToString(), providers=["CPUExecutionProvider"])
+            for level, mod in ((0, model0), (4, model4))
+        }
         expected = sessions[0].run(None, {"A": a})[0]
         a_device = jnp.asarray(a)
         loaded = jax.jit(jaxonnx.load(model0))
@@ -153,8 +173,9 @@ def measure(quick: bool):
         whole_jit(a_device, *weights).block_until_ready()  # traced with the whole matrix at once
         nbits_module.CHUNK_BYTES = saved
         float_weights = jnp.asarray(np.random.default_rng(2).standard_normal((N, K)).astype(np.float32))
-        float_dot = jax.jit(lambda a, w: jax.lax.dot_general(a, w, (((1,), (1,)), ((), ())),
-                                                              precision=jax.lax.Precision.HIGHEST))
+        float_dot = jax.jit(
+            lambda a, w: jax.lax.dot_general(a, w, (((1,), (1,)), ((), ())), precision=jax.lax.Precision.HIGHEST)
+        )
         candidates = {
             "onnxruntime, accuracy_level 0": lambda: sessions[0].run(None, {"A": a}),
             "onnxruntime, accuracy_level 4": lambda: sessions[4].run(None, {"A": a}),
@@ -163,8 +184,11 @@ def measure(quick: bool):
             "jaxonnx, whole matrix dequantized (before)": lambda: whole_jit(a_device, *weights).block_until_ready(),
             "XLA float32 dot of the same shape": lambda: float_dot(a_device, float_weights).block_until_ready(),
         }
-        checked = {"jaxonnx, jit(load(model))": loaded(a_device)[0], "the op": op_jit(a_device, *weights),
-                   "the whole matrix": whole_jit(a_device, *weights)}
+        checked = {
+            "jaxonnx, jit(load(model))": loaded(a_device)[0],
+            "the op": op_jit(a_device, *weights),
+            "the whole matrix": whole_jit(a_device, *weights),
+        }
         for name, out in checked.items():  # float32 rounding of sums of 4096 terms
             error = np.max(np.abs(np.asarray(out) - expected)) / np.max(np.abs(expected))
             assert error < 1e-5, f"{name} differs from onnxruntime by {error:.2e} of the largest output"
@@ -196,10 +220,15 @@ def main():
 
     import jaxonnx  # noqa: F401  (its XLA flags, before the backend starts)
 
-    header = (f"Machine: {_machine()}\n\nVersions: jax {jax.__version__}, jaxlib {jaxlib.__version__}, "
-              f"onnxruntime {onnxruntime.__version__}, numpy {np.__version__}, Python {platform.python_version()}\n")
+    header = (
+        f"Machine: {_machine()}\n\nVersions: jax {jax.__version__}, jaxlib {jaxlib.__version__}, "
+        f"onnxruntime {onnxruntime.__version__}, numpy {np.__version__}, Python {platform.python_version()}\n"
+    )
     print(header, flush=True)
-    table = ["| shape | runtime | wall p10 (ms) | wall median (ms) | CPU median (ms) | p10 / jaxonnx's |", "|---|---|---|---|---|---|"]
+    table = [
+        "| shape | runtime | wall p10 (ms) | wall median (ms) | CPU median (ms) | p10 / jaxonnx's |",
+        "|---|---|---|---|---|---|",
+    ]
     print("\n".join(table), flush=True)
     _, lines = measure(args.quick)
     if not args.quick:

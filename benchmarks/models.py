@@ -64,15 +64,24 @@ def measure(names, quick: bool) -> list[dict]:
             bench.check_close(session.run(None, feed), own(*on_device))
             runs = (3 if name == "yolov8n" else 10) if quick else (5 if name == "yolov8n" else 30)
             t = bench.interleaved(
-                {"jax": lambda: jax.block_until_ready(compiled(*on_device)),
-                 "eager": lambda: jax.block_until_ready(model(*on_device)),
-                 "ort": lambda: session.run(None, feed)},
-                runs, 3 if quick else 5,
+                {
+                    "jax": lambda: jax.block_until_ready(compiled(*on_device)),
+                    "eager": lambda: jax.block_until_ready(model(*on_device)),
+                    "ort": lambda: session.run(None, feed),
+                },
+                runs,
+                3 if quick else 5,
             )
             row = {
-                "model": name, "exporter": bench.exporter(name), "batch": batch,
-                "jaxonnx_ms": 1e3 * t["jax"], "ort_ms": 1e3 * t["ort"], "ratio": t["ort"] / t["jax"], "compile_ms": 1e3 * compile_s,
-                "eager_ms": 1e3 * t["eager"], "eager_ratio": t["ort"] / t["eager"],
+                "model": name,
+                "exporter": bench.exporter(name),
+                "batch": batch,
+                "jaxonnx_ms": 1e3 * t["jax"],
+                "ort_ms": 1e3 * t["ort"],
+                "ratio": t["ort"] / t["jax"],
+                "compile_ms": 1e3 * compile_s,
+                "eager_ms": 1e3 * t["eager"],
+                "eager_ratio": t["ort"] / t["eager"],
             }
             print(row, file=sys.stderr)
             rows.append(row)

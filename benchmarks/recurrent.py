@@ -55,13 +55,19 @@ of the product was 30x slower.
 
 def _model():
     rng = np.random.default_rng(0)
-    weights = {"W": rng.standard_normal((1, 4 * HIDDEN, INPUT)) * 0.1, "R": rng.standard_normal((1, 4 * HIDDEN, HIDDEN)) * 0.1,
-               "B": rng.standard_normal((1, 8 * HIDDEN)) * 0.1}
+    weights = {
+        "W": rng.standard_normal((1, 4 * HIDDEN, INPUT)) * 0.1,
+        "R": rng.standard_normal((1, 4 * HIDDEN, HIDDEN)) * 0.1,
+        "B": rng.standard_normal((1, 8 * HIDDEN)) * 0.1,
+    }
     node = helper.make_node("LSTM", ["X", "W", "R", "B"], ["Y", "Y_h", "Y_c"], hidden_size=HIDDEN)
     graph = helper.make_graph(
-        [node], "lstm", [helper.make_tensor_value_info("X", T.FLOAT, [STEPS, BATCH, INPUT])],
+        [node],
+        "lstm",
+        [helper.make_tensor_value_info("X", T.FLOAT, [STEPS, BATCH, INPUT])],
         [helper.make_tensor_value_info(n, T.FLOAT, None) for n in ("Y", "Y_h", "Y_c")],
-        initializer=[helper.make_tensor(k, T.FLOAT, v.shape, v.astype(np.float32).ravel()) for k, v in weights.items()])
+        initializer=[helper.make_tensor(k, T.FLOAT, v.shape, v.astype(np.float32).ravel()) for k, v in weights.items()],
+    )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
 
 
@@ -80,7 +86,9 @@ def main():
     one_thread.intra_op_num_threads = 1
     sessions = {
         "onnxruntime": ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"]),
-        "onnxruntime, 1 thread": ort.InferenceSession(proto.SerializeToString(), one_thread, providers=["CPUExecutionProvider"]),
+        "onnxruntime, 1 thread": ort.InferenceSession(
+            proto.SerializeToString(), one_thread, providers=["CPUExecutionProvider"]
+        ),
     }
     model = jax.jit(jaxonnx.load(proto))
     device_x = jax.device_put(x)
@@ -97,14 +105,17 @@ def main():
             _time(fn, wall[name], cpu[name])
     rows = "".join(
         f"| {name} | {1e3 * np.median(wall[name]):.3f} | {1e3 * np.percentile(wall[name], 10):.3f} | "
-        f"{1e3 * np.median(cpu[name]):.3f} |\n" for name in runs
+        f"{1e3 * np.median(cpu[name]):.3f} |\n"
+        for name in runs
     )
     ours = np.median(cpu["jaxonnx (jax.jit)"])
-    text = (f"# LSTM, hidden {HIDDEN}, {STEPS} steps, batch {BATCH}, input {INPUT} (benchmarks/recurrent.py)\n\n"
-            f"| runtime | wall median ms | wall p10 ms | CPU time median ms |\n|---|---|---|---|\n{rows}\n"
-            f"CPU time ratio onnxruntime (1 thread) / jaxonnx: {np.median(cpu['onnxruntime, 1 thread']) / ours:.2f}; "
-            f"wall p10 ratio: {np.percentile(wall['onnxruntime, 1 thread'], 10) / np.percentile(wall['jaxonnx (jax.jit)'], 10):.2f}; "
-            f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the end\n\n{HISTORY}")
+    text = (
+        f"# LSTM, hidden {HIDDEN}, {STEPS} steps, batch {BATCH}, input {INPUT} (benchmarks/recurrent.py)\n\n"
+        f"| runtime | wall median ms | wall p10 ms | CPU time median ms |\n|---|---|---|---|\n{rows}\n"
+        f"CPU time ratio onnxruntime (1 thread) / jaxonnx: {np.median(cpu['onnxruntime, 1 thread']) / ours:.2f}; "
+        f"wall p10 ratio: {np.percentile(wall['onnxruntime, 1 thread'], 10) / np.percentile(wall['jaxonnx (jax.jit)'], 10):.2f}; "
+        f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the end\n\n{HISTORY}"
+    )
     print(text)
     with open(os.path.join(HERE, "recurrent_results.md"), "w") as f:
         f.write(text)

@@ -52,12 +52,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 #   stores that first read every destination line; onnxruntime's single 128 MiB memcpy is
 #   above either threshold.
 TUNED_ENV = {
-    "GLIBC_TUNABLES": ":".join([
-        "glibc.malloc.arena_max=1",
-        "glibc.malloc.mmap_max=0",
-        "glibc.malloc.trim_threshold=17179869184",
-        "glibc.cpu.x86_non_temporal_threshold=4194304",
-    ]),
+    "GLIBC_TUNABLES": ":".join(
+        [
+            "glibc.malloc.arena_max=1",
+            "glibc.malloc.mmap_max=0",
+            "glibc.malloc.trim_threshold=17179869184",
+            "glibc.cpu.x86_non_temporal_threshold=4194304",
+        ]
+    ),
 }
 
 # Targets: onnxruntime time / jaxonnx time, except compile (seconds, lower is better).
@@ -110,118 +112,138 @@ def _models(quick: bool):
     mib = rows * cols * 4
 
     # Slice: every second column.
-    cases.append((
-        "Slice (step 2, last axis)",
-        model(
-            [helper.make_node("Slice", ["x", "starts", "ends", "axes", "steps"], ["y"])],
-            [("x", F, [rows, cols])],
-            ["y"],
-            [("starts", ints(0)), ("ends", ints(cols)), ("axes", ints(1)), ("steps", ints(2))],
-        ),
-        {"x": x},
-        mib + mib // 2,  # every cache line of x is read; half of it is written
-        3,
-    ))
+    cases.append(
+        (
+            "Slice (step 2, last axis)",
+            model(
+                [helper.make_node("Slice", ["x", "starts", "ends", "axes", "steps"], ["y"])],
+                [("x", F, [rows, cols])],
+                ["y"],
+                [("starts", ints(0)), ("ends", ints(cols)), ("axes", ints(1)), ("steps", ints(2))],
+            ),
+            {"x": x},
+            mib + mib // 2,  # every cache line of x is read; half of it is written
+            3,
+        )
+    )
     condition = rng.random((rows, cols)) < 0.5
     y = floats(rows, cols)
-    cases.append((
-        "Where",
-        model(
-            [helper.make_node("Where", ["c", "x", "y"], ["z"])],
-            [("c", B, [rows, cols]), ("x", F, [rows, cols]), ("y", F, [rows, cols])],
-            ["z"],
-        ),
-        {"c": condition, "x": x, "y": y},
-        rows * cols * (1 + 4 + 4 + 4),
-        3,
-    ))
+    cases.append(
+        (
+            "Where",
+            model(
+                [helper.make_node("Where", ["c", "x", "y"], ["z"])],
+                [("c", B, [rows, cols]), ("x", F, [rows, cols]), ("y", F, [rows, cols])],
+                ["z"],
+            ),
+            {"c": condition, "x": x, "y": y},
+            rows * cols * (1 + 4 + 4 + 4),
+            3,
+        )
+    )
     indices = rng.integers(0, cols, (rows, cols), dtype=np.int64)
-    cases.append((
-        "GatherElements (last axis)",
-        model(
-            [helper.make_node("GatherElements", ["x", "i"], ["z"], axis=1)],
-            [("x", F, [rows, cols]), ("i", I64, [rows, cols])],
-            ["z"],
-        ),
-        {"x": x, "i": indices},
-        rows * cols * (4 + 8 + 4),
-        2,
-    ))
+    cases.append(
+        (
+            "GatherElements (last axis)",
+            model(
+                [helper.make_node("GatherElements", ["x", "i"], ["z"], axis=1)],
+                [("x", F, [rows, cols]), ("i", I64, [rows, cols])],
+                ["z"],
+            ),
+            {"x": x, "i": indices},
+            rows * cols * (4 + 8 + 4),
+            2,
+        )
+    )
     keep = rng.random(rows) < 0.5
-    cases.append((
-        "Compress (axis 0, constant condition)",
-        model(
-            [helper.make_node("Compress", ["x", "keep"], ["z"], axis=0)],
-            [("x", F, [rows, cols])],
-            ["z"],
-            [("keep", keep)],
-        ),
-        {"x": x},
-        2 * int(keep.sum()) * cols * 4,  # the selected rows are read and written
-        3,
-    ))
+    cases.append(
+        (
+            "Compress (axis 0, constant condition)",
+            model(
+                [helper.make_node("Compress", ["x", "keep"], ["z"], axis=0)],
+                [("x", F, [rows, cols])],
+                ["z"],
+                [("keep", keep)],
+            ),
+            {"x": x},
+            2 * int(keep.sum()) * cols * 4,  # the selected rows are read and written
+            3,
+        )
+    )
     x4 = x.reshape(rows // 64, 64, cols // 128, 128)
-    cases.append((
-        "Flatten (4-D)",
-        model(
-            [helper.make_node("Flatten", ["x"], ["z"], axis=2)],
-            [("x", F, list(x4.shape))],
-            ["z"],
-        ),
-        {"x": x4},
-        2 * mib,
-        3,
-    ))
+    cases.append(
+        (
+            "Flatten (4-D)",
+            model(
+                [helper.make_node("Flatten", ["x"], ["z"], axis=2)],
+                [("x", F, list(x4.shape))],
+                ["z"],
+            ),
+            {"x": x4},
+            2 * mib,
+            3,
+        )
+    )
     # Five nodes that onnxruntime runs one by one and XLA fuses into one loop.
     half = cols // 2
     chain_keep = rng.random(rows) < 0.5
-    cases.append((
-        "5-node chain",
-        model(
-            [
-                helper.make_node("Slice", ["x", "z0", "end1", "one", "two"], ["a"]),
-                helper.make_node("Where", ["c", "a", "y"], ["b"]),
-                helper.make_node("Compress", ["b", "keep"], ["d"], axis=0),
-                helper.make_node("Slice", ["d", "minus1", "int64min", "zero", "minus1"], ["e"]),
-                helper.make_node("Flatten", ["e"], ["z"], axis=0),
-            ],
-            [("x", F, [rows, cols]), ("c", B, [rows, half]), ("y", F, [rows, half])],
-            ["z"],
-            [
-                ("z0", ints(0)), ("end1", ints(cols)), ("one", ints(1)), ("two", ints(2)),
-                ("keep", chain_keep), ("minus1", ints(-1)), ("int64min", ints(-(2**63))), ("zero", ints(0)),
-            ],
-        ),
-        {"x": x, "c": condition[:, :half].copy(), "y": y[:, :half].copy()},
-        # x is read whole (stride 2), c and y where kept, the output written.
-        mib + int(chain_keep.sum()) * half * (1 + 4 + 4),
-        2,
-    ))
+    cases.append(
+        (
+            "5-node chain",
+            model(
+                [
+                    helper.make_node("Slice", ["x", "z0", "end1", "one", "two"], ["a"]),
+                    helper.make_node("Where", ["c", "a", "y"], ["b"]),
+                    helper.make_node("Compress", ["b", "keep"], ["d"], axis=0),
+                    helper.make_node("Slice", ["d", "minus1", "int64min", "zero", "minus1"], ["e"]),
+                    helper.make_node("Flatten", ["e"], ["z"], axis=0),
+                ],
+                [("x", F, [rows, cols]), ("c", B, [rows, half]), ("y", F, [rows, half])],
+                ["z"],
+                [
+                    ("z0", ints(0)),
+                    ("end1", ints(cols)),
+                    ("one", ints(1)),
+                    ("two", ints(2)),
+                    ("keep", chain_keep),
+                    ("minus1", ints(-1)),
+                    ("int64min", ints(-(2**63))),
+                    ("zero", ints(0)),
+                ],
+            ),
+            {"x": x, "c": condition[:, :half].copy(), "y": y[:, :half].copy()},
+            # x is read whole (stride 2), c and y where kept, the output written.
+            mib + int(chain_keep.sum()) * half * (1 + 4 + 4),
+            2,
+        )
+    )
     # All five ops on 8x8 tensors: per-call overhead.
     small_keep = np.array([True, False, True, True, False, True, True, False])
-    cases.append((
-        "8x8 model latency",
-        model(
-            [
-                helper.make_node("Slice", ["x", "minus1", "int64min", "one", "minus1"], ["a"]),
-                helper.make_node("Where", ["c", "a", "y"], ["b"]),
-                helper.make_node("GatherElements", ["b", "i"], ["g"], axis=1),
-                helper.make_node("Compress", ["g", "keep"], ["d"], axis=0),
-                helper.make_node("Flatten", ["d"], ["z"], axis=1),
-            ],
-            [("x", F, [8, 8]), ("c", B, [8, 8]), ("y", F, [8, 8]), ("i", I64, [8, 8])],
-            ["z"],
-            [("minus1", ints(-1)), ("int64min", ints(-(2**63))), ("one", ints(1)), ("keep", small_keep)],
-        ),
-        {
-            "x": floats(8, 8),
-            "c": rng.random((8, 8)) < 0.5,
-            "y": floats(8, 8),
-            "i": rng.integers(-8, 8, (8, 8), dtype=np.int64),
-        },
-        None,
-        None,
-    ))
+    cases.append(
+        (
+            "8x8 model latency",
+            model(
+                [
+                    helper.make_node("Slice", ["x", "minus1", "int64min", "one", "minus1"], ["a"]),
+                    helper.make_node("Where", ["c", "a", "y"], ["b"]),
+                    helper.make_node("GatherElements", ["b", "i"], ["g"], axis=1),
+                    helper.make_node("Compress", ["g", "keep"], ["d"], axis=0),
+                    helper.make_node("Flatten", ["d"], ["z"], axis=1),
+                ],
+                [("x", F, [8, 8]), ("c", B, [8, 8]), ("y", F, [8, 8]), ("i", I64, [8, 8])],
+                ["z"],
+                [("minus1", ints(-1)), ("int64min", ints(-(2**63))), ("one", ints(1)), ("keep", small_keep)],
+            ),
+            {
+                "x": floats(8, 8),
+                "c": rng.random((8, 8)) < 0.5,
+                "y": floats(8, 8),
+                "i": rng.integers(-8, 8, (8, 8), dtype=np.int64),
+            },
+            None,
+            None,
+        )
+    )
     return cases
 
 
@@ -566,10 +588,28 @@ def _row_cells(r, bandwidth):
     target = f"< {COMPILE_TARGET_S:g} s" if compile_case else f">= {TARGETS[r['case']]:g}"
     name = r["case"] + ("" if r["equal"] else " (OUTPUTS DIFFER)")
     ref = _ms(r["ref_s"]) if not r.get("ref_error") else "fails (see notes)"
-    return [name, _ms(r["jax_s"]), _ms(r["ort_s"]), ref, f"{_ratio(r):.2f}", gbps, target, "yes" if _met(r) else "**no**"]
+    return [
+        name,
+        _ms(r["jax_s"]),
+        _ms(r["ort_s"]),
+        ref,
+        f"{_ratio(r):.2f}",
+        gbps,
+        target,
+        "yes" if _met(r) else "**no**",
+    ]
 
 
-HEADER = ["case", "jaxonnx ms", "onnxruntime ms", "onnx.reference ms", "ratio ort/jaxonnx", "GB/s jaxonnx / numpy copy", "target", "met?"]
+HEADER = [
+    "case",
+    "jaxonnx ms",
+    "onnxruntime ms",
+    "onnx.reference ms",
+    "ratio ort/jaxonnx",
+    "GB/s jaxonnx / numpy copy",
+    "target",
+    "met?",
+]
 
 
 def _table(results, bandwidth) -> str:
@@ -579,7 +619,9 @@ def _table(results, bandwidth) -> str:
 
 
 def _print_row(r, bandwidth):
-    print("  " + " | ".join(_row_cells(r, bandwidth)) + f"   (other processes: {r['others_cores']:.2f} cores)", flush=True)
+    print(
+        "  " + " | ".join(_row_cells(r, bandwidth)) + f"   (other processes: {r['others_cores']:.2f} cores)", flush=True
+    )
 
 
 def _machine() -> dict:
@@ -634,7 +676,15 @@ def _chart(passes: dict, path: str) -> None:
             ax2.bar(k, comp["jax_s"], 0.6, color=bars.patches[0].get_facecolor(), label=label)
             ax2.annotate(f"{comp['jax_s']:.2f} s", (k, comp["jax_s"]), ha="center", va="bottom", fontsize=8)
     for i, n in enumerate(names):
-        ax.hlines(TARGETS[n], i - 0.45, i + 0.45, colors="red", linestyles="--", linewidth=1.5, label="target" if i == 0 else None)
+        ax.hlines(
+            TARGETS[n],
+            i - 0.45,
+            i + 0.45,
+            colors="red",
+            linestyles="--",
+            linewidth=1.5,
+            label="target" if i == 0 else None,
+        )
     ax.axhline(1.0, color="gray", linewidth=0.8)
     ax.set_xticks(np.arange(len(names)))
     ax.set_xticklabels([n.replace(" (", "\n(") for n in names], fontsize=8)
@@ -657,7 +707,9 @@ NOTES_MARKER = "<!-- notes: everything below is kept when run.py rewrites this f
 def _write_report(passes: dict, machine: dict, path: str) -> None:
     first = next(iter(passes.values()))
     lines = ["# jaxonnx vs onnxruntime vs onnx.reference on CPU", ""]
-    lines.append("Generated by `python benchmarks/run.py`" + (" --quick" if first["quick"] else "") + ". Do not edit the")
+    lines.append(
+        "Generated by `python benchmarks/run.py`" + (" --quick" if first["quick"] else "") + ". Do not edit the"
+    )
     lines.append("generated part by hand; notes and the history of what was tried are below it.")
     lines.append("")
     lines.append("Ratio = onnxruntime time / jaxonnx time (higher is better); times are medians of runs that")
@@ -669,36 +721,52 @@ def _write_report(passes: dict, machine: dict, path: str) -> None:
         env = ", ".join(f"`{k}={v}`" for k, v in data["env"].items()) or "none"
         lines.append(f"## {label}")
         lines.append("")
-        lines.append(f"Environment: {env}. Load average before/after: "
-                     f"{data['load_before'][0]:.2f} / {data['load_after'][0]:.2f}. Took {data['seconds']:.0f} s.")
+        lines.append(
+            f"Environment: {env}. Load average before/after: "
+            f"{data['load_before'][0]:.2f} / {data['load_after'][0]:.2f}. Took {data['seconds']:.0f} s."
+        )
         lines.append("")
         lines.append(_table(data["results"], data["copy_gbps"]))
         lines.append("")
         extra = []
         for r in data["results"]:
             if r["case"] == COMPILE_CASE:
-                extra.append(f"- {COMPILE_CASE}: {r['nodes']} nodes; jaxonnx = load + trace + XLA compile + first run "
-                             f"(trace/lower alone {r['jax_trace_s']:.2f} s); onnxruntime = InferenceSession creation + "
-                             f"first run; onnx.reference = ReferenceEvaluator creation + first run.")
+                extra.append(
+                    f"- {COMPILE_CASE}: {r['nodes']} nodes; jaxonnx = load + trace + XLA compile + first run "
+                    f"(trace/lower alone {r['jax_trace_s']:.2f} s); onnxruntime = InferenceSession creation + "
+                    f"first run; onnx.reference = ReferenceEvaluator creation + first run."
+                )
             elif r["bytes"] is None:
-                extra.append(f"- {r['case']}: per call, inputs on the device (jaxonnx) or numpy (onnxruntime); "
-                             f"min jaxonnx {_ms(r['jax_min_s'])} ms, min onnxruntime {_ms(r['ort_min_s'])} ms.")
+                extra.append(
+                    f"- {r['case']}: per call, inputs on the device (jaxonnx) or numpy (onnxruntime); "
+                    f"min jaxonnx {_ms(r['jax_min_s'])} ms, min onnxruntime {_ms(r['ort_min_s'])} ms."
+                )
             if r.get("donated_s") is not None:
                 seconds, aliased = r["donated_s"]
-                extra.append(f"- Flatten with the input donated (`jax.jit(model, donate_argnums=0)`; XLA compiles it to a "
-                             f"bitcast, the output reusing the input's buffer in {aliased:.0%} of the runs): "
-                             f"{_ms(seconds)} ms (not the target row: the caller loses its input).")
+                extra.append(
+                    f"- Flatten with the input donated (`jax.jit(model, donate_argnums=0)`; XLA compiles it to a "
+                    f"bitcast, the output reusing the input's buffer in {aliased:.0%} of the runs): "
+                    f"{_ms(seconds)} ms (not the target row: the caller loses its input)."
+                )
             if r.get("ref_error"):
                 extra.append(f"- {r['case']}: onnx.reference fails on this model: `{r['ref_error']}`.")
             if r["case"].startswith("GatherElements"):
-                extra.append(f"- GatherElements: XLA temporary buffers {r['xla_temp_bytes'] / 2**20:.1f} MiB for an output of "
-                             f"{r['output_bytes'] / 2**20:.0f} MiB (memory O(output): no one-hot, no index copies).")
+                extra.append(
+                    f"- GatherElements: XLA temporary buffers {r['xla_temp_bytes'] / 2**20:.1f} MiB for an output of "
+                    f"{r['output_bytes'] / 2**20:.0f} MiB (memory O(output): no one-hot, no index copies)."
+                )
         others = ", ".join(f"{r['case'].split(' (')[0]} {r['others_cores']:.2f}" for r in data["results"])
         extra.append(f"- Cores kept busy by other processes during each case (from /proc/stat): {others}.")
-        mins = ", ".join(f"{r['case'].split(' (')[0]} {_ms(r['jax_min_s'])}/{_ms(r['ort_min_s'])}" for r in data["results"])
+        mins = ", ".join(
+            f"{r['case'].split(' (')[0]} {_ms(r['jax_min_s'])}/{_ms(r['ort_min_s'])}" for r in data["results"]
+        )
         extra.append(f"- Fastest single runs, jaxonnx/onnxruntime ms: {mins}.")
-        paired = ", ".join(f"{r['case'].split(' (')[0]} {r['paired_ratio']:.2f}" for r in data["results"] if r.get("paired_ratio"))
-        extra.append(f"- Median of per-run ratios (each onnxruntime run over the jaxonnx run of the same round): {paired}.")
+        paired = ", ".join(
+            f"{r['case'].split(' (')[0]} {r['paired_ratio']:.2f}" for r in data["results"] if r.get("paired_ratio")
+        )
+        extra.append(
+            f"- Median of per-run ratios (each onnxruntime run over the jaxonnx run of the same round): {paired}."
+        )
         lines += extra + [""]
     if len(passes) > 1:
         labels = list(passes)
@@ -714,11 +782,15 @@ def _write_report(passes: dict, machine: dict, path: str) -> None:
         lines.append("")
     lines.append("## Machine")
     lines.append("")
-    lines.append(f"- CPU: {machine['cpu']}, {machine['cores']} cores, {machine['memory']} memory; kernel {machine['kernel']}, {machine['libc']}")
+    lines.append(
+        f"- CPU: {machine['cpu']}, {machine['cores']} cores, {machine['memory']} memory; kernel {machine['kernel']}, {machine['libc']}"
+    )
     lines.append(f"- Transparent huge pages: `{machine['thp']}`")
     v = first["versions"]
-    lines.append(f"- Python {v['python']}, jax {v['jax']} (jaxlib {v['jaxlib']}), onnxruntime {v['onnxruntime']} "
-                 f"(default session options: intra-op threads = all cores, memory arena on), onnx {v['onnx']}, numpy {v['numpy']}")
+    lines.append(
+        f"- Python {v['python']}, jax {v['jax']} (jaxlib {v['jaxlib']}), onnxruntime {v['onnxruntime']} "
+        f"(default session options: intra-op threads = all cores, memory arena on), onnx {v['onnx']}, numpy {v['numpy']}"
+    )
     lines.append("- `jax_enable_x64` on (the models' indices are int64); models at opset 21, IR version 10")
     lines.append("")
     # The hand-written part (what was tried, with figures) is kept from the existing file.
@@ -727,7 +799,7 @@ def _write_report(passes: dict, machine: dict, path: str) -> None:
         with open(path) as f:
             old = f.read()
         if NOTES_MARKER in old:
-            notes = old[old.index(NOTES_MARKER):]
+            notes = old[old.index(NOTES_MARKER) :]
     lines.append(notes.rstrip())
     lines.append("")
     with open(path, "w") as f:
@@ -754,7 +826,12 @@ def _child(args, env_name: str) -> dict:
             cmd += ["--case", c]
         if args.wait_quiet:
             cmd += ["--wait-quiet", str(args.wait_quiet)]
-        print(f"== {env_name}: " + (" ".join(f"{k}={v}" for k, v in TUNED_ENV.items()) if env_name == "tuned" else "environment as started") + " (child process)", flush=True)
+        print(
+            f"== {env_name}: "
+            + (" ".join(f"{k}={v}" for k, v in TUNED_ENV.items()) if env_name == "tuned" else "environment as started")
+            + " (child process)",
+            flush=True,
+        )
         print("  " + " | ".join(HEADER), flush=True)
         subprocess.run(cmd, env=env, check=True)
         with open(out) as f:
@@ -765,11 +842,20 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="small tensors, few runs: a smoke test")
     parser.add_argument("--runs", type=int, default=0, help="timed runs per case (default 9, quick 3)")
-    parser.add_argument("--case", dest="cases", action="append", help="only cases whose name contains this (repeatable)")
-    parser.add_argument("--env", choices=["both", "tuned", "default"], default="both", help="which environment passes to run")
+    parser.add_argument(
+        "--case", dest="cases", action="append", help="only cases whose name contains this (repeatable)"
+    )
+    parser.add_argument(
+        "--env", choices=["both", "tuned", "default"], default="both", help="which environment passes to run"
+    )
     parser.add_argument("--no-write", action="store_true", help="print only; do not rewrite results.md / chart.png")
-    parser.add_argument("--wait-quiet", type=float, default=0, metavar="S",
-                        help="before each case, wait up to S seconds for other processes to use < 0.3 cores")
+    parser.add_argument(
+        "--wait-quiet",
+        type=float,
+        default=0,
+        metavar="S",
+        help="before each case, wait up to S seconds for other processes to use < 0.3 cores",
+    )
     parser.add_argument("--child", metavar="JSON", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 
@@ -781,11 +867,13 @@ def main(argv=None) -> int:
 
     passes = {}
     names = {"tuned": "tuned: with GLIBC_TUNABLES", "default": "default: without it"}
-    for env_name in (["tuned", "default"] if args.env == "both" else [args.env]):
+    for env_name in ["tuned", "default"] if args.env == "both" else [args.env]:
         passes[names[env_name]] = _child(args, env_name)
     machine = _machine()
     for label, data in passes.items():
-        print(f"\n### {label}  (env: {data['env'] or 'none'}; load {data['load_before'][0]:.2f} -> {data['load_after'][0]:.2f})\n")
+        print(
+            f"\n### {label}  (env: {data['env'] or 'none'}; load {data['load_before'][0]:.2f} -> {data['load_after'][0]:.2f})\n"
+        )
         print(_table(data["results"], data["copy_gbps"]))
     if len(passes) == 2:
         a, b = passes.values()

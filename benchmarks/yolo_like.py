@@ -67,10 +67,12 @@ def yolov8n_like(torch, classes: int = 80):
             self.reg = 16
             self.strides = strides
             c2, c3 = max(16, channels[0] // 4, 4 * self.reg), max(channels[0], min(classes, 100))
-            self.cv2 = nn.ModuleList(nn.Sequential(Conv(c, c2, 3), Conv(c2, c2, 3), nn.Conv2d(c2, 4 * self.reg, 1))
-                                     for c in channels)
-            self.cv3 = nn.ModuleList(nn.Sequential(Conv(c, c3, 3), Conv(c3, c3, 3), nn.Conv2d(c3, classes, 1))
-                                     for c in channels)
+            self.cv2 = nn.ModuleList(
+                nn.Sequential(Conv(c, c2, 3), Conv(c2, c2, 3), nn.Conv2d(c2, 4 * self.reg, 1)) for c in channels
+            )
+            self.cv3 = nn.ModuleList(
+                nn.Sequential(Conv(c, c3, 3), Conv(c3, c3, 3), nn.Conv2d(c3, classes, 1)) for c in channels
+            )
             self.register_buffer("bins", torch.arange(self.reg, dtype=torch.float32).view(1, self.reg, 1, 1))
 
         def forward(self, maps):
@@ -80,8 +82,11 @@ def yolov8n_like(torch, classes: int = 80):
                 h, w = x.shape[2], x.shape[3]
                 boxes.append(self.cv2[i](x).view(n, 4 * self.reg, -1))
                 scores.append(self.cv3[i](x).view(n, classes, -1))
-                ys, xs = torch.meshgrid(torch.arange(h, dtype=torch.float32) + 0.5,
-                                        torch.arange(w, dtype=torch.float32) + 0.5, indexing="ij")
+                ys, xs = torch.meshgrid(
+                    torch.arange(h, dtype=torch.float32) + 0.5,
+                    torch.arange(w, dtype=torch.float32) + 0.5,
+                    indexing="ij",
+                )
                 anchors.append(torch.stack((xs, ys)).view(2, -1))
                 scales.append(torch.full((1, h * w), float(self.strides[i])))
             box = torch.cat(boxes, 2)

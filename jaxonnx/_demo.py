@@ -36,7 +36,9 @@ def make_demo_model() -> onnx.ModelProto:
     """x[4, 6] -> Slice (every other column) -> GatherElements -> Where -> Compress -> Flatten."""
 
     def constant(name, array):
-        return helper.make_node("Constant", [], [name], name=f"const_{name}", value=numpy_helper.from_array(array, name))
+        return helper.make_node(
+            "Constant", [], [name], name=f"const_{name}", value=numpy_helper.from_array(array, name)
+        )
 
     indices, keep = DEMO_INDICES, DEMO_KEEP
     nodes = [

@@ -69,8 +69,11 @@ def support_table() -> str:
         rows += ["", f"## Domain `{domain}` {{ #{anchor} }}", ""] + _domain_table(domain)
     bodies = function_body_ops()
     if bodies:
-        rows += ["", "Ops that jaxonnx does not register but runs through the function body onnx defines "
-                     f"for them (at the model's opset, as onnxruntime does): {', '.join(bodies)}."]
+        rows += [
+            "",
+            "Ops that jaxonnx does not register but runs through the function body onnx defines "
+            f"for them (at the model's opset, as onnxruntime does): {', '.join(bodies)}.",
+        ]
     return "\n".join(rows)
 
 
@@ -105,8 +108,11 @@ def function_body_ops() -> list[str]:
             if schema.name not in newest or schema.since_version > newest[schema.name].since_version:
                 newest[schema.name] = schema
     registered = supported_ops()
-    return sorted(name for name, schema in newest.items()
-                  if name not in registered and (schema.has_function or schema.has_context_dependent_function))
+    return sorted(
+        name
+        for name, schema in newest.items()
+        if name not in registered and (schema.has_function or schema.has_context_dependent_function)
+    )
 
 
 def ops_reference() -> str:
@@ -187,4 +193,8 @@ def update_docs(docs_dir: str) -> list[str]:
 if __name__ == "__main__":
     docs = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs")
     changed = update_docs(docs)
-    print(f"updated {', '.join(changed)}" if changed else "docs/ops.md, docs/api/ops.md and jaxonnx/ops/__init__.pyi already current")
+    print(
+        f"updated {', '.join(changed)}"
+        if changed
+        else "docs/ops.md, docs/api/ops.md and jaxonnx/ops/__init__.pyi already current"
+    )

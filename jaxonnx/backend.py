@@ -113,8 +113,7 @@ def _node_arguments(node, op, inputs) -> list:
             if extra:
                 problems.append(f"values for {', '.join(map(repr, extra))}, which it does not take")
             raise OnnxValidationError(
-                f"{where} takes the inputs {', '.join(map(repr, given)) or 'none'}; got "
-                f"{' and '.join(problems)}."
+                f"{where} takes the inputs {', '.join(map(repr, given)) or 'none'}; got {' and '.join(problems)}."
             )
         values = [inputs[name] for name in given]
     else:
@@ -123,12 +122,13 @@ def _node_arguments(node, op, inputs) -> list:
             omitted = len(node.input) - len(given)
             note = ""
             if omitted:
-                note = ' (the omitted input "" takes no value)' if omitted == 1 else (
-                    f' (the {omitted} omitted inputs "" take no value)'
+                note = (
+                    ' (the omitted input "" takes no value)'
+                    if omitted == 1
+                    else (f' (the {omitted} omitted inputs "" take no value)')
                 )
             raise OnnxValidationError(
-                f"{where} names {len(given)} inputs ({', '.join(given) or 'none'}){note}, "
-                f"got {len(values)} values."
+                f"{where} names {len(given)} inputs ({', '.join(given) or 'none'}){note}, got {len(values)} values."
             )
     values = iter(values)
     return [_to_jax(next(values), name) if name else None for name in node.input]

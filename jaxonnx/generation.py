@@ -78,7 +78,7 @@ import functools
 import json
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 import jax
 import jax.numpy as jnp
@@ -90,8 +90,16 @@ from jaxonnx._core.model import Model, load
 from jaxonnx._core.registry import trace_in_progress
 from jaxonnx._errors import OnnxValidationError
 
-__all__ = ["CacheLayout", "cache_dims_beside", "choose_tokens", "decode_compiler_options", "filtered_logits", "find_cache",
-           "generate", "load_causal_lm"]
+__all__ = [
+    "CacheLayout",
+    "cache_dims_beside",
+    "choose_tokens",
+    "decode_compiler_options",
+    "filtered_logits",
+    "find_cache",
+    "generate",
+    "load_causal_lm",
+]
 
 # Past inputs and present outputs by the names Optimum and onnxruntime-genai give them.
 _NAMED_PAST = re.compile(r"^past_key_values[._](\d+)[._](key|value)$")
@@ -138,7 +146,9 @@ class CacheLayout:
         return self.mode != "grow"
 
 
-def find_cache(model: Model, cache: Mapping[str, str] | None = None, *, dims: Mapping[str, int] | None = None) -> CacheLayout:
+def find_cache(
+    model: Model, cache: Mapping[str, str] | None = None, *, dims: Mapping[str, int] | None = None
+) -> CacheLayout:
     """Finds a causal LM's token inputs, logits, and KV-cache inputs and outputs.
 
     Args:
@@ -192,22 +202,25 @@ def find_cache(model: Model, cache: Mapping[str, str] | None = None, *, dims: Ma
             "with its past key values as inputs (Optimum's `text-generation-with-past`)."
         )
     axes, shapes, dtypes = set(), [], []
-    for past, present in pairs:
+    for past, _present in pairs:
         info = inputs[past]
         if info.shape is None or len(info.shape) < 3:
-            raise OnnxValidationError(f"The cache input {past!r} of {graph} has shape {info.shape}; `generate` needs "
-                                      "a declared rank of 3 or more (batch first).")
+            raise OnnxValidationError(
+                f"The cache input {past!r} of {graph} has shape {info.shape}; `generate` needs "
+                "a declared rank of 3 or more (batch first)."
+            )
         symbolic = [axis for axis, dim in enumerate(info.shape) if axis and not isinstance(dim, int)]
         axis = symbolic[0] if len(symbolic) == 1 else len(info.shape) - 2
-        shape = [dim if isinstance(dim, int) or a in (0, axis) else (dims or {}).get(dim, dim)
-                 for a, dim in enumerate(info.shape)]
+        shape = [
+            dim if isinstance(dim, int) or a in (0, axis) else (dims or {}).get(dim, dim)
+            for a, dim in enumerate(info.shape)
+        ]
         if not all(isinstance(dim, int) for a, dim in enumerate(shape) if a not in (0, axis)):
             # onnxruntime-genai's builder leaves the head size symbolic; its GroupQueryAttention
             # cache is (batch, kv heads, sequence, head size), both read off the graph.
             heads = _attention_heads(model) if len(shape) == 4 and axis == 2 else None
             if heads is not None:
-                shape = [dim if isinstance(dim, int) or a in (0, axis) else heads[a - 1]
-                         for a, dim in enumerate(shape)]
+                shape = [dim if isinstance(dim, int) or a in (0, axis) else heads[a - 1] for a, dim in enumerate(shape)]
         if not all(isinstance(dim, int) for a, dim in enumerate(shape) if a not in (0, axis)):
             raise OnnxValidationError(
                 f"The cache input {past!r} of {graph} is declared {info.shape}; `generate` needs every dim but the "
@@ -328,7 +341,9 @@ def choose_tokens(logits, rng=None, *, temperature=1.0, top_k=None, top_p=None):
     """
     if rng is None:
         return jnp.argmax(logits, axis=-1)
-    return jax.random.categorical(rng, filtered_logits(logits, temperature=temperature, top_k=top_k, top_p=top_p), axis=-1)
+    return jax.random.categorical(
+        rng, filtered_logits(logits, temperature=temperature, top_k=top_k, top_p=top_p), axis=-1
+    )
 
 
 def filtered_logits(logits, *, temperature=1.0, top_k=None, top_p=None):
@@ -479,8 +494,11 @@ def generate(
         tokens = int(np.prod(np.shape(input_ids)))  # the prompt step's, the most any step routes
         model = load_causal_lm(model, routed_tokens=tokens)
     layout = cache if isinstance(cache, CacheLayout) else find_cache(model, cache, dims=dims)
-    if isinstance(max_new_tokens, (bool, np.bool_)) or not isinstance(max_new_tokens, (int, np.integer)) \
-            or max_new_tokens < 1:
+    if (
+        isinstance(max_new_tokens, (bool, np.bool_))
+        or not isinstance(max_new_tokens, (int, np.integer))
+        or max_new_tokens < 1
+    ):
         raise OnnxValidationError(f"`max_new_tokens` must be a positive int (static), got {max_new_tokens!r}.")
     input_ids = jnp.asarray(input_ids)
     one_prompt = input_ids.ndim == 1
@@ -507,8 +525,19 @@ def generate(
     # the caller's, vmap, grad) the enclosing computation's options decide.
     options = {} if trace_in_progress() else decode_compiler_options()
     compiled = _compiled_generate(tuple(sorted(options.items())))
-    tokens = compiled(model, layout, input_ids, attention_mask, rng, temperature, top_k, top_p, eos,
-                      jnp.asarray(pad_token_id), int(max_new_tokens))
+    tokens = compiled(
+        model,
+        layout,
+        input_ids,
+        attention_mask,
+        rng,
+        temperature,
+        top_k,
+        top_p,
+        eos,
+        jnp.asarray(pad_token_id),
+        int(max_new_tokens),
+    )
     return tokens[0] if one_prompt else tokens
 
 
@@ -521,8 +550,12 @@ def _vocabulary_size(model: Model, layout: CacheLayout) -> int | None:
     graph = model._proto.graph
     tables = {i.name: list(i.dims) for i in graph.initializer}
     for node in graph.node:
-        if node.op_type == "Gather" and len(node.input) > 1 and node.input[1] == layout.input_ids \
-                and node.input[0] in tables:
+        if (
+            node.op_type == "Gather"
+            and len(node.input) > 1
+            and node.input[1] == layout.input_ids
+            and node.input[0] in tables
+        ):
             return tables[node.input[0]][0]
     return None
 
@@ -588,11 +621,13 @@ def decode_compiler_options() -> dict[str, str]:
 
 
 def _generate(model, layout, input_ids, attention_mask, rng, temperature, top_k, top_p, eos, pad, max_new_tokens):
-    tokens, _ = _decode(model, layout, input_ids, attention_mask, rng, temperature, top_k, top_p, eos, pad, max_new_tokens)
+    tokens, _ = _decode(
+        model, layout, input_ids, attention_mask, rng, temperature, top_k, top_p, eos, pad, max_new_tokens
+    )
     return tokens
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _compiled_generate(options: tuple[tuple[str, str], ...]):
     return jax.jit(_generate, static_argnames=("layout", "max_new_tokens"), compiler_options=dict(options) or None)
 
@@ -628,8 +663,10 @@ def _decode(model, layout, input_ids, attention_mask, rng, temperature, top_k, t
 
     if layout.mode == "buffer":
         return _decode_in_buffer(step, layout, input_ids, mask, pad, eos, ended, key_at, max_new_tokens)
-    empty = tuple(jnp.zeros(tuple(batch if d == -1 else d for d in shape), dtype)
-                  for shape, dtype in zip(layout.empty_shape, layout.dtypes))
+    empty = tuple(
+        jnp.zeros(tuple(batch if d == -1 else d for d in shape), dtype)
+        for shape, dtype in zip(layout.empty_shape, layout.dtypes)
+    )
     prompt_positions = jnp.where(mask != 0, jnp.cumsum(mask, axis=-1) - 1, 1)
     token, present = step(input_ids, mask, prompt_positions, empty, key_at(0))
     finished = ended(token)
@@ -705,8 +742,10 @@ def _decode_in_buffer(step, layout, input_ids, mask, pad, eos, ended, key_at, ma
     shift = (jnp.arange(prompt)[None] + (prompt - lengths)[:, None]) % prompt
     right_ids = jnp.take_along_axis(input_ids, shift, axis=1)
     right_mask = (jnp.arange(prompt)[None] < lengths[:, None]).astype(mask.dtype)
-    buffer = tuple(jnp.zeros(tuple(batch if d == -1 else length if d == 0 else d for d in shape), dtype)
-                   for shape, dtype in zip(layout.empty_shape, layout.dtypes))
+    buffer = tuple(
+        jnp.zeros(tuple(batch if d == -1 else length if d == 0 else d for d in shape), dtype)
+        for shape, dtype in zip(layout.empty_shape, layout.dtypes)
+    )
     token, buffer = step(right_ids, right_mask, None, buffer, key_at(0), last=lengths - 1)
     finished = ended(token)
     new = jnp.full((batch, max_new_tokens), pad, input_ids.dtype).at[:, 0].set(token)

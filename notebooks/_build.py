@@ -68,7 +68,9 @@ def md(source: str) -> tuple[str, str, tuple[str, ...]]:
 def code(source: str, *tags: str) -> tuple[str, str, tuple[str, ...]]:
     unknown = sorted(set(tags) - VOLATILE_TAGS)
     if unknown:
-        raise ValueError(f"Unknown cell tags {unknown}; the tags that mark volatile outputs are {sorted(VOLATILE_TAGS)}.")
+        raise ValueError(
+            f"Unknown cell tags {unknown}; the tags that mark volatile outputs are {sorted(VOLATILE_TAGS)}."
+        )
     return ("code", source, tags)
 
 
@@ -1552,7 +1554,12 @@ def _coalesced(outputs: list) -> list:
     merged = []
     for output in outputs:
         previous = merged[-1] if merged else None
-        if output.output_type == "stream" and previous is not None and previous.output_type == "stream" and previous.name == output.name:
+        if (
+            output.output_type == "stream"
+            and previous is not None
+            and previous.output_type == "stream"
+            and previous.name == output.name
+        ):
             previous.text += output.text
         else:
             merged.append(copy.deepcopy(output))
@@ -1692,8 +1699,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Write (and execute) the tutorial notebooks in notebooks/.")
     parser.add_argument("names", nargs="*", help="only the notebooks whose file names start with these")
     mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--check", action="store_true", help="execute and compare with the committed notebooks; write nothing")
-    mode.add_argument("--no-execute", action="store_true", help="write the notebooks without outputs (quick, for drafting)")
+    mode.add_argument(
+        "--check", action="store_true", help="execute and compare with the committed notebooks; write nothing"
+    )
+    mode.add_argument(
+        "--no-execute", action="store_true", help="write the notebooks without outputs (quick, for drafting)"
+    )
     args = parser.parse_args(argv)
 
     from nbclient.exceptions import CellExecutionError
@@ -1714,7 +1725,9 @@ def main(argv: list[str] | None = None) -> int:
             continue
         nbformat.validate(fresh)
         if args.check:
-            problems = stale_outputs(nbformat.read(path, as_version=4), fresh) if os.path.exists(path) else ["not written yet"]
+            problems = (
+                stale_outputs(nbformat.read(path, as_version=4), fresh) if os.path.exists(path) else ["not written yet"]
+            )
             failed += bool(problems)
             print(f"{name}: " + ("current" if not problems else "STALE\n  " + "\n  ".join(problems)))
             continue

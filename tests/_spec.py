@@ -191,17 +191,37 @@ def compress_spec(data, condition, axis: int | None = None, *, negative_axis=Tru
 DTYPES = tuple(
     np.dtype(d)
     for d in (
-        np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64,
-        np.float16, ml_dtypes.bfloat16, np.float32, np.float64, np.complex64, np.complex128,
+        np.bool_,
+        np.int8,
+        np.int16,
+        np.int32,
+        np.int64,
+        np.uint8,
+        np.uint16,
+        np.uint32,
+        np.uint64,
+        np.float16,
+        ml_dtypes.bfloat16,
+        np.float32,
+        np.float64,
+        np.complex64,
+        np.complex128,
     )
 )
 # The 8-, 4- and 2-bit types Flatten-21 and later add (via ml_dtypes).
 SMALL_DTYPES = tuple(
     np.dtype(d)
     for d in (
-        ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e4m3fnuz, ml_dtypes.float8_e5m2,
-        ml_dtypes.float8_e5m2fnuz, ml_dtypes.float8_e8m0fnu, ml_dtypes.float4_e2m1fn,
-        ml_dtypes.int4, ml_dtypes.uint4, ml_dtypes.int2, ml_dtypes.uint2,
+        ml_dtypes.float8_e4m3fn,
+        ml_dtypes.float8_e4m3fnuz,
+        ml_dtypes.float8_e5m2,
+        ml_dtypes.float8_e5m2fnuz,
+        ml_dtypes.float8_e8m0fnu,
+        ml_dtypes.float4_e2m1fn,
+        ml_dtypes.int4,
+        ml_dtypes.uint4,
+        ml_dtypes.int2,
+        ml_dtypes.uint2,
     )
 )
 ALL_DTYPES = DTYPES + SMALL_DTYPES
@@ -246,7 +266,12 @@ def random_array(rng: np.random.Generator, shape, dtype) -> np.ndarray:
     if dtype.kind == "O":
         words = ["", "a", "é", "naïve", "x" * 7, "0", "日本", "a b"]
         return np.array([words[i] for i in rng.integers(0, len(words), size=size)], dtype=object).reshape(shape)
-    if dtype in (np.dtype(ml_dtypes.int4), np.dtype(ml_dtypes.uint4), np.dtype(ml_dtypes.int2), np.dtype(ml_dtypes.uint2)):
+    if dtype in (
+        np.dtype(ml_dtypes.int4),
+        np.dtype(ml_dtypes.uint4),
+        np.dtype(ml_dtypes.int2),
+        np.dtype(ml_dtypes.uint2),
+    ):
         info = ml_dtypes.iinfo(dtype)
         return rng.integers(int(info.min), int(info.max) + 1, size=shape).astype(dtype)
     if dtype == np.dtype(ml_dtypes.float4_e2m1fn):

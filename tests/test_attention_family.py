@@ -66,7 +66,9 @@ def test_attention_grouped_query_heads_share_key_value_heads():
     q = _normal(1, 4, 3, 4)
     y = np.asarray(ops.attention(q, K[:1], V[:1])[0])
     for head in range(4):
-        alone = ops.attention(q[:, head : head + 1], K[:1, head // 2 : head // 2 + 1], V[:1, head // 2 : head // 2 + 1])[0]
+        alone = ops.attention(
+            q[:, head : head + 1], K[:1, head // 2 : head // 2 + 1], V[:1, head // 2 : head // 2 + 1]
+        )[0]
         np.testing.assert_allclose(y[:, head : head + 1], np.asarray(alone), rtol=1e-6, atol=1e-6)
 
 
@@ -116,22 +118,68 @@ def test_linear_attention_jit_and_chunk_size_has_no_effect():
 @pytest.mark.parametrize(
     "call, message",
     [
-        (lambda: ops.attention(Q[0], K[0], V[0]), "Attention-25 needs `q_num_heads` > 0 dividing the hidden size of the 3-D `Q`"),
-        (lambda: ops.attention(Q, K, V, q_num_heads=2, kv_num_heads=2), "Attention-25 got `q_num_heads`=2 and `kv_num_heads`=2 with 4-D inputs"),
-        (lambda: ops.attention(_normal(1, 3, 3, 4), K[:1], V[:1]), "Attention-25 needs the query heads (3) to be a multiple of the key/value heads (2)."),
-        (lambda: ops.attention(Q, K, V, None, _normal(2, 2, 1, 4)), "Attention-25 needs `past_key` and `past_value` together"),
-        (lambda: ops.attention(Q, K, V, None, None, None, np.array([6, 1])), "Attention-25 got `nonpad_kv_seqlen`=[6, 1]; each is in [0, 5]"),
-        (lambda: ops.attention(Q, K, V, np.ones((3, 6), bool)), "Attention-25 needs `attn_mask` broadcastable to (batch, q_num_heads"),
+        (
+            lambda: ops.attention(Q[0], K[0], V[0]),
+            "Attention-25 needs `q_num_heads` > 0 dividing the hidden size of the 3-D `Q`",
+        ),
+        (
+            lambda: ops.attention(Q, K, V, q_num_heads=2, kv_num_heads=2),
+            "Attention-25 got `q_num_heads`=2 and `kv_num_heads`=2 with 4-D inputs",
+        ),
+        (
+            lambda: ops.attention(_normal(1, 3, 3, 4), K[:1], V[:1]),
+            "Attention-25 needs the query heads (3) to be a multiple of the key/value heads (2).",
+        ),
+        (
+            lambda: ops.attention(Q, K, V, None, _normal(2, 2, 1, 4)),
+            "Attention-25 needs `past_key` and `past_value` together",
+        ),
+        (
+            lambda: ops.attention(Q, K, V, None, None, None, np.array([6, 1])),
+            "Attention-25 got `nonpad_kv_seqlen`=[6, 1]; each is in [0, 5]",
+        ),
+        (
+            lambda: ops.attention(Q, K, V, np.ones((3, 6), bool)),
+            "Attention-25 needs `attn_mask` broadcastable to (batch, q_num_heads",
+        ),
         (lambda: ops.attention(Q, K, V, softmax_precision=7), "Attention-25 got `softmax_precision`=7"),
-        (lambda: ops.attention(Q, K, V, scale=-1.0), "Attention-25 got `scale`=-1.0; `Q` and `K` are each scaled by sqrt(scale)"),
-        (lambda: ops.attention(Q, K, V, np.ones((3, 3), bool), None, None, np.array([4, 2])), "Attention-25 got `attn_mask` of shape (3, 3) with `nonpad_kv_seqlen`=[4, 2]"),
-        (lambda: ops.tensor_scatter(_normal(2, 4, 3), _normal(2, 2, 3), np.array([3, 0])), "TensorScatter-24 got `write_indices`=[3, 0]"),
-        (lambda: ops.tensor_scatter(_normal(2, 4, 3), _normal(2, 2, 3), axis=0), "TensorScatter-24 got `axis` naming dim 0"),
-        (lambda: ops.rotary_embedding(Q, _normal(4, 2), _normal(4, 2), np.array([[0, 1, 4], [0, 1, 2]])), "RotaryEmbedding-23 got `position_ids` from 0 to 4; each is in [0, 4)"),
-        (lambda: ops.rotary_embedding(Q, _normal(4, 1), _normal(4, 1), np.zeros((2, 3), np.int64), rotary_embedding_dim=3), "RotaryEmbedding-23 got `rotary_embedding_dim`=3"),
+        (
+            lambda: ops.attention(Q, K, V, scale=-1.0),
+            "Attention-25 got `scale`=-1.0; `Q` and `K` are each scaled by sqrt(scale)",
+        ),
+        (
+            lambda: ops.attention(Q, K, V, np.ones((3, 3), bool), None, None, np.array([4, 2])),
+            "Attention-25 got `attn_mask` of shape (3, 3) with `nonpad_kv_seqlen`=[4, 2]",
+        ),
+        (
+            lambda: ops.tensor_scatter(_normal(2, 4, 3), _normal(2, 2, 3), np.array([3, 0])),
+            "TensorScatter-24 got `write_indices`=[3, 0]",
+        ),
+        (
+            lambda: ops.tensor_scatter(_normal(2, 4, 3), _normal(2, 2, 3), axis=0),
+            "TensorScatter-24 got `axis` naming dim 0",
+        ),
+        (
+            lambda: ops.rotary_embedding(Q, _normal(4, 2), _normal(4, 2), np.array([[0, 1, 4], [0, 1, 2]])),
+            "RotaryEmbedding-23 got `position_ids` from 0 to 4; each is in [0, 4)",
+        ),
+        (
+            lambda: ops.rotary_embedding(
+                Q, _normal(4, 1), _normal(4, 1), np.zeros((2, 3), np.int64), rotary_embedding_dim=3
+            ),
+            "RotaryEmbedding-23 got `rotary_embedding_dim`=3",
+        ),
         (lambda: ops.rms_normalization(Q, _normal(3)), "RMSNormalization-23 cannot broadcast `scale` of shape (3,)"),
-        (lambda: ops.linear_attention(_normal(1, 2, 4), _normal(1, 2, 4), _normal(1, 2, 4), q_num_heads=1, kv_num_heads=1, update_rule="gated"), "LinearAttention-27 needs `decay` with `update_rule`='gated'"),
-        (lambda: ops.causal_conv_with_state(_normal(1, 2, 4), _normal(2, 1, 3), None, _normal(1, 2, 1)), "CausalConvWithState-27 needs `past_state` of shape (batch, channels, k - 1) = (1, 2, 2)"),
+        (
+            lambda: ops.linear_attention(
+                _normal(1, 2, 4), _normal(1, 2, 4), _normal(1, 2, 4), q_num_heads=1, kv_num_heads=1, update_rule="gated"
+            ),
+            "LinearAttention-27 needs `decay` with `update_rule`='gated'",
+        ),
+        (
+            lambda: ops.causal_conv_with_state(_normal(1, 2, 4), _normal(2, 1, 3), None, _normal(1, 2, 1)),
+            "CausalConvWithState-27 needs `past_state` of shape (batch, channels, k - 1) = (1, 2, 2)",
+        ),
     ],
 )
 def test_errors_name_the_argument_and_value(call, message):
@@ -142,14 +190,20 @@ def test_errors_name_the_argument_and_value(call, message):
 def test_every_attention_family_version_is_registered():
     ops_ = jaxonnx.supported_ops()
     assert list(ops_["Attention"]) == [23, 24, 25]
-    for name, version in (("RMSNormalization", 23), ("RotaryEmbedding", 23), ("TensorScatter", 24),
-                          ("LinearAttention", 27), ("CausalConvWithState", 27)):
+    for name, version in (
+        ("RMSNormalization", 23),
+        ("RotaryEmbedding", 23),
+        ("TensorScatter", 24),
+        ("LinearAttention", 27),
+        ("CausalConvWithState", 27),
+    ):
         assert list(ops_[name]) == [version]
 
 
 # FlexAttention (ai.onnx.preview): a model whose score_mod is a causal-mask subgraph built from
 # the scores' own shape (Shape, Gather, Range, ...) and whose prob_mod is a Mul, against
 # onnx.reference on shapes of none of onnx's cases (grouped heads, L != S, v_head_size != E).
+
 
 def _flex_model(*, dtype=onnx.TensorProto.FLOAT, **attributes):
     from onnx import helper
@@ -168,19 +222,43 @@ def _flex_model(*, dtype=onnx.TensorProto.FLOAT, **attributes):
             helper.make_node("GreaterOrEqual", ["q_idx", "k_idx"], ["mask"]),
             helper.make_node("Where", ["mask", "scores", "neg_inf"], ["scores_out"]),
         ],
-        "causal", [value("scores")], [value("scores_out")],
-        [helper.make_tensor(n, onnx.TensorProto.INT64, [], [v]) for n, v in (("zero", 0), ("one", 1), ("two", 2), ("three", 3))]
-        + [helper.make_tensor("last", onnx.TensorProto.INT64, [1], [1]), helper.make_tensor("neg_inf", dtype, [], [-np.inf])],
+        "causal",
+        [value("scores")],
+        [value("scores_out")],
+        [
+            helper.make_tensor(n, onnx.TensorProto.INT64, [], [v])
+            for n, v in (("zero", 0), ("one", 1), ("two", 2), ("three", 3))
+        ]
+        + [
+            helper.make_tensor("last", onnx.TensorProto.INT64, [1], [1]),
+            helper.make_tensor("neg_inf", dtype, [], [-np.inf]),
+        ],
     )
     halve = helper.make_graph(
-        [helper.make_node("Mul", ["probs", "half"], ["probs_out"])], "halve", [value("probs")], [value("probs_out")],
+        [helper.make_node("Mul", ["probs", "half"], ["probs_out"])],
+        "halve",
+        [value("probs")],
+        [value("probs_out")],
         [helper.make_tensor("half", dtype, [], [0.5])],
     )
-    node = helper.make_node("FlexAttention", ["Q", "K", "V"], ["Y"], domain="ai.onnx.preview", score_mod=causal,
-                            prob_mod=halve, **attributes)
-    graph = helper.make_graph([node], "flex", [helper.make_tensor_value_info(n, onnx.TensorProto.FLOAT, None) for n in "QKV"],
-                              [helper.make_tensor_value_info("Y", onnx.TensorProto.FLOAT, None)])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 26), helper.make_opsetid("ai.onnx.preview", 1)])
+    node = helper.make_node(
+        "FlexAttention",
+        ["Q", "K", "V"],
+        ["Y"],
+        domain="ai.onnx.preview",
+        score_mod=causal,
+        prob_mod=halve,
+        **attributes,
+    )
+    graph = helper.make_graph(
+        [node],
+        "flex",
+        [helper.make_tensor_value_info(n, onnx.TensorProto.FLOAT, None) for n in "QKV"],
+        [helper.make_tensor_value_info("Y", onnx.TensorProto.FLOAT, None)],
+    )
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 26), helper.make_opsetid("ai.onnx.preview", 1)]
+    )
     model.ir_version = 11
     return model
 
@@ -212,7 +290,11 @@ def test_flex_attention_gradients_and_vmap_through_modifiers():
 
     q, k, v = (jnp.asarray(x, jnp.float64) for x in (FQ, FK, FV))
     check_grads(f, (q, k, v), order=1, modes=("rev",), atol=1e-5, rtol=1e-5)
-    batched = jax.vmap(f)(q[None].repeat(2, 0) * jnp.array([1.0, -2.0])[:, None, None, None, None], k[None].repeat(2, 0), v[None].repeat(2, 0))
+    batched = jax.vmap(f)(
+        q[None].repeat(2, 0) * jnp.array([1.0, -2.0])[:, None, None, None, None],
+        k[None].repeat(2, 0),
+        v[None].repeat(2, 0),
+    )
     np.testing.assert_allclose(np.asarray(batched[0]), np.asarray(f(q, k, v)), rtol=1e-12)
     np.testing.assert_allclose(np.asarray(batched[1]), np.asarray(f(-2.0 * q, k, v)), rtol=1e-12)
 
@@ -239,11 +321,23 @@ def test_flex_attention_modifiers_see_the_softmax_precision():
     "call, message",
     [
         (lambda: ops.flex_attention(FQ[0], FK, FV), "FlexAttention-1 needs a 4-D `Q`"),
-        (lambda: ops.flex_attention(FQ[:, :5], FK, FV), "FlexAttention-1 needs the query heads (5) to be a multiple of the key/value heads (3)."),
-        (lambda: ops.flex_attention(FQ, FK, FV[:, :, :6]), "FlexAttention-1 needs `K` and `V` of `Q`'s batch, with one number of heads and one sequence length"),
+        (
+            lambda: ops.flex_attention(FQ[:, :5], FK, FV),
+            "FlexAttention-1 needs the query heads (5) to be a multiple of the key/value heads (3).",
+        ),
+        (
+            lambda: ops.flex_attention(FQ, FK, FV[:, :, :6]),
+            "FlexAttention-1 needs `K` and `V` of `Q`'s batch, with one number of heads and one sequence length",
+        ),
         (lambda: ops.flex_attention(FQ, FK, FV, softmax_precision=7), "FlexAttention-1 got `softmax_precision`=7"),
-        (lambda: ops.flex_attention(FQ, FK, FV, score_mod=lambda s: s[..., :3]), "FlexAttention-1 needs a `score_mod` that keeps the shape and element type of its input float32[2, 6, 5, 7], got float32[2, 6, 5, 3]."),
-        (lambda: ops.flex_attention(FQ, FK, FV, prob_mod=lambda p: (p, p)), "FlexAttention-1 needs a `prob_mod` with one output, got 2 outputs."),
+        (
+            lambda: ops.flex_attention(FQ, FK, FV, score_mod=lambda s: s[..., :3]),
+            "FlexAttention-1 needs a `score_mod` that keeps the shape and element type of its input float32[2, 6, 5, 7], got float32[2, 6, 5, 3].",
+        ),
+        (
+            lambda: ops.flex_attention(FQ, FK, FV, prob_mod=lambda p: (p, p)),
+            "FlexAttention-1 needs a `prob_mod` with one output, got 2 outputs.",
+        ),
     ],
 )
 def test_flex_attention_errors_name_the_argument_and_value(call, message):

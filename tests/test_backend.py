@@ -36,8 +36,9 @@ _PATTERN = re.compile("^(" + "|".join(map(re.escape, SUPPORTED_CASES)) + ")_(" +
 
 # BackendTest would build onnx's node cases itself (importing every case module runs its
 # generators: ~8 s per process); it gets those built once per run (tests/_node_cases.py).
-with warnings.catch_warnings(), unittest.mock.patch.object(
-    onnx.backend.test.loader, "load_node_model_tests", lambda: list(node_cases())
+with (
+    warnings.catch_warnings(),
+    unittest.mock.patch.object(onnx.backend.test.loader, "load_node_model_tests", lambda: list(node_cases())),
 ):
     warnings.simplefilter("ignore", RuntimeWarning)
     _backend_test = onnx.backend.test.BackendTest(jaxonnx.backend, __name__)
@@ -58,9 +59,7 @@ def test_every_supported_node_case_is_collected():
     # onnx 1.23 has 27 node cases built from only Compress, Flatten, GatherElements, Where,
     # Slice, and more for Constant and Identity on tensors.
     five_ops = {"Compress", "Flatten", "GatherElements", "Where", "Slice"}
-    only_five = [
-        c for c in node_cases() if {n.op_type for n in c.model.graph.node} <= five_ops
-    ]
+    only_five = [c for c in node_cases() if {n.op_type for n in c.model.graph.node} <= five_ops]
     assert len(only_five) >= 27
     assert {c.name for c in only_five} <= set(SUPPORTED_CASES)
     collected = {name for items in _backend_test._test_items.values() for name in items}
@@ -131,7 +130,10 @@ def test_run_node_checks_the_number_of_inputs(inputs, message):
 
 def test_run_node_refuses_none_for_a_required_input():
     node = onnx.helper.make_node("Slice", ["x", "s", "e"], ["y"], name="cut")
-    with pytest.raises(jaxonnx.OnnxValidationError, match=r"^Node 'cut' \(Slice-13, inputs x: float\[10\], s: None, e: int64\[1\]\) failed: Slice-13 needs its input `starts` \(input 1\), got None"):
+    with pytest.raises(
+        jaxonnx.OnnxValidationError,
+        match=r"^Node 'cut' \(Slice-13, inputs x: float\[10\], s: None, e: int64\[1\]\) failed: Slice-13 needs its input `starts` \(input 1\), got None",
+    ):
         jaxonnx.backend.run_node(node, [X, None, ENDS])
 
 
@@ -142,8 +144,10 @@ def test_backend_validates_concrete_inputs_like_the_eager_path():
     graph = helper.make_graph(
         [node],
         "g",
-        [helper.make_tensor_value_info("data", TensorProto.FLOAT, [2, 2]),
-         helper.make_tensor_value_info("indices", TensorProto.INT64, [2, 2])],
+        [
+            helper.make_tensor_value_info("data", TensorProto.FLOAT, [2, 2]),
+            helper.make_tensor_value_info("indices", TensorProto.INT64, [2, 2]),
+        ],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 2])],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
@@ -167,15 +171,24 @@ if __name__ == "__main__":
 
 @pytest.mark.parametrize(
     ("module", "ignored"),
-    [("onnx.backend.test.case.node.slice", True), ("onnx.reference.ops.op_where", True), ("onnx", True),
-     ("jaxonnx._core.model", False), ("onnxruntime.capi", False), ("tests.test_backend", False)],
+    [
+        ("onnx.backend.test.case.node.slice", True),
+        ("onnx.reference.ops.op_where", True),
+        ("onnx", True),
+        ("jaxonnx._core.model", False),
+        ("onnxruntime.capi", False),
+        ("tests.test_backend", False),
+    ],
 )
 def test_deprecation_warnings_are_errors_except_inside_onnxs_own_modules(module, ignored):
     # What numpy 2.5 raises where onnx's test-case modules set an array's shape.
     def warn():
         warnings.warn_explicit(
             "Setting the shape on a NumPy array has been deprecated in NumPy 2.5.",
-            DeprecationWarning, filename=f"{module.replace('.', '/')}.py", lineno=1, module=module,
+            DeprecationWarning,
+            filename=f"{module.replace('.', '/')}.py",
+            lineno=1,
+            module=module,
         )
 
     if ignored:
@@ -199,9 +212,12 @@ def test_a_kernel_onnxruntime_lacks_skips_naming_its_version_and_the_kernel(run_
     monkeypatch.setattr(onnxruntime, "InferenceSession", no_kernel)
     node = onnx.helper.make_node("Where", ["c", "x", "y"], ["z"])
     graph = onnx.helper.make_graph(
-        [node], "missing_kernel",
-        [onnx.helper.make_tensor_value_info(n, t, [1]) for n, t in
-         [("c", onnx.TensorProto.BOOL), ("x", onnx.TensorProto.INT8), ("y", onnx.TensorProto.INT8)]],
+        [node],
+        "missing_kernel",
+        [
+            onnx.helper.make_tensor_value_info(n, t, [1])
+            for n, t in [("c", onnx.TensorProto.BOOL), ("x", onnx.TensorProto.INT8), ("y", onnx.TensorProto.INT8)]
+        ],
         [onnx.helper.make_tensor_value_info("z", onnx.TensorProto.INT8, [1])],
     )
     model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 16)])

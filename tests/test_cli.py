@@ -190,12 +190,16 @@ def test_check_an_unsupported_model(tmp_path, capsys):
     assert re.search(r"flat\s+Flatten\s+Flatten-21\s+supported", out)
     # An op jaxonnx does not register but onnx defines with a function body runs through it.
     shrink_registered = "Shrink" in jaxonnx.supported_ops()
-    assert re.search(r"shrink\s+Shrink\s+Shrink-9" + ("\\s+supported$" if shrink_registered else
-                     " \\(body\\)\\s+supported \\(onnx's function body\\)"), out, flags=re.MULTILINE)
+    assert re.search(
+        r"shrink\s+Shrink\s+Shrink-9"
+        + ("\\s+supported$" if shrink_registered else " \\(body\\)\\s+supported \\(onnx's function body\\)"),
+        out,
+        flags=re.MULTILINE,
+    )
     assert re.search(r"decode\s+Frobnicate\s+-\s+NOT supported: jaxonnx does not implement this op", out)
     assert out.splitlines()[2] == "NOT supported: 1 of 3 nodes; Frobnicate (1 node)"
     supported = ", ".join(jaxonnx.supported_ops())
-    tail = out[out.index("jaxonnx supports in ai.onnx: "):]
+    tail = out[out.index("jaxonnx supports in ai.onnx: ") :]
     assert " ".join(tail.split()) == f"jaxonnx supports in ai.onnx: {supported}" and out.count("Compress") == 1
 
 
@@ -208,9 +212,7 @@ def test_check_refuses_unreadable_files(tmp_path, capsys):
 
 
 def test_python_dash_m_jaxonnx_runs_the_demo():
-    result = subprocess.run(
-        [sys.executable, "-m", "jaxonnx"], capture_output=True, text=True, timeout=120, check=False
-    )
+    result = subprocess.run([sys.executable, "-m", "jaxonnx"], capture_output=True, text=True, timeout=120, check=False)
     assert result.returncode == 0, result.stderr
     assert f"jax.jit:  y = {DEMO_Y} (equal to eager: True)" in result.stdout
 
@@ -297,7 +299,9 @@ def test_check_names_unnamed_nodes_like_the_interpreter_and_counts_unsupported_o
     assert re.search(r"^  dense\s+Defrobnicate\s+-\s+NOT supported", out, flags=re.MULTILINE)
     assert "NOT supported: 3 of 4 nodes; Frobnicate (2 nodes), Defrobnicate (1 node)\n" in out
     # The interpreter names the same nodes the same way.
-    with pytest.raises(jaxonnx.UnsupportedOpError, match=r"node 'Frobnicate_0' \(Frobnicate\).*node 'Frobnicate_2' \(Frobnicate\)"):
+    with pytest.raises(
+        jaxonnx.UnsupportedOpError, match=r"node 'Frobnicate_0' \(Frobnicate\).*node 'Frobnicate_2' \(Frobnicate\)"
+    ):
         jaxonnx.load(path)
 
 
@@ -383,7 +387,10 @@ def test_a_whole_shape_or_a_given_input_decides_the_dims_it_holds(tmp_path, caps
     assert "input images: shape [2, 3, 3, 2], dtype float32 (random)" in out
     assert "y: shape [2, 10, 3]" in out
     assert main(["run", path, "--input", f"mask={tmp_path / 'mask.npy'}", "--dim", "batch=3"]) == 2
-    assert "The symbolic dim 'batch' is 3 from --dim but 2 from --input mask; give it one length." in capsys.readouterr().err
+    assert (
+        "The symbolic dim 'batch' is 3 from --dim but 2 from --input mask; give it one length."
+        in capsys.readouterr().err
+    )
 
 
 def test_batch_sets_the_first_dim_of_inputs_whose_first_dim_is_not_fixed(tmp_path, capsys):
@@ -405,16 +412,23 @@ def test_batch_sets_the_first_dim_of_inputs_whose_first_dim_is_not_fixed(tmp_pat
 def test_dim_and_shape_options_are_checked(tmp_path, capsys):
     path = _detector(tmp_path)
     for args, message in [
-        (["--dim", "heigth=3"], "--dim names 'heigth', which no input of the model has as a symbolic dim; "
-                                "its symbolic dims are batch, height, width."),
+        (
+            ["--dim", "heigth=3"],
+            "--dim names 'heigth', which no input of the model has as a symbolic dim; "
+            "its symbolic dims are batch, height, width.",
+        ),
         (["--dim", "height=-1"], "--dim needs NAME=N with a non-negative integer N, got 'height=-1'."),
-        (["--shape", "images=1,3,640"], "--shape images=1,3,640 does not fit the input's declared shape "
-                                        "[batch, 3, height, width]."),
+        (
+            ["--shape", "images=1,3,640"],
+            "--shape images=1,3,640 does not fit the input's declared shape [batch, 3, height, width].",
+        ),
         (["--shape", "images=1,4,2,2"], "does not fit the input's declared shape"),
         (["--shape", "images=1,x"], "--shape needs NAME=D1,D2,... with non-negative integers"),
         (["--shape", "picture=1"], "--shape names 'picture', which is not an input of the model"),
-        (["--dim", "height=2", "--shape", "images=1,3,4,4"], "The symbolic dim 'height' is 2 from --dim but 4 from "
-                                                            "--shape images; give it one length."),
+        (
+            ["--dim", "height=2", "--shape", "images=1,3,4,4"],
+            "The symbolic dim 'height' is 2 from --dim but 4 from --shape images; give it one length.",
+        ),
         (["--dim", "batch=2", "--batch", "3"], "The symbolic dim 'batch' is 2 from --dim but 3 from --batch"),
     ]:
         assert main(["run", path, *args]) == 2, args
@@ -463,7 +477,10 @@ def test_size_hinted_outputs_are_summarized_over_their_real_entries(tmp_path, ca
     for jit in ([], ["--jit"]):
         assert main(["run", path, *inputs, *jit, "--size-hint", "picked=3", "--size-hint", "where=8"]) == 0
         out = capsys.readouterr().out
-        assert "picked: shape [3, 2], dtype float32, size hint 3: 2 real rows + 1 padding, min 0, max 2, mean 0.75 (of the real entries)" in out
+        assert (
+            "picked: shape [3, 2], dtype float32, size hint 3: 2 real rows + 1 padding, min 0, max 2, mean 0.75 (of the real entries)"
+            in out
+        )
         columns = np.array(np.nonzero(x)).astype(np.float64)
         assert (
             f"where: shape [2, 8], dtype int64, size hint 8: 5 real columns + 3 padding, min 0, max "
@@ -499,15 +516,23 @@ def _branch(name, nodes, output):
 
 def test_check_counts_the_nodes_of_subgraphs_with_their_paths(tmp_path, capsys):
     # A voice detector's shape: one If at the top, its branches hold more If and LSTM nodes.
-    inner_then = _branch("inner_then", [
-        helper.make_node("Frobnicateur", ["x"], ["h"]),
-        helper.make_node("Relu", ["h"], ["r1"]),
-    ], "r1")
+    inner_then = _branch(
+        "inner_then",
+        [
+            helper.make_node("Frobnicateur", ["x"], ["h"]),
+            helper.make_node("Relu", ["h"], ["r1"]),
+        ],
+        "r1",
+    )
     inner_else = _branch("inner_else", [helper.make_node("Neg", ["x"], ["n"])], "n")
-    then_branch = _branch("then", [
-        helper.make_node("Abs", ["x"], ["a"], name="abs"),
-        helper.make_node("If", ["c"], ["t"], then_branch=inner_then, else_branch=inner_else),
-    ], "t")
+    then_branch = _branch(
+        "then",
+        [
+            helper.make_node("Abs", ["x"], ["a"], name="abs"),
+            helper.make_node("If", ["c"], ["t"], then_branch=inner_then, else_branch=inner_else),
+        ],
+        "t",
+    )
     else_branch = _branch("else", [helper.make_node("Identity", ["x"], ["e"])], "e")
     path = _save(
         tmp_path,
@@ -578,11 +603,19 @@ def test_bench_times_the_jitted_model_beside_onnxruntime_and_checks_the_outputs(
     assert main(["bench", path, "--batch", "2", "--dim", "height=3", "--dim", "width=2", "--repeat", "3"]) == 0
     out = capsys.readouterr().out
     assert "input images: shape [2, 3, 3, 2], dtype float32 (random)" in out
-    assert re.search(r"^jaxonnx: load [\d.]+ ms, trace and lower [\d.]+ ms, compile [\d.]+ ms$", out, flags=re.MULTILINE)
-    assert re.search(r"^jaxonnx, jax\.jit on cpu: median [\d.]+ ms per call over 3 calls \(min", out, flags=re.MULTILINE)
-    assert re.search(r"^onnxruntime, CPUExecutionProvider: median [\d.]+ ms per call over 3 calls", out, flags=re.MULTILINE)
+    assert re.search(
+        r"^jaxonnx: load [\d.]+ ms, trace and lower [\d.]+ ms, compile [\d.]+ ms$", out, flags=re.MULTILINE
+    )
+    assert re.search(
+        r"^jaxonnx, jax\.jit on cpu: median [\d.]+ ms per call over 3 calls \(min", out, flags=re.MULTILINE
+    )
+    assert re.search(
+        r"^onnxruntime, CPUExecutionProvider: median [\d.]+ ms per call over 3 calls", out, flags=re.MULTILINE
+    )
     assert re.search(r"^ratio onnxruntime / jaxonnx median time: [\d.]+ ", out, flags=re.MULTILINE)
-    assert re.search(r"^  y: pass: max abs diff 0, max rel diff 0 \(rtol 0.0001, atol 1e-05 for float32\)$", out, flags=re.MULTILINE)
+    assert re.search(
+        r"^  y: pass: max abs diff 0, max rel diff 0 \(rtol 0.0001, atol 1e-05 for float32\)$", out, flags=re.MULTILINE
+    )
     assert out.endswith("outputs agree\n")
 
 
@@ -592,7 +625,10 @@ def test_bench_compares_the_real_rows_of_size_hinted_outputs(tmp_path, capsys):
     args = ["bench", path, "--input", f"cond={tmp_path / 'cond.npy'}", "--size-hint", "picked=4", "--repeat", "1"]
     assert main(args) == 0
     out = capsys.readouterr().out
-    assert "  picked: pass: max abs diff 0, max rel diff 0 (rtol 0.0001, atol 1e-05 for float32), size hint 4: 2 real rows + 2 padding" in out
+    assert (
+        "  picked: pass: max abs diff 0, max rel diff 0 (rtol 0.0001, atol 1e-05 for float32), size hint 4: 2 real rows + 2 padding"
+        in out
+    )
 
 
 def test_bench_without_onnxruntime_times_jaxonnx_alone(tmp_path, capsys, monkeypatch):
@@ -629,13 +665,19 @@ def test_bench_fails_when_the_outputs_differ(capsys, monkeypatch):
             return [y]
 
     fake = types.SimpleNamespace(
-        __version__="0.0-test", get_available_providers=lambda: ["CPUExecutionProvider"],
-        SessionOptions=types.SimpleNamespace, InferenceSession=Session,
+        __version__="0.0-test",
+        get_available_providers=lambda: ["CPUExecutionProvider"],
+        SessionOptions=types.SimpleNamespace,
+        InferenceSession=Session,
     )
     monkeypatch.setattr(bench, "_onnxruntime", lambda: fake)
     assert main(["bench", DEMO_PATH, "--repeat", "1"]) == 1
     out = capsys.readouterr().out
-    assert re.search(r"^  y: FAIL: max abs diff 0\.01\d*, max rel diff [\d.e-]+ \(rtol 0\.0001, atol 1e-05 for float32\)$", out, flags=re.MULTILINE), out
+    assert re.search(
+        r"^  y: FAIL: max abs diff 0\.01\d*, max rel diff [\d.e-]+ \(rtol 0\.0001, atol 1e-05 for float32\)$",
+        out,
+        flags=re.MULTILINE,
+    ), out
     assert out.endswith("outputs DIFFER from onnxruntime's\n")
     # A looser tolerance passes.
     assert main(["bench", DEMO_PATH, "--repeat", "1", "--atol", "0.02"]) == 0
@@ -644,8 +686,12 @@ def test_bench_fails_when_the_outputs_differ(capsys, monkeypatch):
 
 def test_run_on_a_paddle_style_model_with_negative_and_placeholder_dims(tmp_path, capsys):
     # paddle2onnx declares `x: [-1, 3, '?', '?']`: every one of them an unknown dim.
-    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "paddle_like",
-                              [vi("x", TensorProto.FLOAT, [-1, 3, "?", "?"])], [vi("y", TensorProto.FLOAT, [-1, 3, -1, -1])])
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"])],
+        "paddle_like",
+        [vi("x", TensorProto.FLOAT, [-1, 3, "?", "?"])],
+        [vi("y", TensorProto.FLOAT, [-1, 3, -1, -1])],
+    )
     path = str(tmp_path / "neg.onnx")
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)]), path)
     assert main(["run", path, "--shape", "x=1,3,48,192"]) == 0
@@ -671,10 +717,14 @@ def test_check_and_run_name_an_unsupported_contrib_op_alike_and_list_its_domain(
     """Issue 41 §8: the listing of supported ops is the unsupported op's domain's, near names
     first, and `run` and `check` both name the op domain-qualified."""
     graph = helper.make_graph(
-        [helper.make_node("SkipLayerNormalisation", ["x"], ["y"], name="norm", domain="com.microsoft")], "g",
-        [vi("x", TensorProto.FLOAT, [2])], [vi("y", TensorProto.FLOAT, [2])],
+        [helper.make_node("SkipLayerNormalisation", ["x"], ["y"], name="norm", domain="com.microsoft")],
+        "g",
+        [vi("x", TensorProto.FLOAT, [2])],
+        [vi("y", TensorProto.FLOAT, [2])],
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid("com.microsoft", 1)])
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid("com.microsoft", 1)]
+    )
     model.ir_version = 10
     path = str(tmp_path / "contrib.onnx")
     onnx.save(model, path)

@@ -13,7 +13,15 @@ from jax.test_util import check_grads
 import jaxonnx
 from jaxonnx._xla_cpu import ynn_convolutions
 from jaxonnx.ops._helpers.conv_cpu import (
-    _cpu_formulation, _sum, convolve, cpu_convolve, multiply_adds, patches, pointwise, xla_convolve)
+    _cpu_formulation,
+    _sum,
+    convolve,
+    cpu_convolve,
+    multiply_adds,
+    patches,
+    pointwise,
+    xla_convolve,
+)
 
 # (x shape, w shape, strides, (low, high) padding per axis, dilations, group, dtype)
 CASES = {
@@ -21,25 +29,105 @@ CASES = {
     "depthwise strided uneven pads": ((1, 3, 9, 8), (3, 1, 3, 2), (2, 3), ((0, 2), (1, 0)), (1, 1), 3, np.float32),
     "depthwise dilated, multiplier 2": ((1, 3, 8, 8), (6, 1, 3, 3), (1, 1), ((2, 2), (1, 3)), (2, 2), 3, np.float64),
     "grouped 4 per group": ((1, 8, 5, 6), (6, 4, 3, 3), (1, 2), ((1, 1), (0, 1)), (1, 1), 2, np.float32),
-    "5x5 on 1x1 (taps in padding left out)": ((2, 4, 1, 1), (4, 1, 5, 5), (1, 1), ((2, 2), (2, 2)), (1, 1), 4, np.float32),
-    "stride past the input (only padding read)": ((1, 2, 1, 1), (2, 1, 1, 1), (2, 2), ((1, 1), (1, 1)), (1, 1), 2, np.float32),
-    "window never reaches the input's end": ((1, 2, 7, 7), (2, 1, 2, 2), (3, 3), ((0, 0), (0, 0)), (1, 1), 2, np.float64),
+    "5x5 on 1x1 (taps in padding left out)": (
+        (2, 4, 1, 1),
+        (4, 1, 5, 5),
+        (1, 1),
+        ((2, 2), (2, 2)),
+        (1, 1),
+        4,
+        np.float32,
+    ),
+    "stride past the input (only padding read)": (
+        (1, 2, 1, 1),
+        (2, 1, 1, 1),
+        (2, 2),
+        ((1, 1), (1, 1)),
+        (1, 1),
+        2,
+        np.float32,
+    ),
+    "window never reaches the input's end": (
+        (1, 2, 7, 7),
+        (2, 1, 2, 2),
+        (3, 3),
+        ((0, 0), (0, 0)),
+        (1, 1),
+        2,
+        np.float64,
+    ),
     "1-D": ((2, 4, 11), (8, 2, 3), (2,), ((1, 2),), (2,), 2, np.float32),
     "depthwise 1-D, multiplier 3": ((2, 3, 10), (9, 1, 4), (3,), ((2, 1),), (2,), 3, np.float32),
-    "depthwise 7x7 (49 terms over 4 partial sums)": ((1, 8, 9, 9), (8, 1, 7, 7), (1, 1), ((3, 3), (3, 3)), (1, 1), 8, np.float64),
-    "grouped 4 per group, 5x5 (100 terms), 2 outputs each": ((1, 8, 6, 6), (4, 4, 5, 5), (1, 1), ((2, 2), (2, 2)), (1, 1), 2, np.float64),
-    "grouped 8 per group, strided (RegNet's)": ((2, 16, 7, 8), (16, 8, 3, 3), (2, 1), ((1, 1), (1, 1)), (1, 1), 2, np.float32),
+    "depthwise 7x7 (49 terms over 4 partial sums)": (
+        (1, 8, 9, 9),
+        (8, 1, 7, 7),
+        (1, 1),
+        ((3, 3), (3, 3)),
+        (1, 1),
+        8,
+        np.float64,
+    ),
+    "grouped 4 per group, 5x5 (100 terms), 2 outputs each": (
+        (1, 8, 6, 6),
+        (4, 4, 5, 5),
+        (1, 1),
+        ((2, 2), (2, 2)),
+        (1, 1),
+        2,
+        np.float64,
+    ),
+    "grouped 8 per group, strided (RegNet's)": (
+        (2, 16, 7, 8),
+        (16, 8, 3, 3),
+        (2, 1),
+        ((1, 1), (1, 1)),
+        (1, 1),
+        2,
+        np.float32,
+    ),
     "grouped 1x1, 8 per group": ((1, 24, 5, 5), (12, 8, 1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1), 3, np.float64),
     "3-D": ((1, 2, 4, 3, 5), (4, 1, 2, 2, 3), (1, 1, 2), ((1, 0), (0, 1), (1, 1)), (1, 1, 1), 2, np.float64),
     "float16": ((1, 4, 6, 6), (4, 1, 3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 4, np.float16),
     "bfloat16": ((1, 4, 5, 5), (8, 2, 2, 2), (1, 1), ((0, 1), (1, 0)), (1, 1), 2, jnp.bfloat16),
-    "stem 3x3 stride 2, 3 -> 8 channels (group 1)": ((2, 3, 9, 8), (8, 3, 3, 3), (2, 2), ((1, 1), (0, 1)), (1, 1), 1, np.float64),
+    "stem 3x3 stride 2, 3 -> 8 channels (group 1)": (
+        (2, 3, 9, 8),
+        (8, 3, 3, 3),
+        (2, 2),
+        ((1, 1), (0, 1)),
+        (1, 1),
+        1,
+        np.float64,
+    ),
     "1-D stem, 1 channel, dilated": ((2, 1, 20), (8, 1, 5), (2,), ((2, 1),), (2,), 1, np.float32),
     "1x1 pointwise (one dot)": ((2, 6, 5, 7), (4, 6, 1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1), 1, np.float32),
-    "1x1 strided 3-D": ((2, 3, 4, 5, 6), (5, 3, 1, 1, 1), (2, 1, 3), ((0, 0), (0, 0), (0, 0)), (1, 1, 1), 1, np.float64),
-    "4x4 patches, input cropped to whole patches (one dot)": ((2, 3, 18, 21), (8, 3, 4, 4), (4, 4), ((0, 0), (0, 0)), (1, 1), 1, np.float32),
+    "1x1 strided 3-D": (
+        (2, 3, 4, 5, 6),
+        (5, 3, 1, 1, 1),
+        (2, 1, 3),
+        ((0, 0), (0, 0), (0, 0)),
+        (1, 1, 1),
+        1,
+        np.float64,
+    ),
+    "4x4 patches, input cropped to whole patches (one dot)": (
+        (2, 3, 18, 21),
+        (8, 3, 4, 4),
+        (4, 4),
+        ((0, 0), (0, 0)),
+        (1, 1),
+        1,
+        np.float32,
+    ),
     "1-D patches": ((2, 5, 10), (6, 5, 3), (3,), ((0, 0),), (1,), 1, np.float64),
-    "3-D patches, unequal sides": ((1, 2, 4, 6, 9), (3, 2, 2, 3, 3), (2, 3, 3), ((0, 0), (0, 0), (0, 0)), (1, 1, 1), 1, np.float64),
+    "3-D patches, unequal sides": (
+        (1, 2, 4, 6, 9),
+        (3, 2, 2, 3, 3),
+        (2, 3, 3),
+        ((0, 0), (0, 0), (0, 0)),
+        (1, 1, 1),
+        1,
+        np.float64,
+    ),
 }
 
 
@@ -65,8 +153,11 @@ def test_cpu_formulation_equals_xla_convolution(case, channels_last):
     x, w = _arrays(case)
     geometry = _geometry(case)
     # The case exercises a rewrite.
-    assert (multiply_adds(w.shape, geometry["group"]) or pointwise(w.shape, geometry["padding"], geometry["group"])
-            or patches(w.shape, geometry["strides"], geometry["padding"], geometry["dilations"], geometry["group"]))
+    assert (
+        multiply_adds(w.shape, geometry["group"])
+        or pointwise(w.shape, geometry["padding"], geometry["group"])
+        or patches(w.shape, geometry["strides"], geometry["padding"], geometry["dilations"], geometry["group"])
+    )
     expected = xla_convolve(x, w, **geometry)
     if channels_last:
         expected = jnp.moveaxis(expected, 1, -1)
@@ -77,12 +168,23 @@ def test_cpu_formulation_equals_xla_convolution(case, channels_last):
     assert got.shape == expected.shape and got.dtype == expected.dtype
     tol = _tolerance(CASES[case][-1])
     scale = float(np.max(np.abs(np.asarray(expected, np.float64)))) or 1.0
-    np.testing.assert_allclose(np.asarray(got, np.float64), np.asarray(expected, np.float64), rtol=tol, atol=tol * scale)
+    np.testing.assert_allclose(
+        np.asarray(got, np.float64), np.asarray(expected, np.float64), rtol=tol, atol=tol * scale
+    )
 
 
 @pytest.mark.parametrize(
-    "case", ["depthwise strided uneven pads", "grouped 4 per group", "5x5 on 1x1 (taps in padding left out)", "3-D",
-             "depthwise 1-D, multiplier 3", "1x1 strided 3-D", "stem 3x3 stride 2, 3 -> 8 channels (group 1)", "3-D patches, unequal sides"]
+    "case",
+    [
+        "depthwise strided uneven pads",
+        "grouped 4 per group",
+        "5x5 on 1x1 (taps in padding left out)",
+        "3-D",
+        "depthwise 1-D, multiplier 3",
+        "1x1 strided 3-D",
+        "stem 3x3 stride 2, 3 -> 8 channels (group 1)",
+        "3-D patches, unequal sides",
+    ],
 )
 def test_gradients_are_exact_and_equal_xla_convolution(case):
     x, w = (a.astype(np.float64) for a in _arrays(case, seed=1))
@@ -133,20 +235,26 @@ def test_each_platform_lowers_its_formulation():
     # Up to 8 channels per group are a sum; 16 keep XLA's convolution (the sum was slower).
     assert multiply_adds((16, 4, 3, 3), 4) and multiply_adds((16, 8, 3, 3), 2) and multiply_adds((16, 8, 1, 1), 2)
     assert not multiply_adds((32, 16, 3, 3), 2) and not multiply_adds((32, 16, 1, 1), 2)
-    traced = jax.jit(lambda x, w: convolve(x, w, (1, 1), ((1, 1), (1, 1)), (1, 1), 1)).trace(np.zeros((1, 32, 5, 5), np.float32), wide)
+    traced = jax.jit(lambda x, w: convolve(x, w, (1, 1), ((1, 1), (1, 1)), (1, 1), 1)).trace(
+        np.zeros((1, 32, 5, 5), np.float32), wide
+    )
     assert "convolution" in traced.lower(lowering_platforms=("cpu",)).as_text()
     # A 3x3 stem over 3 colour channels is a sum on CPU; a 7x7 one (147 terms) and one onto
     # 4 channels keep XLA's convolution.
-    assert multiply_adds((16, 3, 3, 3), 1) and not multiply_adds((64, 3, 7, 7), 1) and not multiply_adds((4, 3, 3, 3), 1)
+    assert (
+        multiply_adds((16, 3, 3, 3), 1) and not multiply_adds((64, 3, 7, 7), 1) and not multiply_adds((4, 3, 3, 3), 1)
+    )
     stem = jax.jit(lambda x, w: convolve(x, w, (2, 2), ((1, 1), (1, 1)), (1, 1), 1)).trace(
-        np.zeros((1, 3, 16, 16), np.float32), np.zeros((16, 3, 3, 3), np.float32))
+        np.zeros((1, 3, 16, 16), np.float32), np.zeros((16, 3, 3, 3), np.float32)
+    )
     assert "convolution" not in stem.lower(lowering_platforms=("cpu",)).as_text()
     assert "convolution" in stem.lower(lowering_platforms=("cuda",)).as_text()
     # A 1x1 convolution is one dot on CPU only, in either layout, where XLA:CPU's convolution
     # is YNNPACK's; Eigen's convolution (what ``import jaxonnx`` gives on jaxlib 0.10) keeps it.
     for channels_last, shape in ((False, (1, 32, 5, 5)), (True, (1, 5, 5, 32))):
-        traced = jax.jit(lambda x, w: convolve(x, w, (1, 1), ((0, 0), (0, 0)), (1, 1), 1, channels_last=channels_last)).trace(
-            np.zeros(shape, np.float32), np.zeros((8, 32, 1, 1), np.float32))
+        traced = jax.jit(
+            lambda x, w: convolve(x, w, (1, 1), ((0, 0), (0, 0)), (1, 1), 1, channels_last=channels_last)
+        ).trace(np.zeros(shape, np.float32), np.zeros((8, 32, 1, 1), np.float32))
         assert ("convolution" not in traced.lower(lowering_platforms=("cpu",)).as_text()) == ynn_convolutions()
         assert "convolution" in traced.lower(lowering_platforms=("cuda",)).as_text()
 
@@ -184,7 +292,9 @@ def test_conv_op_matches_onnxruntime_on_a_depthwise_block(run_onnxruntime):
     b = rng.standard_normal(12).astype(np.float32)
     node = helper.make_node("Conv", ["x", "w", "b"], ["y"], group=6, strides=[2, 2], auto_pad="SAME_UPPER")
     graph = helper.make_graph(
-        [node], "depthwise", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
+        [node],
+        "depthwise",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
         [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")],
     )
@@ -201,7 +311,10 @@ def test_weights_known_at_trace_time_give_the_same_convolution(case):
     # the gradient in x is XLA's convolution's.
     if case == "winograd 256 channels":  # Winograd with either convolution library (64 with YNNPACK's)
         rng = np.random.default_rng(5)
-        x, w = rng.standard_normal((1, 256, 5, 4)).astype(np.float32), rng.standard_normal((256, 256, 3, 3)).astype(np.float32)
+        x, w = (
+            rng.standard_normal((1, 256, 5, 4)).astype(np.float32),
+            rng.standard_normal((256, 256, 3, 3)).astype(np.float32),
+        )
         geometry = {"strides": (1, 1), "padding": ((1, 1), (1, 1)), "dilations": (1, 1), "group": 1}
     else:
         (x, w), geometry = _arrays(case), _geometry(case)

@@ -127,7 +127,9 @@ def test_vmap_equals_a_loop():
     for i in range(3):
         # The batched dot may sum in another order: float32 reassociation, no more.
         expected = single(xs[i], jnp.asarray(ws[i]))
-        np.testing.assert_allclose(batched[i], expected, rtol=0, atol=4 * np.finfo(np.float32).eps * float(np.max(np.abs(expected))))
+        np.testing.assert_allclose(
+            batched[i], expected, rtol=0, atol=4 * np.finfo(np.float32).eps * float(np.max(np.abs(expected)))
+        )
 
 
 def test_wrong_weights_are_named():

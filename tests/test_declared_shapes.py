@@ -38,9 +38,15 @@ def _crnn_that_lies(*, lying_value_info=True, value_info_type=T.FLOAT) -> onnx.M
         helper.make_node("LogSoftmax", ["logits"], ["387"], name="log_probs", axis=2),
     ]
     graph = helper.make_graph(
-        nodes, "crnn", [vi("image", T.FLOAT, [1, 1, 4, 20])], [vi("387", T.FLOAT, [1, "seqlen"])],
-        initializer=[numpy_helper.from_array(conv_w, "conv_w"), numpy_helper.from_array(classes_w, "classes_w"),
-                     numpy_helper.from_array(np.array([20, 1, 16], np.int64), "steps_shape")],
+        nodes,
+        "crnn",
+        [vi("image", T.FLOAT, [1, 1, 4, 20])],
+        [vi("387", T.FLOAT, [1, "seqlen"])],
+        initializer=[
+            numpy_helper.from_array(conv_w, "conv_w"),
+            numpy_helper.from_array(classes_w, "classes_w"),
+            numpy_helper.from_array(np.array([20, 1, 16], np.int64), "steps_shape"),
+        ],
     )
     if lying_value_info:
         # The exporter's shape inference wrote a stale declaration for an inner value too.
@@ -70,8 +76,11 @@ def test_a_lying_output_declaration_warns_once_and_returns_what_onnxruntime_retu
     messages = _shape_warnings(record)
     assert len(messages) == 2, messages
     output_message = next(m for m in messages if "'387'" in m)
-    assert re.search(r"The graph output '387' is declared tensor\(float\)\[1, seqlen\] but the graph computed "
-                     r"shape \[20, 1, 11\]", output_message)
+    assert re.search(
+        r"The graph output '387' is declared tensor\(float\)\[1, seqlen\] but the graph computed "
+        r"shape \[20, 1, 11\]",
+        output_message,
+    )
     inner_message = next(m for m in messages if "'logits'" in m)
     assert "tensor(float)[1, seqlen, 11]" in inner_message and "[20, 1, 11]" in inner_message
     assert "'classifier'" in inner_message
@@ -104,7 +113,9 @@ def test_graph_inputs_stay_strict_like_onnxruntime():
         session.run(None, {"image": wrong})
     model = jaxonnx.load(proto)
     for run in (model, jax.jit(model)):
-        with pytest.raises(jaxonnx.OnnxValidationError, match=r"The input 'image' is declared with shape \[1, 1, 4, 20\]"):
+        with pytest.raises(
+            jaxonnx.OnnxValidationError, match=r"The input 'image' is declared with shape \[1, 1, 4, 20\]"
+        ):
             run(wrong)
 
 
@@ -117,7 +128,7 @@ def test_an_element_type_that_disagrees_stays_an_error_like_onnxruntime():
         with pytest.raises(
             jaxonnx.OnnxTypeError,
             match=r"The value 'logits' is declared tensor\(int64\)\[1, seqlen, 11\] in the graph's value_info "
-                  r"but node 'classifier' \(MatMul-13\) computed tensor\(float\)",
+            r"but node 'classifier' \(MatMul-13\) computed tensor\(float\)",
         ):
             run(IMAGE)
 

@@ -34,7 +34,11 @@ def _start(script: pathlib.Path, process_id: int, num_processes: int, out: pathl
         env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={devices}"
     return subprocess.Popen(
         [sys.executable, str(script), str(process_id), str(num_processes), str(out)],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
 
 

@@ -35,7 +35,9 @@ def _python_blocks(text: str) -> list[str]:
 
 
 def _pages_with_code() -> list[str]:
-    pages = sorted(str(p.relative_to(DOCS)) for p in DOCS.rglob("*.md") if _python_blocks(p.read_text(encoding="utf-8")))
+    pages = sorted(
+        str(p.relative_to(DOCS)) for p in DOCS.rglob("*.md") if _python_blocks(p.read_text(encoding="utf-8"))
+    )
     return [p for p in pages if p not in RUN_ELSEWHERE]
 
 
@@ -43,7 +45,12 @@ def test_the_site_builds_strictly(tmp_path):
     env = dict(os.environ, NO_MKDOCS_2_WARNING="1", JAX_PLATFORMS="cpu")
     result = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
     )
     assert result.returncode == 0, result.stderr[-5000:]
     site = tmp_path / "site"
@@ -124,5 +131,7 @@ def test_the_code_of_the_page_runs(page, monkeypatch, tmp_path):
 def test_getting_started_states_no_figure_the_readme_contradicts():
     # The suite's size and time change every turn; the README is the one place that says them.
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    figures = re.findall(r"(\d[\d,.]*)\s+(tests|minutes|seconds)", (DOCS / "getting-started.md").read_text(encoding="utf-8"))
+    figures = re.findall(
+        r"(\d[\d,.]*)\s+(tests|minutes|seconds)", (DOCS / "getting-started.md").read_text(encoding="utf-8")
+    )
     assert [f for f in figures if " ".join(f) not in readme] == []

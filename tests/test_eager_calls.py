@@ -84,8 +84,9 @@ def test_a_model_on_constants_inside_a_trace_is_traced(mlp):
     model(constant)
     jaxpr = jax.make_jaxpr(lambda: model(constant))()
     assert any(eq.primitive.name in ("pjit", "jit", "dot_general") for eq in jaxpr.jaxpr.eqns)
-    np.testing.assert_allclose(np.asarray(jax.jit(lambda: model(constant))()[0]), np.asarray(model(constant)[0]),
-                               rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(
+        np.asarray(jax.jit(lambda: model(constant))()[0]), np.asarray(model(constant)[0]), rtol=1e-6, atol=1e-6
+    )
     grads = jax.grad(lambda scale: model(constant * scale)[0].sum())(1.0)
     assert np.isfinite(float(grads))
 
@@ -103,8 +104,9 @@ def test_small_computations_compile_their_products_single_threaded(mlp):
     if expected:  # the products are Eigen's, not YNNPACK's
         assert "__ynn_fusion" in jax.jit(model).lower(jnp.asarray(x)).compile().as_text()
         assert "__ynn_fusion" not in compiled.as_text()
-    np.testing.assert_allclose(np.asarray(compiled(jnp.asarray(x))[0]), np.asarray(jax.jit(model)(x)[0]),
-                               rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(
+        np.asarray(compiled(jnp.asarray(x))[0]), np.asarray(jax.jit(model)(x)[0]), rtol=1e-6, atol=1e-6
+    )
 
 
 def test_compile_takes_shapes_and_refuses_other_inputs(mlp):
@@ -138,17 +140,20 @@ def test_an_embedding_model_compiles_whole_and_still_checks_its_ids(gpt2):
     assert _primitives_run_eagerly(lambda: model(ids, mask)) == 0
     bad = ids.copy()
     bad[0, 1] = 10**6
-    with pytest.raises(jaxonnx.OnnxValidationError,
-                       match=r"Node 'node_embedding' \(Gather-13, inputs [^)]*\) failed: Gather-13 got index 1000000 at "
-                             r"position \(0, 1\) "
-                             r"of `indices`, outside \[-100, 99\]"):
+    with pytest.raises(
+        jaxonnx.OnnxValidationError,
+        match=r"Node 'node_embedding' \(Gather-13, inputs [^)]*\) failed: Gather-13 got index 1000000 at "
+        r"position \(0, 1\) "
+        r"of `indices`, outside \[-100, 99\]",
+    ):
         model(bad, mask)
     bad[0, 1] = -101  # one below the negative range
     with pytest.raises(jaxonnx.OnnxValidationError, match=r"got index -101 at position \(0, 1\)"):
         model(bad, mask)
     bad[0, 1] = -100  # in range: counts from the back
-    np.testing.assert_allclose(np.asarray(model(bad, mask)[0]),
-                               np.asarray(jax.jit(model)(bad, mask)[0]), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        np.asarray(model(bad, mask)[0]), np.asarray(jax.jit(model)(bad, mask)[0]), rtol=1e-5, atol=1e-5
+    )
 
 
 def test_jax_arrays_run_the_checked_executable_of_their_signature_and_raise_alike(gpt2):
@@ -178,9 +183,9 @@ def test_under_jit_out_of_range_ids_are_clamped_as_documented(gpt2):
     bad[0, 1] = 10**6
     clamped = bad.copy()
     clamped[0, 1] = 99
-    np.testing.assert_array_equal(np.asarray(jax.jit(model)(bad, mask)[0]),
-                                  np.asarray(jax.jit(model)(clamped, mask)[0]))
-
+    np.testing.assert_array_equal(
+        np.asarray(jax.jit(model)(bad, mask)[0]), np.asarray(jax.jit(model)(clamped, mask)[0])
+    )
 
 
 # --------------------------------------------------------------------------- indices from the inputs
@@ -248,9 +253,13 @@ _FLOAT, _INT32 = onnx.TensorProto.FLOAT, onnx.TensorProto.INT32
 _DATA = np.arange(12, dtype=np.float32).reshape(3, 4)
 _LOG_PROB = np.log(np.array([[0.1, 0.2, 0.3, 0.4], [0.25, 0.25, 0.25, 0.25], [0.7, 0.1, 0.1, 0.1]], np.float32))
 _RNG = np.random.default_rng(0)
-_EMBEDDING = {"word_embedding": _RNG.standard_normal((5, 4)).astype(np.float32),
-              "position_embedding": _RNG.standard_normal((3, 4)).astype(np.float32), "segment_embedding": None,
-              "gamma": np.ones(4, np.float32), "beta": np.zeros(4, np.float32)}
+_EMBEDDING = {
+    "word_embedding": _RNG.standard_normal((5, 4)).astype(np.float32),
+    "position_embedding": _RNG.standard_normal((3, 4)).astype(np.float32),
+    "segment_embedding": None,
+    "gamma": np.ones(4, np.float32),
+    "beta": np.zeros(4, np.float32),
+}
 
 
 def _embedding_reference(inputs):
@@ -261,8 +270,10 @@ def _embedding_reference(inputs):
     return (total - mean) / np.sqrt(((total - mean) ** 2).mean(-1, keepdims=True) + 1e-12)
 
 
-_CACHES = {"cos_cache": _RNG.standard_normal((5, 2)).astype(np.float32),
-           "sin_cache": _RNG.standard_normal((5, 2)).astype(np.float32)}
+_CACHES = {
+    "cos_cache": _RNG.standard_normal((5, 2)).astype(np.float32),
+    "sin_cache": _RNG.standard_normal((5, 2)).astype(np.float32),
+}
 
 
 def _tensor_scatter_reference(inputs):
@@ -299,7 +310,7 @@ def _max_roi_pool_reference(x, rois):
     rows = []
     for batch, x1, y1, x2, y2 in rois.astype(int):
         inside = 0 <= batch < len(x)
-        rows.append(x[batch, :, y1:y2 + 1, x1:x2 + 1].max(axis=(1, 2)) if inside else np.full(x.shape[1], np.nan))
+        rows.append(x[batch, :, y1 : y2 + 1, x1 : x2 + 1].max(axis=(1, 2)) if inside else np.full(x.shape[1], np.nan))
     return np.array(rows, x.dtype).reshape(len(rois), x.shape[1], 1, 1)
 
 
@@ -313,100 +324,232 @@ def _attention_reference(inputs):
     return np.einsum("bhqk,bhkd->bhqd", weights / weights.sum(-1, keepdims=True), v).astype(np.float32)
 
 
-_INDEX_CASES = {(case.domain + "." if case.domain else "") + case.op_type: case for case in (
-    _Case("GatherElements", 13, {"axis": 0}, {"data": _DATA, "indices": np.array([[0, 2, -1, 1], [2, -3, 0, 1]])},
-          {"y": _FLOAT}, "indices", ((1, 2), 3),
-          "GatherElements-13 got index 3 at position (1, 2) of `indices`, outside [-3, 2] for axis 0 of `data` "
-          "with shape (3, 4).",
-          # Negative indices wrapped, then clamped.
-          lambda i: np.take_along_axis(i["data"], np.clip(np.where(i["indices"] < 0, i["indices"] + 3, i["indices"]), 0, 2),
-                                       0)),
-    _Case("GatherND", 13, {}, {"data": _DATA, "indices": np.array([[1, 2], [0, -1]])}, {"y": _FLOAT}, "indices",
-          ((1, 1), 7),
-          "GatherND-13 got index 7 at position (1, 1) of `indices`, outside [-4, 3] for dim 1 of `data` "
-          "with shape (3, 4).",
-          lambda i: _gather_nd_reference(i["data"], i["indices"])),  # zeros
-    _Case("ScatterElements", 18, {"axis": 1, "reduction": "add"},
-          {"data": _DATA, "indices": np.array([[3, 0, 3], [-1, 1, 2]]),
-           "updates": np.arange(1, 7, dtype=np.float32).reshape(2, 3)},
-          {"y": _FLOAT}, "indices", ((1, 0), -5),
-          "ScatterElements-18 got index -5 at position (1, 0) of `indices`, outside [-4, 3] for dim 1 of `data` "
-          "with shape (3, 4).",
-          lambda i: _scatter_elements_reference(i["data"], i["indices"], i["updates"], 1)),  # dropped
-    _Case("ScatterND", 18, {"reduction": "add"},
-          {"data": _DATA, "indices": np.array([[2], [-3]]), "updates": np.arange(1, 9, dtype=np.float32).reshape(2, 4)},
-          {"y": _FLOAT}, "indices", ((1, 0), 3),
-          "ScatterND-18 got index 3 at position (1, 0) of `indices`, outside [-3, 2] for dim 0 of `data` "
-          "with shape (3, 4).",
-          lambda i: _scatter_nd_reference(i["data"], i["indices"], i["updates"])),  # dropped
-    _Case("Scatter", 10, {"axis": 0},
-          # Zero data: with distinct targets, "add" is writing, and a dropped update leaves 0.
-          {"data": np.zeros((3, 4), np.float32), "indices": np.array([[2, 0, 1], [0, 1, 2]]),
-           "updates": np.arange(1, 7, dtype=np.float32).reshape(2, 3)},
-          {"y": _FLOAT}, "indices", ((0, 1), 9),
-          "Scatter-9 got index 9 at position (0, 1) of `indices`, outside [-3, 2] for dim 0 of `data` "
-          "with shape (3, 4).",
-          lambda i: _scatter_elements_reference(i["data"], i["indices"], i["updates"], 0)),
-    _Case("NegativeLogLikelihoodLoss", 13, {"reduction": "none"}, {"input": _LOG_PROB, "target": np.array([3, 0, 1])},
-          {"loss": _FLOAT}, "target", ((1,), 4),
-          "NegativeLogLikelihoodLoss-13 got class 4 at position (1,) of `target`, outside [0, 3] and not "
-          "`ignore_index` (None).",
-          lambda i: _negative_log_likelihood_reference(i["input"], i["target"])),  # nan
-    _Case("SoftmaxCrossEntropyLoss", 13, {"reduction": "none", "ignore_index": 2},
-          {"scores": _LOG_PROB * 3, "labels": np.array([3, 2, 1])}, {"loss": _FLOAT}, "labels", ((2,), -1),
-          "SoftmaxCrossEntropyLoss-13 got class -1 at position (2,) of `labels`, outside [0, 3] and not "
-          "`ignore_index` (2).",
-          lambda i: np.where(i["labels"] == 2, 0, _negative_log_likelihood_reference(
-              jax.nn.log_softmax(i["scores"], axis=1), np.where(i["labels"] == 2, 0, i["labels"])))),  # nan
-    _Case("ReverseSequence", 10, {"time_axis": 0, "batch_axis": 1},
-          {"input": np.arange(24, dtype=np.float32).reshape(4, 2, 3), "sequence_lens": np.array([2, 4])},
-          {"y": _FLOAT}, "sequence_lens", ((1,), 5),
-          "ReverseSequence-10 got `sequence_lens`[1]=5, outside [0, 4] (the time dim 0 of `input` (4, 2, 3)).",
-          lambda i: _reverse_sequence_reference(i["input"], i["sequence_lens"])),  # clipped
-    _Case("EmbedLayerNormalization", 1, {"epsilon": 1e-12},
-          {"input_ids": np.array([[1, 4, 0]], np.int32), "segment_ids": None, **_EMBEDDING},
-          {"output": _FLOAT, "mask_index": _INT32}, "input_ids", ((0, 1), 5),
-          "EmbedLayerNormalization-1 got input_ids[0, 1]=5, outside the 5 rows of `word_embedding`.",
-          _embedding_reference, domain="com.microsoft"),  # clamped
-    _Case("TensorScatter", 24, {"axis": 1, "mode": "linear"},
-          {"past_cache": _RNG.standard_normal((2, 4, 3)).astype(np.float32),
-           "update": _RNG.standard_normal((2, 2, 3)).astype(np.float32), "write_indices": np.array([1, 2])},
-          {"present_cache": _FLOAT}, "write_indices", ((1,), 3),
-          "TensorScatter-24 got `write_indices`=[1, 3] for an update of length 2 along axis 1; in 'linear' mode "
-          "each is in [0, 2], so the update fits the cache.",
-          _tensor_scatter_reference),  # dropped past the end
-    _Case("RotaryEmbedding", 23, {}, {"X": _RNG.standard_normal((1, 2, 3, 4)).astype(np.float32), **_CACHES,
-                                      "position_ids": np.array([[0, 4, 2]])},
-          {"Y": _FLOAT}, "position_ids", ((0, 1), 7),
-          "RotaryEmbedding-23 got `position_ids` from 0 to 7; each is in [0, 5), the rows of the caches.",
-          lambda i: _rotary_reference(i["X"].transpose(0, 2, 1, 3), i["position_ids"], i).transpose(0, 2, 1, 3)),  # nan
-    _Case("RotaryEmbedding", 1, {"num_heads": 1},
-          {"input": _RNG.standard_normal((1, 3, 4)).astype(np.float32), "position_ids": np.array([[0, 4, 2]]),
-           **_CACHES},
-          {"output": _FLOAT}, "position_ids", ((0, 2), -1),
-          "RotaryEmbedding-1 got positions from -1 to 4; each is in [0, 5), the rows of the caches.",
-          lambda i: _rotary_reference(i["input"][:, :, None], i["position_ids"], i)[:, :, 0], domain="com.microsoft"),
-    _Case("MaxUnpool", 11, {"kernel_shape": [2, 2], "strides": [2, 2]},
-          {"X": np.array([[[[1, 2], [3, 4]]]], np.float32), "I": np.array([[[[0, 3], [9, 14]]]])},
-          {"Y": _FLOAT}, "I", ((0, 0, 1, 1), 16),
-          "MaxUnpool-11 got `I` with indices in [0, 16] for an output of shape [1, 1, 4, 4] (16 elements); every "
-          "index must be in [0, 15].",
-          lambda i: _max_unpool_reference(i["X"], i["I"], (1, 1, 4, 4))),  # dropped
-    _Case("MaxRoiPool", 17, {"pooled_shape": [1, 1]},
-          {"X": np.arange(32, dtype=np.float32).reshape(2, 1, 4, 4),
-           "rois": np.array([[0, 0, 0, 1, 1], [1, 1, 1, 3, 2]], np.float32)},
-          {"Y": _FLOAT}, "rois", ((1, 0), 3),
-          "MaxRoiPool-1 got batch ids [0.0, 3.0] in `rois` for `X` of 2 images; each must be in [0, 1].",
-          lambda i: _max_roi_pool_reference(i["X"], i["rois"])),  # nan
-    _Case("Attention", 24, {},
-          {"Q": _RNG.standard_normal((2, 1, 1, 2)).astype(np.float32),
-           "K": _RNG.standard_normal((2, 1, 3, 2)).astype(np.float32),
-           "V": _RNG.standard_normal((2, 1, 3, 2)).astype(np.float32), "attn_mask": None, "past_key": None,
-           "past_value": None, "nonpad_kv_seqlen": np.array([2, 3])},
-          {"Y": _FLOAT}, "nonpad_kv_seqlen", ((1,), 5),
-          "Attention-24 got `nonpad_kv_seqlen`=[2, 5]; each is in [0, 3], the key sequence length.",
-          _attention_reference),  # all keys
-)}
+_INDEX_CASES = {
+    (case.domain + "." if case.domain else "") + case.op_type: case
+    for case in (
+        _Case(
+            "GatherElements",
+            13,
+            {"axis": 0},
+            {"data": _DATA, "indices": np.array([[0, 2, -1, 1], [2, -3, 0, 1]])},
+            {"y": _FLOAT},
+            "indices",
+            ((1, 2), 3),
+            "GatherElements-13 got index 3 at position (1, 2) of `indices`, outside [-3, 2] for axis 0 of `data` "
+            "with shape (3, 4).",
+            # Negative indices wrapped, then clamped.
+            lambda i: np.take_along_axis(
+                i["data"], np.clip(np.where(i["indices"] < 0, i["indices"] + 3, i["indices"]), 0, 2), 0
+            ),
+        ),
+        _Case(
+            "GatherND",
+            13,
+            {},
+            {"data": _DATA, "indices": np.array([[1, 2], [0, -1]])},
+            {"y": _FLOAT},
+            "indices",
+            ((1, 1), 7),
+            "GatherND-13 got index 7 at position (1, 1) of `indices`, outside [-4, 3] for dim 1 of `data` "
+            "with shape (3, 4).",
+            lambda i: _gather_nd_reference(i["data"], i["indices"]),
+        ),  # zeros
+        _Case(
+            "ScatterElements",
+            18,
+            {"axis": 1, "reduction": "add"},
+            {
+                "data": _DATA,
+                "indices": np.array([[3, 0, 3], [-1, 1, 2]]),
+                "updates": np.arange(1, 7, dtype=np.float32).reshape(2, 3),
+            },
+            {"y": _FLOAT},
+            "indices",
+            ((1, 0), -5),
+            "ScatterElements-18 got index -5 at position (1, 0) of `indices`, outside [-4, 3] for dim 1 of `data` "
+            "with shape (3, 4).",
+            lambda i: _scatter_elements_reference(i["data"], i["indices"], i["updates"], 1),
+        ),  # dropped
+        _Case(
+            "ScatterND",
+            18,
+            {"reduction": "add"},
+            {
+                "data": _DATA,
+                "indices": np.array([[2], [-3]]),
+                "updates": np.arange(1, 9, dtype=np.float32).reshape(2, 4),
+            },
+            {"y": _FLOAT},
+            "indices",
+            ((1, 0), 3),
+            "ScatterND-18 got index 3 at position (1, 0) of `indices`, outside [-3, 2] for dim 0 of `data` "
+            "with shape (3, 4).",
+            lambda i: _scatter_nd_reference(i["data"], i["indices"], i["updates"]),
+        ),  # dropped
+        _Case(
+            "Scatter",
+            10,
+            {"axis": 0},
+            # Zero data: with distinct targets, "add" is writing, and a dropped update leaves 0.
+            {
+                "data": np.zeros((3, 4), np.float32),
+                "indices": np.array([[2, 0, 1], [0, 1, 2]]),
+                "updates": np.arange(1, 7, dtype=np.float32).reshape(2, 3),
+            },
+            {"y": _FLOAT},
+            "indices",
+            ((0, 1), 9),
+            "Scatter-9 got index 9 at position (0, 1) of `indices`, outside [-3, 2] for dim 0 of `data` "
+            "with shape (3, 4).",
+            lambda i: _scatter_elements_reference(i["data"], i["indices"], i["updates"], 0),
+        ),
+        _Case(
+            "NegativeLogLikelihoodLoss",
+            13,
+            {"reduction": "none"},
+            {"input": _LOG_PROB, "target": np.array([3, 0, 1])},
+            {"loss": _FLOAT},
+            "target",
+            ((1,), 4),
+            "NegativeLogLikelihoodLoss-13 got class 4 at position (1,) of `target`, outside [0, 3] and not "
+            "`ignore_index` (None).",
+            lambda i: _negative_log_likelihood_reference(i["input"], i["target"]),
+        ),  # nan
+        _Case(
+            "SoftmaxCrossEntropyLoss",
+            13,
+            {"reduction": "none", "ignore_index": 2},
+            {"scores": _LOG_PROB * 3, "labels": np.array([3, 2, 1])},
+            {"loss": _FLOAT},
+            "labels",
+            ((2,), -1),
+            "SoftmaxCrossEntropyLoss-13 got class -1 at position (2,) of `labels`, outside [0, 3] and not "
+            "`ignore_index` (2).",
+            lambda i: np.where(
+                i["labels"] == 2,
+                0,
+                _negative_log_likelihood_reference(
+                    jax.nn.log_softmax(i["scores"], axis=1), np.where(i["labels"] == 2, 0, i["labels"])
+                ),
+            ),
+        ),  # nan
+        _Case(
+            "ReverseSequence",
+            10,
+            {"time_axis": 0, "batch_axis": 1},
+            {"input": np.arange(24, dtype=np.float32).reshape(4, 2, 3), "sequence_lens": np.array([2, 4])},
+            {"y": _FLOAT},
+            "sequence_lens",
+            ((1,), 5),
+            "ReverseSequence-10 got `sequence_lens`[1]=5, outside [0, 4] (the time dim 0 of `input` (4, 2, 3)).",
+            lambda i: _reverse_sequence_reference(i["input"], i["sequence_lens"]),
+        ),  # clipped
+        _Case(
+            "EmbedLayerNormalization",
+            1,
+            {"epsilon": 1e-12},
+            {"input_ids": np.array([[1, 4, 0]], np.int32), "segment_ids": None, **_EMBEDDING},
+            {"output": _FLOAT, "mask_index": _INT32},
+            "input_ids",
+            ((0, 1), 5),
+            "EmbedLayerNormalization-1 got input_ids[0, 1]=5, outside the 5 rows of `word_embedding`.",
+            _embedding_reference,
+            domain="com.microsoft",
+        ),  # clamped
+        _Case(
+            "TensorScatter",
+            24,
+            {"axis": 1, "mode": "linear"},
+            {
+                "past_cache": _RNG.standard_normal((2, 4, 3)).astype(np.float32),
+                "update": _RNG.standard_normal((2, 2, 3)).astype(np.float32),
+                "write_indices": np.array([1, 2]),
+            },
+            {"present_cache": _FLOAT},
+            "write_indices",
+            ((1,), 3),
+            "TensorScatter-24 got `write_indices`=[1, 3] for an update of length 2 along axis 1; in 'linear' mode "
+            "each is in [0, 2], so the update fits the cache.",
+            _tensor_scatter_reference,
+        ),  # dropped past the end
+        _Case(
+            "RotaryEmbedding",
+            23,
+            {},
+            {
+                "X": _RNG.standard_normal((1, 2, 3, 4)).astype(np.float32),
+                **_CACHES,
+                "position_ids": np.array([[0, 4, 2]]),
+            },
+            {"Y": _FLOAT},
+            "position_ids",
+            ((0, 1), 7),
+            "RotaryEmbedding-23 got `position_ids` from 0 to 7; each is in [0, 5), the rows of the caches.",
+            lambda i: _rotary_reference(i["X"].transpose(0, 2, 1, 3), i["position_ids"], i).transpose(0, 2, 1, 3),
+        ),  # nan
+        _Case(
+            "RotaryEmbedding",
+            1,
+            {"num_heads": 1},
+            {
+                "input": _RNG.standard_normal((1, 3, 4)).astype(np.float32),
+                "position_ids": np.array([[0, 4, 2]]),
+                **_CACHES,
+            },
+            {"output": _FLOAT},
+            "position_ids",
+            ((0, 2), -1),
+            "RotaryEmbedding-1 got positions from -1 to 4; each is in [0, 5), the rows of the caches.",
+            lambda i: _rotary_reference(i["input"][:, :, None], i["position_ids"], i)[:, :, 0],
+            domain="com.microsoft",
+        ),
+        _Case(
+            "MaxUnpool",
+            11,
+            {"kernel_shape": [2, 2], "strides": [2, 2]},
+            {"X": np.array([[[[1, 2], [3, 4]]]], np.float32), "I": np.array([[[[0, 3], [9, 14]]]])},
+            {"Y": _FLOAT},
+            "I",
+            ((0, 0, 1, 1), 16),
+            "MaxUnpool-11 got `I` with indices in [0, 16] for an output of shape [1, 1, 4, 4] (16 elements); every "
+            "index must be in [0, 15].",
+            lambda i: _max_unpool_reference(i["X"], i["I"], (1, 1, 4, 4)),
+        ),  # dropped
+        _Case(
+            "MaxRoiPool",
+            17,
+            {"pooled_shape": [1, 1]},
+            {
+                "X": np.arange(32, dtype=np.float32).reshape(2, 1, 4, 4),
+                "rois": np.array([[0, 0, 0, 1, 1], [1, 1, 1, 3, 2]], np.float32),
+            },
+            {"Y": _FLOAT},
+            "rois",
+            ((1, 0), 3),
+            "MaxRoiPool-1 got batch ids [0.0, 3.0] in `rois` for `X` of 2 images; each must be in [0, 1].",
+            lambda i: _max_roi_pool_reference(i["X"], i["rois"]),
+        ),  # nan
+        _Case(
+            "Attention",
+            24,
+            {},
+            {
+                "Q": _RNG.standard_normal((2, 1, 1, 2)).astype(np.float32),
+                "K": _RNG.standard_normal((2, 1, 3, 2)).astype(np.float32),
+                "V": _RNG.standard_normal((2, 1, 3, 2)).astype(np.float32),
+                "attn_mask": None,
+                "past_key": None,
+                "past_value": None,
+                "nonpad_kv_seqlen": np.array([2, 3]),
+            },
+            {"Y": _FLOAT},
+            "nonpad_kv_seqlen",
+            ((1,), 5),
+            "Attention-24 got `nonpad_kv_seqlen`=[2, 5]; each is in [0, 3], the key sequence length.",
+            _attention_reference,
+        ),  # all keys
+    )
+}
 
 
 def _indices_model(case: _Case) -> onnx.ModelProto:
@@ -414,12 +557,19 @@ def _indices_model(case: _Case) -> onnx.ModelProto:
     from onnx import helper
 
     given = _given(case)
-    inputs = [helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(value.dtype), value.shape)
-              for name, value in given.items()]
+    inputs = [
+        helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(value.dtype), value.shape)
+        for name, value in given.items()
+    ]
     outputs = [helper.make_tensor_value_info(name, kind, None) for name, kind in case.outputs.items()]
-    node = helper.make_node(case.op_type, [name if name in given else "" for name in case.inputs], list(case.outputs),
-                            name=f"node_{case.op_type}",
-                            domain=case.domain, **case.attributes)
+    node = helper.make_node(
+        case.op_type,
+        [name if name in given else "" for name in case.inputs],
+        list(case.outputs),
+        name=f"node_{case.op_type}",
+        domain=case.domain,
+        **case.attributes,
+    )
     graph = helper.make_graph([node], case.op_type, inputs, outputs)
     opsets = [helper.make_opsetid("", case.opset if not case.domain else 17)]
     opsets += [helper.make_opsetid(case.domain, case.opset)] if case.domain else []
@@ -479,8 +629,9 @@ def test_out_of_range_indices_from_the_inputs_raise_as_op_by_op(name):
     assert isinstance(deferred.value.__cause__, jaxonnx.OnnxValidationError)
     assert str(deferred.value.__cause__) == str(op_by_op.value.__cause__) == case.message
     # The failed call leaves the model usable: the next in-range call computes.
-    np.testing.assert_allclose(np.asarray(model(**inputs)[0]), np.asarray(jax.jit(model)(**inputs)[0]),
-                               rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(
+        np.asarray(model(**inputs)[0]), np.asarray(jax.jit(model)(**inputs)[0]), rtol=1e-6, atol=1e-6
+    )
 
 
 @pytest.mark.parametrize("name", sorted(_INDEX_CASES))

@@ -31,13 +31,20 @@ def _messages(path: pathlib.Path) -> list[str]:
     """The text of every error the file raises or hands to a refusing call (its string parts;
     f-string fields left out) and of the functions that build messages."""
     tree = ast.parse(path.read_text())
+
     def called(node):
         return getattr(node.func, "id", None) or getattr(node.func, "attr", "")
 
-    roots = [node for node in ast.walk(tree) if isinstance(node, ast.Raise)
-             or isinstance(node, ast.Call) and re.search(r"Error$|refus|fail", called(node))]
-    roots += [node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)
-              and re.search("message|refusal|failure", node.name)]
+    roots = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Raise) or isinstance(node, ast.Call) and re.search(r"Error$|refus|fail", called(node))
+    ]
+    roots += [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef) and re.search("message|refusal|failure", node.name)
+    ]
     texts = []
     for root in roots:
         for node in ast.walk(root):
@@ -75,11 +82,17 @@ def _cli_options() -> set[str]:
 def _python_parameters() -> set[str]:
     names = set()
     callables = [getattr(jaxonnx, n) for n in jaxonnx.__all__ if callable(getattr(jaxonnx, n))]
-    callables += [getattr(jaxonnx.Model, n) for n in dir(jaxonnx.Model) if not n.startswith("_")
-                  and callable(getattr(jaxonnx.Model, n))]
+    callables += [
+        getattr(jaxonnx.Model, n)
+        for n in dir(jaxonnx.Model)
+        if not n.startswith("_") and callable(getattr(jaxonnx.Model, n))
+    ]
     callables += [jaxonnx.generation.find_cache, jaxonnx.finetuning.lora, jaxonnx.finetuning.causal_lm_loss]
-    callables += [getattr(jaxonnx.finetuning.LoraModel, n) for n in dir(jaxonnx.finetuning.LoraModel)
-                  if not n.startswith("_") and callable(getattr(jaxonnx.finetuning.LoraModel, n))]
+    callables += [
+        getattr(jaxonnx.finetuning.LoraModel, n)
+        for n in dir(jaxonnx.finetuning.LoraModel)
+        if not n.startswith("_") and callable(getattr(jaxonnx.finetuning.LoraModel, n))
+    ]
     for function in callables:
         try:
             names.update(inspect.signature(function).parameters)
@@ -105,7 +118,11 @@ def _onnx_attribute_names() -> set[str]:
 
 
 def test_every_suggested_command_option_exists():
-    suggested = {flag: files for flag, files in _advice(r"(?<![\w-])(--[a-z][a-z0-9_-]*)").items() if not FOREIGN_FLAG.match(flag)}
+    suggested = {
+        flag: files
+        for flag, files in _advice(r"(?<![\w-])(--[a-z][a-z0-9_-]*)").items()
+        if not FOREIGN_FLAG.match(flag)
+    }
     assert "--size-hint" in suggested  # the scan sees the messages
     options = _cli_options()
     missing = {flag: files for flag, files in suggested.items() if flag not in options}
@@ -117,15 +134,21 @@ def test_every_suggested_keyword_exists():
     assert {"size_hints", "loop_bounds", "dims"} <= set(suggested)
     attributes = _onnx_attribute_names()
     parameters = _python_parameters()
-    missing = {name: files for name, files in suggested.items()
-               if name not in parameters and name not in attributes and not name.startswith("jax_")
-               and not all(name in _own_parameters(file) for file in files)}
+    missing = {
+        name: files
+        for name, files in suggested.items()
+        if name not in parameters
+        and name not in attributes
+        and not name.startswith("jax_")
+        and not all(name in _own_parameters(file) for file in files)
+    }
     assert not missing, f"messages suggest keywords no public function takes: {missing}"
 
 
 def _nonzero_model():
     graph = helper.make_graph(
-        [helper.make_node("NonZero", ["x"], ["nz"], name="find")], "g",
+        [helper.make_node("NonZero", ["x"], ["nz"], name="find")],
+        "g",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [5])],
         [helper.make_tensor_value_info("nz", TensorProto.INT64, [1, "n"])],
     )

@@ -66,15 +66,21 @@ class OnnxruntimeLM:
 
     def logits(self, ids, mask, positions, cache, *, last=None):
         feed = {"input_ids": ids, "attention_mask": mask, "position_ids": positions, **cache}
-        outputs = dict(zip([o.name for o in self.session.get_outputs()],
-                           self.session.run(None, {k: v for k, v in feed.items() if k in self.names})))
+        outputs = dict(
+            zip(
+                [o.name for o in self.session.get_outputs()],
+                self.session.run(None, {k: v for k, v in feed.items() if k in self.names}),
+            )
+        )
         logits = outputs[self.layout.logits]
         logits = logits[:, -1] if last is None else logits[np.arange(len(logits)), last]
         return logits, {past: outputs[present] for past, present in self.layout.pairs}
 
     def empty_cache(self, batch):
-        return {past: np.zeros([batch if d == -1 else d for d in shape], dtype)
-                for (past, _), shape, dtype in zip(self.layout.pairs, self.layout.empty_shape, self.layout.dtypes)}
+        return {
+            past: np.zeros([batch if d == -1 else d for d in shape], dtype)
+            for (past, _), shape, dtype in zip(self.layout.pairs, self.layout.empty_shape, self.layout.dtypes)
+        }
 
     def generate(self, ids, mask, new_tokens, *, eos=(), pad=0):
         """Greedy tokens as Hugging Face's generate gives them: finished rows pad; stops when all ended."""
@@ -101,8 +107,12 @@ class OnnxruntimeLM:
         the first step, as onnxruntime-genai allocates it; onnxruntime then reads no step as a
         first prompt and refuses a batch of uneven prompts, so each prompt runs alone."""
         if self.windows and len(ids) > 1:
-            return np.concatenate([self.generate_right_padded(row[m == 1][None], m[m == 1][None], new_tokens)
-                                   for row, m in zip(ids, mask)])
+            return np.concatenate(
+                [
+                    self.generate_right_padded(row[m == 1][None], m[m == 1][None], new_tokens)
+                    for row, m in zip(ids, mask)
+                ]
+            )
         lengths, width = mask.sum(-1), ids.shape[1]
         ids = np.stack([np.roll(row, length - width) for row, length in zip(ids, lengths)])
         cache, tokens = self.empty_cache(len(ids)), []
@@ -149,9 +159,9 @@ def test_greedy_tokens_equal_onnxruntime_on_uneven_prompts(name):
     out = np.asarray(jaxonnx.generate(model, ids, new_tokens, attention_mask=mask))
     np.testing.assert_array_equal(out[:, : ids.shape[1]], ids)
     expected = OnnxruntimeLM(name).generate(ids, mask, new_tokens)
-    np.testing.assert_array_equal(out[:, ids.shape[1]:], expected)
+    np.testing.assert_array_equal(out[:, ids.shape[1] :], expected)
     # ... which are torch's own generate tokens for these prompts (recorded at export).
-    np.testing.assert_array_equal(out[:, ids.shape[1]:], np.array(MANIFEST[name]["torch_greedy"])[:, :new_tokens])
+    np.testing.assert_array_equal(out[:, ids.shape[1] :], np.array(MANIFEST[name]["torch_greedy"])[:, :new_tokens])
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=_needs_ops_of_issue_32(n)) for n in NAMES if "genai" in n])
@@ -159,7 +169,7 @@ def test_greedy_tokens_of_builder_files_equal_onnxruntime_genai(name):
     """The shared buffer of GroupQueryAttention: one cache of the final length, past and present."""
     ids, mask = _prompts(name)
     folder = os.path.dirname(_path(name))
-    out = np.asarray(jaxonnx.generate(folder, ids, NEW_TOKENS, attention_mask=mask))[:, ids.shape[1]:]
+    out = np.asarray(jaxonnx.generate(folder, ids, NEW_TOKENS, attention_mask=mask))[:, ids.shape[1] :]
     assert find_cache(jaxonnx.load(_path(name)), dims=cache_dims_beside(folder)).mode == "buffer"
     np.testing.assert_array_equal(out, OnnxruntimeLM(name).generate_right_padded(ids, mask, NEW_TOKENS))
     # og.Generator's tokens of each prompt alone (recorded at export; CI has no onnxruntime-genai),
@@ -188,8 +198,10 @@ def test_experts_routed_by_nonzero_need_size_hints():
         jaxonnx.generate(jaxonnx.load(_path("qwen3_moe_optimum")), ids, 2, attention_mask=mask)
     # Given the file, generate loads it with those hints itself (batch x prompt tokens).
     hinted = jaxonnx.load(_path("qwen3_moe_optimum"), size_hints=_routing_hints("qwen3_moe_optimum"))
-    np.testing.assert_array_equal(np.asarray(jaxonnx.generate(_path("qwen3_moe_optimum"), ids, 2, attention_mask=mask)),
-                                  np.asarray(jaxonnx.generate(hinted, ids, 2, attention_mask=mask)))
+    np.testing.assert_array_equal(
+        np.asarray(jaxonnx.generate(_path("qwen3_moe_optimum"), ids, 2, attention_mask=mask)),
+        np.asarray(jaxonnx.generate(hinted, ids, 2, attention_mask=mask)),
+    )
 
 
 def test_fixtures_of_sliding_windows_slide():
@@ -198,8 +210,10 @@ def test_fixtures_of_sliding_windows_slide():
     for name in ("mistral_optimum", "gemma2_genai_int4"):
         with open(os.path.join(FIXTURES, name, "config.json")) as f:
             assert json.load(f)["sliding_window"] < np.array(MANIFEST[name]["prompt_mask"]).sum(-1).max() + NEW_TOKENS
-    assert set(_sliding_window_caches(onnx.load(_path("gemma2_genai_int4")))) == {"past_key_values.0.key",
-                                                                               "past_key_values.0.value"}
+    assert set(_sliding_window_caches(onnx.load(_path("gemma2_genai_int4")))) == {
+        "past_key_values.0.key",
+        "past_key_values.0.value",
+    }
 
 
 @_needs_ops_of_issue_32("llama_genai_fp32")
@@ -217,14 +231,19 @@ def test_cache_of_builder_files_needs_the_head_size():
     ids, _ = _prompts("llama_optimum")
     head = onnx.load(_path("llama_optimum")).graph.input[3].type.tensor_type.shape.dim[3].dim_value
     layout = find_cache(jaxonnx.load(proto), dims={"head": head})
-    np.testing.assert_array_equal(jaxonnx.generate(jaxonnx.load(proto), ids[2:], 3, cache=layout),
-                                  jaxonnx.generate(_path("llama_optimum"), ids[2:], 3))
+    np.testing.assert_array_equal(
+        jaxonnx.generate(jaxonnx.load(proto), ids[2:], 3, cache=layout),
+        jaxonnx.generate(_path("llama_optimum"), ids[2:], 3),
+    )
 
 
-@pytest.mark.parametrize("path", [
-    pytest.param(os.path.join(FIXTURES, name, "model.onnx"), marks=_needs_ops_of_issue_32(name))
-    for name in ("llama_genai_fp32", "qwen2_genai_int4", "gemma2_genai_int4")
-])
+@pytest.mark.parametrize(
+    "path",
+    [
+        pytest.param(os.path.join(FIXTURES, name, "model.onnx"), marks=_needs_ops_of_issue_32(name))
+        for name in ("llama_genai_fp32", "qwen2_genai_int4", "gemma2_genai_int4")
+    ],
+)
 def test_generate_of_a_loaded_builder_file_reads_the_head_size_off_the_graph(path):
     """Issue 41 §7: `generate(jaxonnx.load(path))` of a builder file, whose cache declares its
     head size symbolic (kv_cache_dim), equals `generate(path)`, which reads genai_config.json."""
@@ -240,8 +259,10 @@ def test_generate_of_a_loaded_builder_file_reads_the_head_size_off_the_graph(pat
 def test_prompt_ids_outside_the_vocabulary_are_refused(llama, capsys):
     """Issue 41 §8: the ids are known before the loop; the logits' last dim is the vocabulary."""
     for ids, bad, position in (([[1, 128]], 128, 1), ([[-1, 5]], -1, 0)):
-        with pytest.raises(jaxonnx.OnnxValidationError,
-                           match=rf"prompt token {bad} at row 0, position {position} .* vocabulary of 128 ids"):
+        with pytest.raises(
+            jaxonnx.OnnxValidationError,
+            match=rf"prompt token {bad} at row 0, position {position} .* vocabulary of 128 ids",
+        ):
             jaxonnx.generate(llama, np.array(ids), 2)
     # left padding is not looked up, whatever it holds
     jaxonnx.generate(llama, np.array([[999, 5]]), 1, attention_mask=np.array([[0, 1]]))
@@ -256,29 +277,53 @@ def test_cache_given_explicitly(llama):
     layout = find_cache(llama, pairs)
     assert dict(layout.pairs) == pairs
     ids, mask = _prompts("llama_optimum")
-    np.testing.assert_array_equal(jaxonnx.generate(llama, ids, 3, attention_mask=mask, cache=pairs),
-                                  jaxonnx.generate(llama, ids, 3, attention_mask=mask))
+    np.testing.assert_array_equal(
+        jaxonnx.generate(llama, ids, 3, attention_mask=mask, cache=pairs),
+        jaxonnx.generate(llama, ids, 3, attention_mask=mask),
+    )
     with pytest.raises(jaxonnx.OnnxValidationError, match=r"`cache` names \['present.9.key'\]"):
         find_cache(llama, {"past_key_values.0.key": "present.9.key"})
 
 
 def test_eos_ends_rows_and_the_loop(llama):
     ids, mask = _prompts("llama_optimum")
-    free = np.asarray(jaxonnx.generate(llama, ids, NEW_TOKENS, attention_mask=mask))[:, ids.shape[1]:]
+    free = np.asarray(jaxonnx.generate(llama, ids, NEW_TOKENS, attention_mask=mask))[:, ids.shape[1] :]
     eos = int(free[0, 2])  # row 0 ends at its third token, the others where (if) they meet it
     reference = OnnxruntimeLM("llama_optimum")
     out = np.asarray(jaxonnx.generate(llama, ids, NEW_TOKENS, attention_mask=mask, eos_token_id=eos, pad_token_id=0))
-    np.testing.assert_array_equal(out[:, ids.shape[1]:], reference.generate(ids, mask, NEW_TOKENS, eos=[eos], pad=0))
-    assert out[0, ids.shape[1] + 2] == eos and not out[0, ids.shape[1] + 3:].any()
+    np.testing.assert_array_equal(out[:, ids.shape[1] :], reference.generate(ids, mask, NEW_TOKENS, eos=[eos], pad=0))
+    assert out[0, ids.shape[1] + 2] == eos and not out[0, ids.shape[1] + 3 :].any()
     # Every row's first token ends it: the loop runs no decode step after the prompt.
     firsts = [int(t) for t in free[:, 0]]
-    tokens, steps = _decode(llama, find_cache(llama), jnp.asarray(ids), jnp.asarray(mask), None, 1.0, None, None,
-                            jnp.asarray(firsts), jnp.asarray(7), NEW_TOKENS)
+    tokens, steps = _decode(
+        llama,
+        find_cache(llama),
+        jnp.asarray(ids),
+        jnp.asarray(mask),
+        None,
+        1.0,
+        None,
+        None,
+        jnp.asarray(firsts),
+        jnp.asarray(7),
+        NEW_TOKENS,
+    )
     assert int(steps) == 1
-    np.testing.assert_array_equal(np.asarray(tokens)[:, ids.shape[1]:], [[t] + [7] * (NEW_TOKENS - 1) for t in firsts])
+    np.testing.assert_array_equal(np.asarray(tokens)[:, ids.shape[1] :], [[t] + [7] * (NEW_TOKENS - 1) for t in firsts])
     # Without it, all steps run.
-    _, steps = _decode(llama, find_cache(llama), jnp.asarray(ids), jnp.asarray(mask), None, 1.0, None, None,
-                       None, jnp.asarray(0), NEW_TOKENS)
+    _, steps = _decode(
+        llama,
+        find_cache(llama),
+        jnp.asarray(ids),
+        jnp.asarray(mask),
+        None,
+        1.0,
+        None,
+        None,
+        None,
+        jnp.asarray(0),
+        NEW_TOKENS,
+    )
     assert int(steps) == NEW_TOKENS
 
 
@@ -380,8 +425,17 @@ def test_sampled_tokens_follow_the_distribution(llama, options):
     ids, mask = _prompts("llama_optimum")
     temperature, rows = 2.0, 3000
     prompt = np.repeat(ids[2:], rows, axis=0)
-    out = np.asarray(jaxonnx.generate(llama, prompt, 2, attention_mask=np.ones_like(prompt), rng=jax.random.key(11),
-                                      temperature=temperature, **options))
+    out = np.asarray(
+        jaxonnx.generate(
+            llama,
+            prompt,
+            2,
+            attention_mask=np.ones_like(prompt),
+            rng=jax.random.key(11),
+            temperature=temperature,
+            **options,
+        )
+    )
     reference = OnnxruntimeLM("llama_optimum")
     logits, _ = reference.logits(ids[2:], mask[2:], np.arange(ids.shape[1])[None], reference.empty_cache(1))
     probabilities = _softmax(_numpy_filtered(logits[0].astype(np.float64), temperature, **options))
@@ -391,8 +445,12 @@ def test_sampled_tokens_follow_the_distribution(llama, options):
     assert _chi_square_p_value(counts, probabilities) > SIGNIFICANCE
     # The second token, in the rows whose first token was the commonest: the decode loop samples too.
     common = np.argmax(counts)
-    logits, _ = reference.logits(np.append(ids[2:], [[common]], 1), np.ones((1, ids.shape[1] + 1), np.int64),
-                                 np.arange(ids.shape[1] + 1)[None], reference.empty_cache(1))
+    logits, _ = reference.logits(
+        np.append(ids[2:], [[common]], 1),
+        np.ones((1, ids.shape[1] + 1), np.int64),
+        np.arange(ids.shape[1] + 1)[None],
+        reference.empty_cache(1),
+    )
     probabilities = _softmax(_numpy_filtered(logits[0].astype(np.float64), temperature, **options))
     counts = np.bincount(out[first == common, ids.shape[1] + 1], minlength=probabilities.size)
     assert counts.sum() > 300 and not counts[probabilities == 0].any()
@@ -408,7 +466,9 @@ def test_a_wrong_distribution_fails_the_chi_square_test():
     assert _chi_square_p_value(counts, _softmax(logits)) < 1e-12
 
 
-@pytest.mark.parametrize("options", [{"top_k": 1}, {"top_k": 7}, {"top_p": 0.3}, {"top_p": 0.95}, {"top_k": 10, "top_p": 0.5}], ids=str)
+@pytest.mark.parametrize(
+    "options", [{"top_k": 1}, {"top_k": 7}, {"top_p": 0.3}, {"top_p": 0.95}, {"top_k": 10, "top_p": 0.5}], ids=str
+)
 def test_filtered_logits_are_huggingfaces_warpers(options):
     logits = np.random.default_rng(1).normal(0, 3, (4, 50))
     logits[1, :5] = logits[1, 5]  # ties at the threshold are kept, as HF keeps them
@@ -425,8 +485,9 @@ def test_traced_sampling_options(llama):
     @jax.jit
     def sample(model, top_k, top_p, temperature):
         traces.append(1)
-        return jaxonnx.generate(model, jnp.asarray([[5, 6, 7]]), 3, rng=jax.random.key(0), top_k=top_k,
-                                top_p=top_p, temperature=temperature)
+        return jaxonnx.generate(
+            model, jnp.asarray([[5, 6, 7]]), 3, rng=jax.random.key(0), top_k=top_k, top_p=top_p, temperature=temperature
+        )
 
     greedy = np.asarray(jaxonnx.generate(llama, jnp.asarray([[5, 6, 7]]), 3))
     np.testing.assert_array_equal(sample(llama, 1, 1.0, 1.0), greedy)  # top_k=1 is greedy
@@ -442,10 +503,27 @@ def test_command_line_with_token_ids(capsys):
     from jaxonnx.cli import main
 
     folder = os.path.join(FIXTURES, "llama_optimum")
-    assert main(["generate", folder, "--prompt-ids", "5,6,7", "--prompt-ids", "9", "--max-new-tokens", "4",
-                 "--eos-token-id", "-1"]) == 0
+    assert (
+        main(
+            [
+                "generate",
+                folder,
+                "--prompt-ids",
+                "5,6,7",
+                "--prompt-ids",
+                "9",
+                "--max-new-tokens",
+                "4",
+                "--eos-token-id",
+                "-1",
+            ]
+        )
+        == 0
+    )
     lines = capsys.readouterr().out.splitlines()
-    expected = OnnxruntimeLM("llama_optimum").generate(np.array([[5, 6, 7], [0, 0, 9]]), np.array([[1, 1, 1], [0, 0, 1]]), 4)
+    expected = OnnxruntimeLM("llama_optimum").generate(
+        np.array([[5, 6, 7], [0, 0, 9]]), np.array([[1, 1, 1], [0, 0, 1]]), 4
+    )
     assert lines == ["5,6,7," + ",".join(map(str, expected[0])), "9," + ",".join(map(str, expected[1]))]
     assert main(["generate", folder, "--prompt-ids", "5,x"]) == 2
     assert "--prompt-ids takes comma-separated integers" in capsys.readouterr().err
@@ -482,12 +560,28 @@ def test_generate_compiles_its_loop_with_the_decode_options(llama):
     np.testing.assert_array_equal(compiled(*arguments), plain(*arguments))
 
 
-@pytest.mark.parametrize("function", [generation.generate, generation.find_cache, generation.choose_tokens,
-                                      generation.decode_compiler_options, generation.load_causal_lm],
-                         ids=lambda f: f.__name__)
+@pytest.mark.parametrize(
+    "function",
+    [
+        generation.generate,
+        generation.find_cache,
+        generation.choose_tokens,
+        generation.decode_compiler_options,
+        generation.load_causal_lm,
+    ],
+    ids=lambda f: f.__name__,
+)
 def test_docstring_examples_run(function, monkeypatch):
-    monkeypatch.chdir(os.path.join(os.path.dirname(__file__), os.pardir))  # the examples name files from the repo's root
-    globs = {"jax": jax, "jnp": jnp, "np": np, "jaxonnx": jaxonnx, **{n: getattr(generation, n) for n in generation.__all__}}
+    monkeypatch.chdir(
+        os.path.join(os.path.dirname(__file__), os.pardir)
+    )  # the examples name files from the repo's root
+    globs = {
+        "jax": jax,
+        "jnp": jnp,
+        "np": np,
+        "jaxonnx": jaxonnx,
+        **{n: getattr(generation, n) for n in generation.__all__},
+    }
     runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
     for test in doctest.DocTestFinder(recurse=False).find(function, globs=globs):
         runner.run(test)
@@ -508,4 +602,8 @@ def test_x64_warning_is_one_line_once_per_process(x64_off, monkeypatch):
         jaxonnx.load(_path("llama_optimum"))
         jaxonnx.load(_path("qwen2_optimum"))
     shown = [r for r in record if issubclass(r.category, jaxonnx.X64Warning)]
-    assert len(shown) == 1 and "\n" not in str(shown[0].message) and "input 'input_ids' (int64 as int32)" in str(shown[0].message)
+    assert (
+        len(shown) == 1
+        and "\n" not in str(shown[0].message)
+        and "input 'input_ids' (int64 as int32)" in str(shown[0].message)
+    )

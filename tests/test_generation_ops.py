@@ -34,12 +34,26 @@ def _prompts(batch: int, length: int, *, seed: int = 0, left_padding: int = 0) -
     return ids, mask
 
 
-def _beam_feeds(ids, mask, *, max_length=12, beams=4, returned=2, length_penalty=1.0, repetition_penalty=1.0,
-                vocab_mask=None, prefix_vocab_mask=None, min_length=0):
+def _beam_feeds(
+    ids,
+    mask,
+    *,
+    max_length=12,
+    beams=4,
+    returned=2,
+    length_penalty=1.0,
+    repetition_penalty=1.0,
+    vocab_mask=None,
+    prefix_vocab_mask=None,
+    min_length=0,
+):
     batch = ids.shape[0]
     return {
-        "input_ids": ids, "max_length": np.array([max_length], np.int32), "min_length": np.array([min_length], np.int32),
-        "num_beams": np.array([beams], np.int32), "num_return_sequences": np.array([returned], np.int32),
+        "input_ids": ids,
+        "max_length": np.array([max_length], np.int32),
+        "min_length": np.array([min_length], np.int32),
+        "num_beams": np.array([beams], np.int32),
+        "num_return_sequences": np.array([returned], np.int32),
         "length_penalty": np.array([length_penalty], np.float32),
         "repetition_penalty": np.array([repetition_penalty], np.float32),
         "vocab_mask": np.ones(VOCAB, np.int32) if vocab_mask is None else vocab_mask,
@@ -111,13 +125,15 @@ def test_gpt2_beam_search_no_repeat_ngram_early_stopping_equals_onnxruntime():
     expected, actual, _, _ = _run_both("gpt2_beam_search_no_repeat_ngram.onnx", feeds)
     _assert_equal_to_onnxruntime(expected, actual)
     for sequence in expected[0].reshape(-1, feeds["max_length"][0]):
-        bigrams = [tuple(sequence[i:i + 2]) for i in range(len(sequence) - 1) if sequence[i + 1] != GPT2_PAD]
+        bigrams = [tuple(sequence[i : i + 2]) for i in range(len(sequence) - 1) if sequence[i + 1] != GPT2_PAD]
         assert len(bigrams) == len(set(bigrams))  # the property the processor keeps
 
 
 T5_EOS, T5_PAD = 1, 0
-T5_CASES = {**{case: BEAM_CASES[case] for case in ("four_beams", "length_penalty", "vocab_masks")},
-            "early_end": dict(vocab_mask=np.isin(np.arange(VOCAB), [T5_EOS, 20]).astype(np.int32), max_length=16)}
+T5_CASES = {
+    **{case: BEAM_CASES[case] for case in ("four_beams", "length_penalty", "vocab_masks")},
+    "early_end": dict(vocab_mask=np.isin(np.arange(VOCAB), [T5_EOS, 20]).astype(np.int32), max_length=16),
+}
 
 
 @pytest.mark.parametrize("case", T5_CASES)
@@ -132,8 +148,14 @@ def test_t5_beam_search_equals_onnxruntime(case):
 
 
 def _greedy_feeds(ids, mask, *, max_length=12, repetition_penalty=1.0, vocab_mask=None, prefix_vocab_mask=None):
-    feeds = _beam_feeds(ids, mask, max_length=max_length, repetition_penalty=repetition_penalty,
-                        vocab_mask=vocab_mask, prefix_vocab_mask=prefix_vocab_mask)
+    feeds = _beam_feeds(
+        ids,
+        mask,
+        max_length=max_length,
+        repetition_penalty=repetition_penalty,
+        vocab_mask=vocab_mask,
+        prefix_vocab_mask=prefix_vocab_mask,
+    )
     for beam_only in ("num_beams", "num_return_sequences", "length_penalty"):
         del feeds[beam_only]
     return feeds
@@ -142,9 +164,16 @@ def _greedy_feeds(ids, mask, *, max_length=12, repetition_penalty=1.0, vocab_mas
 _FEW_TOKENS = np.isin(np.arange(VOCAB), [GPT2_PAD, 20]).astype(np.int32)  # the end token likely
 
 
-@pytest.mark.parametrize("options", [dict(), dict(repetition_penalty=1.8, vocab_mask=_MASK, prefix_vocab_mask=_PREFIX),
-                                     dict(vocab_mask=_FEW_TOKENS), dict(vocab_mask=_FEW_TOKENS, min_length=9)],
-                         ids=["plain", "processors", "early_end", "min_length"])
+@pytest.mark.parametrize(
+    "options",
+    [
+        dict(),
+        dict(repetition_penalty=1.8, vocab_mask=_MASK, prefix_vocab_mask=_PREFIX),
+        dict(vocab_mask=_FEW_TOKENS),
+        dict(vocab_mask=_FEW_TOKENS, min_length=9),
+    ],
+    ids=["plain", "processors", "early_end", "min_length"],
+)
 def test_gpt2_greedy_search_equals_onnxruntime(options):
     ids, mask = _prompts(2, 5, seed=2, left_padding=1)
     options = dict(options)
@@ -229,7 +258,9 @@ def test_sampling_draws_from_the_key_within_top_p():
     assert str(jax.make_jaxpr(draw)(ids, jax.random.key(0))).count("while[") == 1
     jitted = jax.jit(draw)
     draws = [np.asarray(jitted(jnp.asarray(ids), jax.random.key(k))) for k in range(6)]
-    np.testing.assert_array_equal(draws[0], np.asarray(jitted(jnp.asarray(ids), jax.random.key(0))))  # one key, one draw
+    np.testing.assert_array_equal(
+        draws[0], np.asarray(jitted(jnp.asarray(ids), jax.random.key(0)))
+    )  # one key, one draw
     assert len({d.tobytes() for d in draws}) > 1  # the key decides the draw
     for d in draws:
         np.testing.assert_array_equal(d[:, :5], ids)
@@ -238,8 +269,19 @@ def test_sampling_draws_from_the_key_within_top_p():
 
 
 # DecoderMaskedMultiHeadAttention against onnxruntime's CPU kernel, node by node.
-_DMMHA_INPUTS = ["query", "key", "value", "mask_index", "attention_bias", "past_key", "past_value",
-                 "past_sequence_length", "beam_width", "cache_indirection", "bias"]
+_DMMHA_INPUTS = [
+    "query",
+    "key",
+    "value",
+    "mask_index",
+    "attention_bias",
+    "past_key",
+    "past_value",
+    "past_sequence_length",
+    "beam_width",
+    "cache_indirection",
+    "bias",
+]
 
 
 def _dmmha_session(feeds: dict, outputs: int, **attributes):
@@ -250,12 +292,22 @@ def _dmmha_session(feeds: dict, outputs: int, **attributes):
         names.pop()
     integer = {"mask_index", "past_sequence_length", "beam_width", "cache_indirection"}
     output_names = ["output", "present_key", "present_value"][:outputs]
-    node = helper.make_node("DecoderMaskedMultiHeadAttention", names, output_names, domain="com.microsoft", **attributes)
+    node = helper.make_node(
+        "DecoderMaskedMultiHeadAttention", names, output_names, domain="com.microsoft", **attributes
+    )
     graph = helper.make_graph(
-        [node], "dmmha",
-        [helper.make_tensor_value_info(n, TensorProto.INT32 if n in integer else TensorProto.FLOAT, None) for n in names if n],
-        [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in output_names])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)])
+        [node],
+        "dmmha",
+        [
+            helper.make_tensor_value_info(n, TensorProto.INT32 if n in integer else TensorProto.FLOAT, None)
+            for n in names
+            if n
+        ],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in output_names],
+    )
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]
+    )
     return ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
 
 
@@ -263,9 +315,14 @@ def _dmmha_feeds(seed: int = 0, batch: int = 4, heads: int = 2, head: int = 8, m
     rng = np.random.default_rng(seed)
     normal = lambda *shape: rng.normal(size=shape).astype(np.float32)  # noqa: E731
     hidden = heads * head
-    return {"query": normal(batch, 1, hidden), "key": normal(batch, 1, hidden), "value": normal(batch, 1, hidden),
-            "past_key": normal(batch, heads, max_length, head), "past_value": normal(batch, heads, max_length, head),
-            "past_sequence_length": np.array([past], np.int32)}
+    return {
+        "query": normal(batch, 1, hidden),
+        "key": normal(batch, 1, hidden),
+        "value": normal(batch, 1, hidden),
+        "past_key": normal(batch, heads, max_length, head),
+        "past_value": normal(batch, heads, max_length, head),
+        "past_sequence_length": np.array([past], np.int32),
+    }
 
 
 _PAD_MASK = np.ones((4, 4), np.int32)
@@ -275,10 +332,14 @@ DMMHA_CASES = {
     "plain": ({}, {}),
     "padding_mask": ({"mask_index": _PAD_MASK}, {}),
     "beams": ({"beam_width": np.array([2], np.int32), "cache_indirection": _INDIRECTION}, {}),
-    "beams_and_mask": ({"beam_width": np.array([2], np.int32), "cache_indirection": _INDIRECTION,
-                        "mask_index": _PAD_MASK}, {}),
-    "scale_and_attention_bias": ({"attention_bias": np.random.default_rng(2).normal(size=(4, 2, 1, 4)).astype(np.float32)},
-                                 {"scale": 0.3}),
+    "beams_and_mask": (
+        {"beam_width": np.array([2], np.int32), "cache_indirection": _INDIRECTION, "mask_index": _PAD_MASK},
+        {},
+    ),
+    "scale_and_attention_bias": (
+        {"attention_bias": np.random.default_rng(2).normal(size=(4, 2, 1, 4)).astype(np.float32)},
+        {"scale": 0.3},
+    ),
     "projection_bias": ({"bias": np.random.default_rng(3).normal(size=(48,)).astype(np.float32)}, {}),
 }
 
@@ -303,10 +364,12 @@ def test_decoder_masked_multihead_attention_equals_onnxruntime(case):
 
 def test_decoder_masked_multihead_attention_cross_attention_equals_onnxruntime():
     rng = np.random.default_rng(4)
-    feeds = {"query": rng.normal(size=(3, 1, 16)).astype(np.float32),
-             "key": rng.normal(size=(3, 2, 5, 8)).astype(np.float32),
-             "value": rng.normal(size=(3, 2, 5, 8)).astype(np.float32),
-             "mask_index": np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0], [0, 1, 1, 1, 1]], np.int32)}
+    feeds = {
+        "query": rng.normal(size=(3, 1, 16)).astype(np.float32),
+        "key": rng.normal(size=(3, 2, 5, 8)).astype(np.float32),
+        "value": rng.normal(size=(3, 2, 5, 8)).astype(np.float32),
+        "mask_index": np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0], [0, 1, 1, 1, 1]], np.int32),
+    }
     session = _dmmha_session(feeds, 1, num_heads=2)
     expected = session.run(None, feeds)[0]
     op = jaxonnx.get_op("DecoderMaskedMultiHeadAttention", 1, "com.microsoft")
@@ -315,8 +378,7 @@ def test_decoder_masked_multihead_attention_cross_attention_equals_onnxruntime()
 
 
 def test_decoder_masked_multihead_attention_refuses_a_bias_read_through_beams():
-    feeds = {**_dmmha_feeds(), "cache_indirection": _INDIRECTION,
-             "attention_bias": np.zeros((4, 2, 1, 4), np.float32)}
+    feeds = {**_dmmha_feeds(), "cache_indirection": _INDIRECTION, "attention_bias": np.zeros((4, 2, 1, 4), np.float32)}
     op = jaxonnx.get_op("DecoderMaskedMultiHeadAttention", 1, "com.microsoft")
     with pytest.raises(jaxonnx.OnnxValidationError, match="cache_indirection"):
         op(*[feeds.get(n) for n in _DMMHA_INPUTS], num_heads=2, past_present_share_buffer=1)
@@ -385,9 +447,20 @@ def test_sampling_draws_follow_the_filtered_distribution():
 
     decoder.input_names, decoder.inputs = ("input_ids", "position_ids", "attention_mask"), ()
     temperature, top_p = 0.8, 0.85
-    draw = jax.jit(jax.vmap(lambda key: jaxonnx.ops.sampling(
-        np.array([[2]], np.int32), np.array([2], np.int32), eos_token_id=5, pad_token_id=5, decoder=decoder,
-        temperature=temperature, top_p=top_p, rng=key)[0, 1]))
+    draw = jax.jit(
+        jax.vmap(
+            lambda key: jaxonnx.ops.sampling(
+                np.array([[2]], np.int32),
+                np.array([2], np.int32),
+                eos_token_id=5,
+                pad_token_id=5,
+                decoder=decoder,
+                temperature=temperature,
+                top_p=top_p,
+                rng=key,
+            )[0, 1]
+        )
+    )
     counts = np.bincount(np.asarray(draw(jax.random.split(jax.random.key(3), 4000))), minlength=6)
     logits = table[2] / temperature
     order = np.argsort(logits)
@@ -402,7 +475,7 @@ def test_sampling_draws_follow_the_filtered_distribution():
 
 
 def _bigram_decoder():
-    table = jnp.log(jnp.array([[.1, .6, .3], [.2, .1, .7], [.3, .3, .4]]))
+    table = jnp.log(jnp.array([[0.1, 0.6, 0.3], [0.2, 0.1, 0.7], [0.3, 0.3, 0.4]]))
 
     def decoder(ids, positions, mask):
         return (table[ids],)
@@ -411,15 +484,27 @@ def _bigram_decoder():
     return decoder
 
 
-@pytest.mark.parametrize("input_ids, beams, returned, attributes, message", [
-    (np.array([[0.0]], np.float32), 2, 2, {}, "needs int32 `input_ids`"),
-    (np.array([[0]], np.int32), 2, 3, {}, "`num_return_sequences` <= `num_beams`, got 3 and 2"),
-    (np.array([[0]], np.int32), 0, 1, {}, "`num_beams` >= 1, got 0"),
-    (np.array([[0]], np.int32), 2, 1, {"model_type": 2}, "`model_type` 0 \\(GPT-2\\) and 1 \\(T5\\), got 2"),
-    (np.array([[0]], np.int32), 2, 1, {"model_type": 1}, "needs the `encoder` subgraph"),
-])
+@pytest.mark.parametrize(
+    "input_ids, beams, returned, attributes, message",
+    [
+        (np.array([[0.0]], np.float32), 2, 2, {}, "needs int32 `input_ids`"),
+        (np.array([[0]], np.int32), 2, 3, {}, "`num_return_sequences` <= `num_beams`, got 3 and 2"),
+        (np.array([[0]], np.int32), 0, 1, {}, "`num_beams` >= 1, got 0"),
+        (np.array([[0]], np.int32), 2, 1, {"model_type": 2}, "`model_type` 0 \\(GPT-2\\) and 1 \\(T5\\), got 2"),
+        (np.array([[0]], np.int32), 2, 1, {"model_type": 1}, "needs the `encoder` subgraph"),
+    ],
+)
 def test_beam_search_errors_name_the_argument(input_ids, beams, returned, attributes, message):
     one = lambda n: np.array([n], np.int32)  # noqa: E731
     with pytest.raises(jaxonnx.OnnxValidationError, match=message):
-        jaxonnx.ops.beam_search(input_ids, one(4), None, one(beams), one(returned), eos_token_id=2, pad_token_id=0,
-                                decoder=_bigram_decoder(), **attributes)
+        jaxonnx.ops.beam_search(
+            input_ids,
+            one(4),
+            None,
+            one(beams),
+            one(returned),
+            eos_token_id=2,
+            pad_token_id=0,
+            decoder=_bigram_decoder(),
+            **attributes,
+        )

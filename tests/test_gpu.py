@@ -35,8 +35,14 @@ pytestmark = pytest.mark.skipif(_gpu() is None, reason="needs a GPU (JAX sees no
 
 # Fixtures whose graphs reach every platform-dependent formulation: stems and 3x3
 # convolutions, depthwise and grouped ones, max and average pools, nearest Resize, LSTM.
-MODELS = ["cnn_torchscript_static", "resnet_dynamo_static", "mobilenet_v3_small_torchscript_static",
-          "vit_dynamo_static", "lstm_torchscript_static", "gpt2_dynamo_static"]
+MODELS = [
+    "cnn_torchscript_static",
+    "resnet_dynamo_static",
+    "mobilenet_v3_small_torchscript_static",
+    "vit_dynamo_static",
+    "lstm_torchscript_static",
+    "gpt2_dynamo_static",
+]
 
 
 def _inputs(name):
@@ -60,7 +66,10 @@ def test_gpu_branch_equals_cpu_branch(name):
             outputs = jax.jit(lambda m, *x: m(*x))(placed_model, *placed)
             grads = jax.jit(jax.grad(_loss))(placed_model, *placed)
             assert {d.platform for o in outputs for d in o.devices()} == {device.platform}
-            results[device.platform] = ([np.asarray(o) for o in outputs], [np.asarray(v) for v in jax.tree.leaves(grads)])
+            results[device.platform] = (
+                [np.asarray(o) for o in outputs],
+                [np.asarray(v) for v in jax.tree.leaves(grads)],
+            )
     (cpu_out, cpu_grads), (gpu_out, gpu_grads) = results["cpu"], results["gpu"]
     for c, g in zip(cpu_out, gpu_out):
         np.testing.assert_allclose(g, c, rtol=2e-4, atol=2e-5 * max(1.0, float(np.abs(c).max())))

@@ -10,8 +10,8 @@ derivative (a Gradient of a Gradient's output).
 from __future__ import annotations
 
 import jax
-import jax.test_util
 import jax.numpy as jnp
+import jax.test_util
 import numpy as np
 import onnx
 import pytest
@@ -68,8 +68,10 @@ _Z = _rng.standard_normal((48, 5)) * 0.3
 
 
 def _conv_gemm(dtype, initialized_w=True):
-    inputs = [vi("X", T.DOUBLE if dtype == np.float64 else T.FLOAT, [2, 2, 4, 4]),
-              vi("Z", T.DOUBLE if dtype == np.float64 else T.FLOAT, [48, 5])]
+    inputs = [
+        vi("X", T.DOUBLE if dtype == np.float64 else T.FLOAT, [2, 2, 4, 4]),
+        vi("Z", T.DOUBLE if dtype == np.float64 else T.FLOAT, [48, 5]),
+    ]
     initializers = []
     if initialized_w:
         initializers = [onnx.numpy_helper.from_array(_W.astype(dtype), "W")]
@@ -124,8 +126,12 @@ def test_gradient_with_respect_to_an_intermediate_value_fed_another_value():
     elem = T.DOUBLE
     h1 = _rng.standard_normal((2, 3, 4, 4))
     nodes = [*_FORWARD, _gradient(["H_1", "Z"], ["dH", ""], xs=["H", "Z"], y="Y")]
-    model = _model(nodes, [vi("X", elem, [2, 2, 4, 4]), vi("Z", elem, [48, 5]), vi("H_1", elem, [2, 3, 4, 4])],
-                   [vi("dH", elem, [2, 3, 4, 4])], [onnx.numpy_helper.from_array(_W, "W")])
+    model = _model(
+        nodes,
+        [vi("X", elem, [2, 2, 4, 4]), vi("Z", elem, [48, 5]), vi("H_1", elem, [2, 3, 4, 4])],
+        [vi("dH", elem, [2, 3, 4, 4])],
+        [onnx.numpy_helper.from_array(_W, "W")],
+    )
     (dh,) = jaxonnx.load(model)(_X, _Z, h1)
     tail = _model(_FORWARD[1:], [vi("H", elem, [2, 3, 4, 4]), vi("Z", elem, [48, 5])], [vi("Y", elem, [2, 5])])
     np.testing.assert_allclose(dh, _numeric_gradient(tail, {"H": h1, "Z": _Z}, "H"), rtol=1e-6, atol=1e-8)
@@ -176,10 +182,15 @@ def test_gradient_sees_the_same_random_draws_as_the_forward_pass():
         helper.make_node("Dropout", ["X", "ratio", "training"], ["Y"]),
         _gradient(["X"], ["dX"], xs=["X"], y="Y"),
     ]
-    initializers = [onnx.numpy_helper.from_array(np.array(0.5, np.float32), "ratio"),
-                    onnx.numpy_helper.from_array(np.array(True), "training")]
-    model = jaxonnx.load(_model(nodes, [vi("X", T.FLOAT, [64])], [vi("Y", T.FLOAT, [64]), vi("dX", T.FLOAT, [64])],
-                                initializers, opset=13))
+    initializers = [
+        onnx.numpy_helper.from_array(np.array(0.5, np.float32), "ratio"),
+        onnx.numpy_helper.from_array(np.array(True), "training"),
+    ]
+    model = jaxonnx.load(
+        _model(
+            nodes, [vi("X", T.FLOAT, [64])], [vi("Y", T.FLOAT, [64]), vi("dX", T.FLOAT, [64])], initializers, opset=13
+        )
+    )
     x = np.abs(_rng.standard_normal(64)).astype(np.float32) + 0.1
     for key in (jax.random.key(1), jax.random.key(2)):
         y, dx = jax.jit(model)(x, rng=key)
@@ -199,8 +210,14 @@ def test_gradient_inside_a_subgraph_reads_the_enclosing_scope():
     else_branch = helper.make_graph([helper.make_node("Identity", ["X"], ["X0"])], "else", [], [vi("X0", T.FLOAT, [3])])
     nodes = [helper.make_node("If", ["c"], ["out"], then_branch=then_branch, else_branch=else_branch)]
     w = np.array([1.0, 2.0, -3.0], np.float32)
-    model = jaxonnx.load(_model(nodes, [vi("c", T.BOOL, []), vi("X", T.FLOAT, [3])], [vi("out", T.FLOAT, [3])],
-                                [onnx.numpy_helper.from_array(w, "W")]))
+    model = jaxonnx.load(
+        _model(
+            nodes,
+            [vi("c", T.BOOL, []), vi("X", T.FLOAT, [3])],
+            [vi("out", T.FLOAT, [3])],
+            [onnx.numpy_helper.from_array(w, "W")],
+        )
+    )
     x = np.array([0.1, 0.2, 0.3], np.float32)
     (out,) = jax.jit(model)(np.array(True), x)
     np.testing.assert_allclose(out, np.cos(x * w) * w, rtol=1e-6)
@@ -230,7 +247,8 @@ def _load_error(nodes, inputs, outputs, initializers=()):
 def test_a_name_nothing_defines_is_refused_at_load():
     message = _load_error(
         [helper.make_node("Sin", ["X"], ["Y"]), _gradient(["X"], ["dX"], xs=["X"], y="Nope")],
-        [vi("X", T.FLOAT, [2])], [vi("dX", T.FLOAT, [2])],
+        [vi("X", T.FLOAT, [2])],
+        [vi("dX", T.FLOAT, [2])],
     )
     assert "Gradient_1" in message and "'Nope'" in message and "defines" in message
 

@@ -51,7 +51,9 @@ def _constant(name: str, value, form: str, opset: int) -> onnx.NodeProto:
         form = "value"
     node_name = f"const_{name}"
     if form == "value":
-        return helper.make_node("Constant", [], [name], name=node_name, value=numpy_helper.from_array(np.asarray(value), name))
+        return helper.make_node(
+            "Constant", [], [name], name=node_name, value=numpy_helper.from_array(np.asarray(value), name)
+        )
     if form in ("value_int", "value_float"):
         return helper.make_node("Constant", [], [name], name=node_name, **{form: value.item()})
     return helper.make_node("Constant", [], [name], name=node_name, **{form: value.tolist()})
@@ -90,7 +92,11 @@ def _chain_model(opset: int) -> onnx.ModelProto:
     ]
     return _model(
         nodes,
-        [vi("x", TensorProto.FLOAT, [6, 4]), vi("idx", TensorProto.INT64, [2, 4]), vi("mask", TensorProto.BOOL, [2, 4])],
+        [
+            vi("x", TensorProto.FLOAT, [6, 4]),
+            vi("idx", TensorProto.INT64, [2, 4]),
+            vi("mask", TensorProto.BOOL, [2, 4]),
+        ],
         [vi("flat", TensorProto.FLOAT, [1, 6]), vi("gathered", TensorProto.FLOAT, [2, 4])],
         [numpy_helper.from_array(np.array([True, True, False, True]), "column_mask")],
         opset=opset,
@@ -137,13 +143,23 @@ def test_chain_resolves_the_version_of_each_opset():
         for opset in CHAIN_OPSETS
     }
     assert resolved[11] == {
-        "Constant": "Constant-11", "Identity": "Identity-1", "Slice": "Slice-11", "Where": "Where-9",
-        "GatherElements": "GatherElements-11", "Compress": "Compress-11", "Flatten": "Flatten-11",
+        "Constant": "Constant-11",
+        "Identity": "Identity-1",
+        "Slice": "Slice-11",
+        "Where": "Where-9",
+        "GatherElements": "GatherElements-11",
+        "Compress": "Compress-11",
+        "Flatten": "Flatten-11",
     }
     assert resolved[16]["Where"] == "Where-16" and resolved[16]["Identity"] == "Identity-16"
     assert resolved[25] == {
-        "Constant": "Constant-25", "Identity": "Identity-25", "Slice": "Slice-13", "Where": "Where-16",
-        "GatherElements": "GatherElements-13", "Compress": "Compress-11", "Flatten": "Flatten-25",
+        "Constant": "Constant-25",
+        "Identity": "Identity-25",
+        "Slice": "Slice-13",
+        "Where": "Where-16",
+        "GatherElements": "GatherElements-13",
+        "Compress": "Compress-11",
+        "Flatten": "Flatten-25",
     }
 
 
@@ -164,7 +180,9 @@ _CHAIN_21_JIT = jax.jit(jaxonnx.load(_CHAIN_21))
 def test_chain_with_the_oldest_versions(opset, run_onnxruntime):
     """Opset 9: Slice-1 (bounds as attributes), Flatten-9, Compress-9, Where-9; opset 10: Slice-10."""
     if opset == 9:
-        slice_node = helper.make_node("Slice", ["x"], ["rows"], name="slice", starts=[1, 1], ends=[-1, 100], axes=[0, 1])
+        slice_node = helper.make_node(
+            "Slice", ["x"], ["rows"], name="slice", starts=[1, 1], ends=[-1, 100], axes=[0, 1]
+        )
         bounds = []
     else:
         slice_node = helper.make_node("Slice", ["x", "starts", "ends", "axes", "steps"], ["rows"], name="slice")
@@ -243,8 +261,13 @@ def _static_chain_model() -> onnx.ModelProto:
         helper.make_node("Slice", ["ends_all", "one", "two"], ["ends"], name="pick_end"),
         helper.make_node("Slice", ["x", "starts", "ends"], ["cut"], name="cut_rows"),
         helper.make_node("Compress", ["cut", "keep"], ["kept"], name="keep_columns", axis=1),
-        helper.make_node("Constant", [], ["flags"], name="flags_const",
-                         value=numpy_helper.from_array(np.array([False, True, True, False, True]), "flags")),
+        helper.make_node(
+            "Constant",
+            [],
+            ["flags"],
+            name="flags_const",
+            value=numpy_helper.from_array(np.array([False, True, True, False, True]), "flags"),
+        ),
         helper.make_node("Slice", ["flags", "one", "ends"], ["row_flags"], name="flags_slice"),
         helper.make_node("Compress", ["kept", "row_flags"], ["y"], name="keep_rows", axis=0),
     ]
@@ -307,7 +330,10 @@ def test_outputs_computed_only_from_constants_are_jax_arrays():
         ],
         [vi("x", TensorProto.FLOAT, [2])],
         [vi("y", TensorProto.INT64, [3]), vi("x_out", TensorProto.FLOAT, [2])],
-        [numpy_helper.from_array(np.array([1], np.int64), "one"), numpy_helper.from_array(np.array([4], np.int64), "four")],
+        [
+            numpy_helper.from_array(np.array([1], np.int64), "one"),
+            numpy_helper.from_array(np.array([4], np.int64), "four"),
+        ],
     )
     model = jaxonnx.load(proto)
     for outputs in (model(np.ones(2, np.float32)), jax.jit(model)(jnp.ones(2, jnp.float32))):
@@ -367,9 +393,9 @@ def test_traced_compress_condition_under_jit_raises_and_suggests_a_size_hint():
     ):
         jax.jit(model)(X52, cond)
     # Eagerly every condition works and the output has exactly the selected rows.
-    for cond in [cond, np.zeros(5, bool), np.ones(5, bool)]:
-        _assert_exact(model(X52, cond)[0], X52[cond])
-        _assert_exact(model(jnp.asarray(X52), jnp.asarray(cond))[0], X52[cond])
+    for keep in [cond, np.zeros(5, bool), np.ones(5, bool)]:
+        _assert_exact(model(X52, keep)[0], X52[keep])
+        _assert_exact(model(jnp.asarray(X52), jnp.asarray(keep))[0], X52[keep])
 
 
 def test_size_hint_gives_k_rows_selected_first_then_zeros_under_jit():
@@ -390,7 +416,9 @@ def test_size_hint_gives_k_rows_selected_first_then_zeros_under_jit():
 def test_size_hint_overflow_raises_at_run_time_and_never_truncates():
     model = jaxonnx.load(_compress_from_input_model(), size_hints={"picked": 4})
     compiled = jax.jit(model)
-    with pytest.raises(jax.errors.JaxRuntimeError, match=r"selected 5 slices at run time but its output was given size=4"):
+    with pytest.raises(
+        jax.errors.JaxRuntimeError, match=r"selected 5 slices at run time but its output was given size=4"
+    ):
         jax.block_until_ready(compiled(X52, np.ones(5, bool)))
     with pytest.raises(jaxonnx.OnnxValidationError, match=r"Node 'pick_rows'.*selected 5 slices but `size`=4"):
         model(X52, np.ones(5, bool))
@@ -437,7 +465,11 @@ def _string_model() -> onnx.ModelProto:
     ]
     return _model(
         nodes,
-        [vi("words", TensorProto.STRING, [5]), vi("choose", TensorProto.BOOL, [4]), vi("other", TensorProto.STRING, [])],
+        [
+            vi("words", TensorProto.STRING, [5]),
+            vi("choose", TensorProto.BOOL, [4]),
+            vi("other", TensorProto.STRING, []),
+        ],
         [vi("flat", TensorProto.STRING, [1, "n"])],
         [
             numpy_helper.from_array(np.array([5], np.int64), "ends"),
@@ -495,7 +527,11 @@ def test_string_outputs_do_not_alias_the_models_initializers():
         ],
         [],
         [vi("sliced", TensorProto.STRING, [2]), vi("flat", TensorProto.STRING, [1, 3])],
-        [words, numpy_helper.from_array(np.array([0], np.int64), "start"), numpy_helper.from_array(np.array([2], np.int64), "end")],
+        [
+            words,
+            numpy_helper.from_array(np.array([0], np.int64), "start"),
+            numpy_helper.from_array(np.array([2], np.int64), "end"),
+        ],
     )
     model = jaxonnx.load(proto)
     sliced, flat = model()
@@ -550,11 +586,17 @@ def test_dtype_mismatch_is_refused_without_casting():
 def test_rank_and_shape_mismatch_against_the_declared_shape():
     model = jaxonnx.load(_gather_model())
     indices = np.zeros((1, 2), np.int64)
-    with pytest.raises(jaxonnx.OnnxValidationError, match=r"'data' is declared with shape \[3, 2\] but got shape \[2, 2\]"):
+    with pytest.raises(
+        jaxonnx.OnnxValidationError, match=r"'data' is declared with shape \[3, 2\] but got shape \[2, 2\]"
+    ):
         model(DATA[:2], indices)
-    with pytest.raises(jaxonnx.OnnxValidationError, match=r"'data' is declared with shape \[3, 2\] but got shape \[1, 3, 2\]"):
+    with pytest.raises(
+        jaxonnx.OnnxValidationError, match=r"'data' is declared with shape \[3, 2\] but got shape \[1, 3, 2\]"
+    ):
         jax.jit(model)(DATA[None], indices)
-    with pytest.raises(jaxonnx.OnnxValidationError, match=r"'indices' is declared with shape \['n', 2\] but got shape \[4\]"):
+    with pytest.raises(
+        jaxonnx.OnnxValidationError, match=r"'indices' is declared with shape \['n', 2\] but got shape \[4\]"
+    ):
         model(DATA, np.zeros(4, np.int64))
     # A symbolic dim takes any size.
     (y,) = model(DATA, np.zeros((7, 2), np.int64))
@@ -709,13 +751,17 @@ def test_params_and_apply_replace_float_initializers():
     indices = np.array([2, 0, 2], np.int64)
     assert list(model.params) == ["w"]
     _assert_exact(model(indices)[0], np.array([4.0, 1.5, 4.0], np.float32))
-    _assert_exact(model.apply({"w": jnp.array([7.0, 8.0, 9.0], jnp.float32)}, indices)[0], np.array([9, 7, 9], np.float32))
+    _assert_exact(
+        model.apply({"w": jnp.array([7.0, 8.0, 9.0], jnp.float32)}, indices)[0], np.array([9, 7, 9], np.float32)
+    )
     grad = jax.grad(lambda p: jnp.sum(model.apply(p, indices)[0]))(model.params)
     _assert_exact(grad["w"], np.array([1.0, 0.0, 2.0], np.float32))
     with pytest.raises(jaxonnx.OnnxValidationError, match=r"`params` names \['v'\]"):
         model.apply({"v": jnp.zeros(3)}, indices)
     # Another float type is cast at the boundary (mixed precision); a non-float one is refused.
-    _assert_exact(model.apply({"w": jnp.array([7.0, 8.0, 9.0], jnp.float64)}, indices)[0], np.array([9, 7, 9], np.float32))
+    _assert_exact(
+        model.apply({"w": jnp.array([7.0, 8.0, 9.0], jnp.float64)}, indices)[0], np.array([9, 7, 9], np.float32)
+    )
     with pytest.raises(jaxonnx.OnnxTypeError, match=r"The param 'w' is declared tensor\(float\) but got dtype int32"):
         model.apply({"w": jnp.zeros(3, jnp.int32)}, indices)
 
@@ -724,8 +770,10 @@ def test_bytes_string_inputs_are_decoded_like_string_initializers():
     graph = helper.make_graph(
         [helper.make_node("Where", ["keep", "x", "z"], ["y"])],
         "strings",
-        [helper.make_tensor_value_info("keep", TensorProto.BOOL, [2]),
-         helper.make_tensor_value_info("x", TensorProto.STRING, [2])],
+        [
+            helper.make_tensor_value_info("keep", TensorProto.BOOL, [2]),
+            helper.make_tensor_value_info("x", TensorProto.STRING, [2]),
+        ],
         [helper.make_tensor_value_info("y", TensorProto.STRING, [2])],
         initializer=[helper.make_tensor("z", TensorProto.STRING, [1], [b"z"])],
     )
@@ -750,11 +798,17 @@ def test_inputs_can_be_given_by_keyword_as_graph_input_names():
         _assert_exact(call()[0], expected)
     grad = jax.grad(lambda d: jnp.sum(model(data=d, indices=indices)[0]))(jnp.asarray(DATA))
     _assert_exact(grad, np.array([[0, 1], [0, 0], [1, 0]], np.float32))
-    with pytest.raises(jaxonnx.OnnxValidationError, match=r"takes 2 inputs \(data, indices\); got unknown names \['idx'\] and no value for \['indices'\]"):
+    with pytest.raises(
+        jaxonnx.OnnxValidationError,
+        match=r"takes 2 inputs \(data, indices\); got unknown names \['idx'\] and no value for \['indices'\]",
+    ):
         model(DATA, idx=indices)
     with pytest.raises(jaxonnx.OnnxValidationError, match=r"got \['data'\] both positionally and by name"):
         model(DATA, data=DATA, indices=indices)
-    with pytest.raises(jaxonnx.OnnxValidationError, match=r"got 1; pass them in this order, by name as keywords, or as `model.run\(None, \{name: value\}\)`"):
+    with pytest.raises(
+        jaxonnx.OnnxValidationError,
+        match=r"got 1; pass them in this order, by name as keywords, or as `model.run\(None, \{name: value\}\)`",
+    ):
         model(DATA)
 
 

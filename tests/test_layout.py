@@ -65,20 +65,34 @@ def _layout_model():
         helper.make_node("Flatten", ["pooled"], ["y"]),
     ]
     initializers = [
-        _init("w0", (c, 3, 3, 3)), _init("b0", (c,)),
-        _init("bn_s", (c,)), _init("bn_b", (c,)), _init("bn_m", (c,)),
+        _init("w0", (c, 3, 3, 3)),
+        _init("b0", (c,)),
+        _init("bn_s", (c,)),
+        _init("bn_b", (c,)),
+        _init("bn_m", (c,)),
         numpy_helper.from_array(_RNG.uniform(0.5, 1.5, c).astype(np.float32), "bn_v"),
-        _init("wd", (c, 1, 5, 5)), _init("slope", (c, 1, 1)), _const("spatial", [2, 3]),
-        _init("w_se", (c, c, 1, 1)), _init("bias_c11", (c, 1, 1)), _init("bias_w", (8,)),
-        _init("w_g", (c, 2, 3, 3)), _const("halves", [c, c]),
+        _init("wd", (c, 1, 5, 5)),
+        _init("slope", (c, 1, 1)),
+        _const("spatial", [2, 3]),
+        _init("w_se", (c, c, 1, 1)),
+        _init("bias_c11", (c, 1, 1)),
+        _init("bias_w", (8,)),
+        _init("w_g", (c, 2, 3, 3)),
+        _const("halves", [c, c]),
         numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales"),
         numpy_helper.from_array(np.array(0.5, np.float32), "half"),
-        _init("w_wide", (64, c, 1, 1)), _init("w_wino", (64, 64, 3, 3), 0.05), _init("w_pw", (16, 64, 1, 1), 0.1),
+        _init("w_wide", (64, c, 1, 1)),
+        _init("w_wino", (64, 64, 3, 3), 0.05),
+        _init("w_pw", (16, 64, 1, 1), 0.1),
     ]
     graph = helper.make_graph(
-        nodes, "layout", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 3, 16, 16])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
-         helper.make_tensor_value_info("a4", TensorProto.FLOAT, None)],  # an inner output too
+        nodes,
+        "layout",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 3, 16, 16])],
+        [
+            helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+            helper.make_tensor_value_info("a4", TensorProto.FLOAT, None),
+        ],  # an inner output too
         initializers,
     )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
@@ -143,11 +157,23 @@ def test_maxpool_indices_and_random_ops_see_onnx_layout(run_onnxruntime):
         helper.make_node("Dropout", ["c", "ratio", "train"], ["d", "mask"], seed=3),
     ]
     graph = helper.make_graph(
-        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 4, 6])],
-        [helper.make_tensor_value_info(n, t, None) for n, t in
-         (("y", TensorProto.FLOAT), ("i", TensorProto.INT64), ("d", TensorProto.FLOAT), ("mask", TensorProto.BOOL))],
-        [_init("w", (3, 2, 3, 3)), numpy_helper.from_array(np.array(0.5, np.float32), "ratio"),
-         numpy_helper.from_array(np.array(True), "train")],
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 4, 6])],
+        [
+            helper.make_tensor_value_info(n, t, None)
+            for n, t in (
+                ("y", TensorProto.FLOAT),
+                ("i", TensorProto.INT64),
+                ("d", TensorProto.FLOAT),
+                ("mask", TensorProto.BOOL),
+            )
+        ],
+        [
+            _init("w", (3, 2, 3, 3)),
+            numpy_helper.from_array(np.array(0.5, np.float32), "ratio"),
+            numpy_helper.from_array(np.array(True), "train"),
+        ],
     )
     proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     x = np.random.default_rng(2).standard_normal((1, 2, 4, 6)).astype(np.float32)
@@ -166,7 +192,9 @@ def test_an_error_after_a_convolution_names_onnx_shapes(image):
         helper.make_node("Reshape", ["c", "shape"], ["y"]),
     ]
     graph = helper.make_graph(
-        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 16, 16])],
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 16, 16])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
         [_init("w", (5, 3, 1, 1)), _const("shape", [7, -1])],
     )

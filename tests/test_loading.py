@@ -15,8 +15,8 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import jaxonnx
-from jaxonnx.cli import main
 from jaxonnx._demo import DEMO_PATH
+from jaxonnx.cli import main
 
 vi = helper.make_tensor_value_info
 
@@ -72,16 +72,16 @@ def test_load_from_path_pathlike_bytes_and_modelproto(tmp_path):
 
 def test_load_the_bundled_demo_and_describe_it():
     model = jaxonnx.load(DEMO_PATH)
-    assert repr(model) == (
-        "Model('jaxonnx_demo', opset 21, 10 nodes, inputs (x: tensor(float)[4, 6]), outputs ['y'])"
-    )
+    assert repr(model) == ("Model('jaxonnx_demo', opset 21, 10 nodes, inputs (x: tensor(float)[4, 6]), outputs ['y'])")
     assert model.input_names == ("x",) and model.output_names == ("y",)
     (y,) = model(np.arange(24, dtype=np.float32).reshape(4, 6))
     np.testing.assert_array_equal(y, [[5, 3, 3, 13, 17, 17, 23, 21, 23]])
 
 
 def test_garbage_bytes_are_a_model_load_error():
-    with pytest.raises(jaxonnx.ModelLoadError, match=r"the given bytes is not a valid ONNX model: the protobuf could not be decoded"):
+    with pytest.raises(
+        jaxonnx.ModelLoadError, match=r"the given bytes is not a valid ONNX model: the protobuf could not be decoded"
+    ):
         jaxonnx.load(b"\x00\xff\xfe this is not an onnx model")
     with pytest.raises(jaxonnx.ModelLoadError, match=r"it has no graph"):
         jaxonnx.load(b"")
@@ -134,7 +134,9 @@ def test_a_model_without_opset_import_is_refused():
         [vi("y", TensorProto.FLOAT, [1, 4])],
     )
     del proto.opset_import[:]
-    with pytest.raises(jaxonnx.ModelLoadError, match=r"nodes use the domains \[''\] but its opset_import names no version"):
+    with pytest.raises(
+        jaxonnx.ModelLoadError, match=r"nodes use the domains \[''\] but its opset_import names no version"
+    ):
         jaxonnx.load(proto)
 
 
@@ -144,8 +146,9 @@ def test_a_model_without_opset_import_is_refused():
 def _save_with_external_data(proto, folder: pathlib.Path) -> pathlib.Path:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "model.onnx"
-    onnx.save_model(proto, path, save_as_external_data=True, all_tensors_to_one_file=True,
-                    location="weights.bin", size_threshold=0)
+    onnx.save_model(
+        proto, path, save_as_external_data=True, all_tensors_to_one_file=True, location="weights.bin", size_threshold=0
+    )
     return path
 
 
@@ -198,7 +201,9 @@ def test_external_data_resolving_outside_the_model_folder_is_refused(tmp_path, k
 
 def test_missing_external_data_file(tmp_path):
     path = _save_with_external_data(_weights_model(), tmp_path / "model")
-    with pytest.raises(jaxonnx.ModelLoadError, match=r"The external data file 'gone.bin' of initializer 'w_all' does not exist"):
+    with pytest.raises(
+        jaxonnx.ModelLoadError, match=r"The external data file 'gone.bin' of initializer 'w_all' does not exist"
+    ):
         jaxonnx.load(_with_location(path, "gone.bin"))
 
 
@@ -241,7 +246,9 @@ def test_op_of_another_domain_is_unsupported():
     assert "node 'custom' (Slice, domain 'com.example'): jaxonnx knows no ops of the domain 'com.example'" in message
     assert "[]" not in message and message.count("Slice") == 2  # the node, and once in the supported list
     del proto.opset_import[1:]
-    with pytest.raises(jaxonnx.ModelLoadError, match=r"domains \['com.example'\] but its opset_import names no version"):
+    with pytest.raises(
+        jaxonnx.ModelLoadError, match=r"domains \['com.example'\] but its opset_import names no version"
+    ):
         jaxonnx.load(proto)
 
 
@@ -302,7 +309,9 @@ def test_size_hint_for_an_unknown_name_is_refused():
 
 @pytest.mark.parametrize("bad", [-1, 2.0, "3", True])
 def test_a_size_hint_must_be_a_non_negative_int(bad):
-    with pytest.raises(jaxonnx.OnnxValidationError, match=rf"The size hint for 'picked' must be a non-negative int, got {bad!r}"):
+    with pytest.raises(
+        jaxonnx.OnnxValidationError, match=rf"The size hint for 'picked' must be a non-negative int, got {bad!r}"
+    ):
         jaxonnx.load(_compress_model(), size_hints={"picked": bad})
 
 
@@ -344,7 +353,10 @@ def _sparse_model(sparse: onnx.SparseTensorProto, *, as_constant=False, declared
     if as_constant:
         nodes.insert(0, helper.make_node("Constant", [], [name], name="sparse_const", sparse_value=sparse))
     graph = helper.make_graph(
-        nodes, "g", [], [vi("y", sparse.values.data_type, list(declared))],
+        nodes,
+        "g",
+        [],
+        [vi("y", sparse.values.data_type, list(declared))],
         sparse_initializer=[] if as_constant else [sparse],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
@@ -365,7 +377,11 @@ def test_sparse_external_data_is_not_read_relative_to_the_working_directory(tmp_
     secret.tofile(tmp_path / "other" / "secret.bin")
     location = "other/secret.bin"
     sparse = _sparse(SECRET, [0, 3], [4], **{f"{part}_at": location})
-    what = "sparse tensor in the attribute 'sparse_value' of node 'sparse_const'" if as_constant else "sparse initializer 's'"
+    what = (
+        "sparse tensor in the attribute 'sparse_value' of node 'sparse_const'"
+        if as_constant
+        else "sparse initializer 's'"
+    )
     proto = _sparse_model(sparse, as_constant=as_constant)
     path = tmp_path / "model" / "model.onnx"
     path.parent.mkdir()
@@ -379,8 +395,13 @@ def test_sparse_external_data_is_not_read_relative_to_the_working_directory(tmp_
         with pytest.raises(jaxonnx.ModelLoadError, match=r"keeps tensors in external data files.*pass `base_dir=`"):
             jaxonnx.load(source)
     # Through the model's folder, a parent location is refused like an initializer's.
-    proto = _sparse_model(_sparse(SECRET, [0, 3], [4], **{f"{part}_at": "../other/secret.bin"}), as_constant=as_constant)
-    with pytest.raises(jaxonnx.ModelLoadError, match=rf"The {what} \(its {part}\) points at external data '\.\./other/secret\.bin', which resolves outside"):
+    proto = _sparse_model(
+        _sparse(SECRET, [0, 3], [4], **{f"{part}_at": "../other/secret.bin"}), as_constant=as_constant
+    )
+    with pytest.raises(
+        jaxonnx.ModelLoadError,
+        match=rf"The {what} \(its {part}\) points at external data '\.\./other/secret\.bin', which resolves outside",
+    ):
         jaxonnx.load(proto, base_dir=tmp_path / "model")
     # Inside the model's folder it loads, with the data from the file.
     (tmp_path / "model" / "data.bin").write_bytes(secret.tobytes())
@@ -395,7 +416,9 @@ def test_tensor_to_numpy_never_reads_external_data(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     SECRET.tofile(tmp_path / "secret.bin")
     tensor = _external(numpy_helper.from_array(SECRET, "w"), "secret.bin")
-    with pytest.raises(jaxonnx.ModelLoadError, match=r"The tensor 'w' keeps its data in the external file 'secret\.bin'.*`base_dir=`"):
+    with pytest.raises(
+        jaxonnx.ModelLoadError, match=r"The tensor 'w' keeps its data in the external file 'secret\.bin'.*`base_dir=`"
+    ):
         tensor_to_numpy(tensor)
 
 
@@ -411,10 +434,15 @@ def test_a_tiny_sparse_tensor_with_huge_dims_is_refused_without_allocating():
     # Above 64 MiB, one stored value does not buy a large dense array either (2**20
     # elements per value plus one).
     proto = _sparse_model(_sparse(np.ones(1, np.float32), [0], [2**25]), declared=[2**25])
-    with pytest.raises(jaxonnx.ModelLoadError, match=r"would expand to 33554432 dense elements .* from 1 stored values"):
+    with pytest.raises(
+        jaxonnx.ModelLoadError, match=r"would expand to 33554432 dense elements .* from 1 stored values"
+    ):
         jaxonnx.load(proto)
     proto = _sparse_model(_sparse(np.ones(1, np.float32), [0], [2**40]), as_constant=True, declared=[2**40])
-    with pytest.raises(jaxonnx.ModelLoadError, match=r"The sparse_value of node 'sparse_const' \(Constant-21\) cannot be read: .*would expand"):
+    with pytest.raises(
+        jaxonnx.ModelLoadError,
+        match=r"The sparse_value of node 'sparse_const' \(Constant-21\) cannot be read: .*would expand",
+    ):
         jaxonnx.load(proto)
     # Within the limits it loads.
     (y,) = jaxonnx.load(_sparse_model(_sparse(np.ones(1, np.float32), [3], [2**20]), declared=[2**20]))()
@@ -427,8 +455,18 @@ def test_a_tiny_sparse_tensor_with_huge_dims_is_refused_without_allocating():
         ([1.0, 2.0], [0, 4], [4], r"has the linear index \(dense size 4\) 4 outside its dims \[4\]"),
         ([1.0, 2.0], [-1, 2], [4], r"has the linear index \(dense size 4\) -1 outside its dims \[4\]"),
         ([1.0, 2.0], [[0, 1], [1, 2]], [2, 2], r"has the index \[1, 2\] outside its dims \[2, 2\]"),
-        ([1.0, 2.0], [0, 1, 2], [4], r"indices of the sparse tensor 's' have shape \[3\]; with 2 values and dims \[4\] they must be \[2\] \(linear\) or \[2, 1\]"),
-        ([1.0, 2.0], [[0, 0, 0], [0, 0, 1]], [2, 2], r"have shape \[2, 3\]; with 2 values and dims \[2, 2\] they must be \[2\] \(linear\) or \[2, 2\]"),
+        (
+            [1.0, 2.0],
+            [0, 1, 2],
+            [4],
+            r"indices of the sparse tensor 's' have shape \[3\]; with 2 values and dims \[4\] they must be \[2\] \(linear\) or \[2, 1\]",
+        ),
+        (
+            [1.0, 2.0],
+            [[0, 0, 0], [0, 0, 1]],
+            [2, 2],
+            r"have shape \[2, 3\]; with 2 values and dims \[2, 2\] they must be \[2\] \(linear\) or \[2, 2\]",
+        ),
         ([[1.0, 2.0]], [0, 1], [4], r"values of the sparse tensor 's' must be 1-D \(\[NNZ\]\), got dims \[1, 2\]"),
         ([1.0], [0], [-4], r"The sparse tensor 's' has negative dims \[-4\]"),
     ],
@@ -505,9 +543,15 @@ def test_an_initializer_backed_input_must_match_its_declared_type():
         match=r"The graph input 'w' is declared tensor\(float\)\[2\] but its initializer is tensor\(int64\)\[3\]",
     ):
         jaxonnx.load(model(TensorProto.FLOAT, [2]))
-    with pytest.raises(jaxonnx.ModelLoadError, match=r"'w' is declared tensor\(int64\)\[2\] but its initializer is tensor\(int64\)\[3\]"):
+    with pytest.raises(
+        jaxonnx.ModelLoadError,
+        match=r"'w' is declared tensor\(int64\)\[2\] but its initializer is tensor\(int64\)\[3\]",
+    ):
         jaxonnx.load(model(TensorProto.INT64, [2]))
-    with pytest.raises(jaxonnx.ModelLoadError, match=r"'w' is declared tensor\(int64\)\[3, 1\] but its initializer is tensor\(int64\)\[3\]"):
+    with pytest.raises(
+        jaxonnx.ModelLoadError,
+        match=r"'w' is declared tensor\(int64\)\[3, 1\] but its initializer is tensor\(int64\)\[3\]",
+    ):
         jaxonnx.load(model(TensorProto.INT64, [3, 1]))
     for shape in ([3], ["n"]):
         assert jaxonnx.load(model(TensorProto.INT64, shape)).input_names == ()
@@ -516,9 +560,11 @@ def test_an_initializer_backed_input_must_match_its_declared_type():
 def test_sequence_and_optional_graph_values_round_trip():
     seq_type = helper.make_tensor_sequence_value_info
     optional = helper.make_value_info(
-        "o", helper.make_optional_type_proto(helper.make_tensor_type_proto(TensorProto.FLOAT, [2])))
+        "o", helper.make_optional_type_proto(helper.make_tensor_type_proto(TensorProto.FLOAT, [2]))
+    )
     optional_out = helper.make_value_info(
-        "p", helper.make_optional_type_proto(helper.make_tensor_type_proto(TensorProto.FLOAT, [2])))
+        "p", helper.make_optional_type_proto(helper.make_tensor_type_proto(TensorProto.FLOAT, [2]))
+    )
     proto = _model(
         [helper.make_node("Identity", ["s"], ["t"]), helper.make_node("Identity", ["o"], ["p"])],
         [seq_type("s", TensorProto.FLOAT, None), optional],
@@ -533,14 +579,19 @@ def test_sequence_and_optional_graph_values_round_trip():
     np.testing.assert_array_equal(p, [1.0, 2.0])
     t, p = jax.jit(model)(items, None)
     assert p is None and len(t) == 2
-    with pytest.raises(jaxonnx.OnnxTypeError, match=r"The input 's' is declared seq\(tensor\(float\)\), a sequence: pass a list"):
+    with pytest.raises(
+        jaxonnx.OnnxTypeError, match=r"The input 's' is declared seq\(tensor\(float\)\), a sequence: pass a list"
+    ):
         model(items[0], None)
 
 
 @pytest.mark.parametrize(
     ("domains", "message"),
     [
-        ([("", 13), ("ai.onnx", 21)], r"names the ONNX domain \('' or 'ai\.onnx'\) twice: '' version 13 and 'ai\.onnx' version 21"),
+        (
+            [("", 13), ("ai.onnx", 21)],
+            r"names the ONNX domain \('' or 'ai\.onnx'\) twice: '' version 13 and 'ai\.onnx' version 21",
+        ),
         ([("", 21), ("", 13)], r"names the ONNX domain \('' or 'ai\.onnx'\) twice: '' version 21 and '' version 13"),
     ],
 )
@@ -559,7 +610,9 @@ def test_a_domain_imported_twice_is_refused(tmp_path, capsys, domains, message):
     for command in ("run", "check"):
         assert main([command, str(path)]) == 1
         err = capsys.readouterr().err
-        assert err.startswith("jaxonnx: error: The model's opset_import names the ONNX domain ('' or 'ai.onnx') twice"), err
+        assert err.startswith(
+            "jaxonnx: error: The model's opset_import names the ONNX domain ('' or 'ai.onnx') twice"
+        ), err
 
 
 # --------------------------------------------------------------------------- the command line
@@ -581,8 +634,10 @@ def _external_weight_model(tmp_path: pathlib.Path) -> tuple[onnx.ModelProto, np.
     graph = helper.make_graph(
         [helper.make_node("Where", ["keep", "x", "w"], ["y"])],
         "external",
-        [helper.make_tensor_value_info("keep", TensorProto.BOOL, [2, 3]),
-         helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [
+            helper.make_tensor_value_info("keep", TensorProto.BOOL, [2, 3]),
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3]),
+        ],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])],
         initializer=[numpy_helper.from_array(weight, "w")],
     )

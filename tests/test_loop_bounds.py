@@ -143,8 +143,11 @@ def test_reverse_mode_without_a_bound_names_the_node_and_the_option(x64):
     model = _load()
     x, limit = _inputs(0)
     for run in (model, jax.jit(model)):
-        with pytest.raises(jaxonnx.StaticValueError, match=rf"Loop node '{LOOP}' ends at a point only known at run "
-                           rf"time.*forward mode only.*loop_bounds=\{{'{LOOP}': N\}}"):
+        with pytest.raises(
+            jaxonnx.StaticValueError,
+            match=rf"Loop node '{LOOP}' ends at a point only known at run "
+            rf"time.*forward mode only.*loop_bounds=\{{'{LOOP}': N\}}",
+        ):
             jax.grad(lambda x: run(x, limit)[1].sum())(x)  # noqa: B023
     with pytest.raises(jaxonnx.StaticValueError, match=f"Loop node '{LOOP}'"):
         jax.jit(jax.grad(lambda x: model(x, limit)[2].sum()))(x)
@@ -175,8 +178,11 @@ def test_a_bound_is_keyed_by_the_node_or_an_output_and_kept_by_pickling():
     grad = jax.grad(lambda x: by_output(x, limit)[1].sum())(x)
     restored = pickle.loads(pickle.dumps(by_output))
     np.testing.assert_array_equal(jax.grad(lambda x: restored(x, limit)[1].sum())(x), grad)
-    with pytest.raises(jaxonnx.OnnxValidationError, match=rf"Loop bounds were given for \['node_abs_1'\], which name "
-                       rf"no Loop node.*\['{LOOP}'\]"):
+    with pytest.raises(
+        jaxonnx.OnnxValidationError,
+        match=rf"Loop bounds were given for \['node_abs_1'\], which name "
+        rf"no Loop node.*\['{LOOP}'\]",
+    ):
         _load(loop_bounds={"node_abs_1": 3})
     with pytest.raises(jaxonnx.OnnxValidationError, match="two bounds on its iterations"):
         _load(loop_bounds={LOOP: 4}, size_hints={"getitem": 5})
@@ -187,7 +193,7 @@ def test_a_bound_is_keyed_by_the_node_or_an_output_and_kept_by_pickling():
 def test_a_size_hint_on_the_first_output_is_the_same_bound():
     x, limit = _inputs(1)
     hinted, bounded = _load(size_hints={"getitem": 12}), _load(loop_bounds={LOOP: 12})
-    loss = lambda model: (lambda x: model(x, limit)[1].sum())  # noqa: E731
+    loss = lambda model: lambda x: model(x, limit)[1].sum()  # noqa: E731
     np.testing.assert_array_equal(jax.grad(loss(hinted))(x), jax.grad(loss(bounded))(x))
 
 
@@ -197,25 +203,44 @@ def test_a_size_hint_on_the_first_output_is_the_same_bound():
 def _counting_loop():
     """s <- s * x while s.sum() < stop; scan output: each iteration's s."""
     body = helper.make_graph(
-        [helper.make_node("Mul", ["s", "x"], ["s2"]), helper.make_node("ReduceSum", ["s2"], ["total"], keepdims=0),
-         helper.make_node("Less", ["total", "stop"], ["c2"]), helper.make_node("Identity", ["s2"], ["out"])],
-        "body", [helper.make_tensor_value_info("i", T.INT64, []), helper.make_tensor_value_info("c", T.BOOL, []),
-                 helper.make_tensor_value_info("s", T.FLOAT, [2])],
-        [helper.make_tensor_value_info(n, t, shape) for n, t, shape in
-         (("c2", T.BOOL, []), ("s2", T.FLOAT, [2]), ("out", T.FLOAT, [2]))])
+        [
+            helper.make_node("Mul", ["s", "x"], ["s2"]),
+            helper.make_node("ReduceSum", ["s2"], ["total"], keepdims=0),
+            helper.make_node("Less", ["total", "stop"], ["c2"]),
+            helper.make_node("Identity", ["s2"], ["out"]),
+        ],
+        "body",
+        [
+            helper.make_tensor_value_info("i", T.INT64, []),
+            helper.make_tensor_value_info("c", T.BOOL, []),
+            helper.make_tensor_value_info("s", T.FLOAT, [2]),
+        ],
+        [
+            helper.make_tensor_value_info(n, t, shape)
+            for n, t, shape in (("c2", T.BOOL, []), ("s2", T.FLOAT, [2]), ("out", T.FLOAT, [2]))
+        ],
+    )
     node = helper.make_node("Loop", ["", "c0", "s0"], ["s", "outs"], body=body, name="grow")
     graph = helper.make_graph(
-        [node], "g",
-        [helper.make_tensor_value_info(n, t, s) for n, t, s in
-         (("x", T.FLOAT, [2]), ("stop", T.FLOAT, []), ("c0", T.BOOL, []), ("s0", T.FLOAT, [2]))],
-        [helper.make_tensor_value_info("s", T.FLOAT, [2]), helper.make_tensor_value_info("outs", T.FLOAT, None)])
+        [node],
+        "g",
+        [
+            helper.make_tensor_value_info(n, t, s)
+            for n, t, s in (("x", T.FLOAT, [2]), ("stop", T.FLOAT, []), ("c0", T.BOOL, []), ("s0", T.FLOAT, [2]))
+        ],
+        [helper.make_tensor_value_info("s", T.FLOAT, [2]), helper.make_tensor_value_info("outs", T.FLOAT, None)],
+    )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 16)])
 
 
 def test_scan_outputs_are_padded_to_the_bound_eagerly_and_jitted(x64, run_onnxruntime):
     proto = _counting_loop()
-    feed = {"x": np.array([1.5, 2.0], np.float32), "stop": np.array(40.0, np.float32), "c0": np.array(True),
-            "s0": np.array([1.0, 1.0], np.float32)}
+    feed = {
+        "x": np.array([1.5, 2.0], np.float32),
+        "stop": np.array(40.0, np.float32),
+        "c0": np.array(True),
+        "s0": np.array([1.0, 1.0], np.float32),
+    }
     expected_s, expected_outs = run_onnxruntime(proto, feed)
     rows = expected_outs.shape[0]
     model = _load(proto, loop_bounds={"grow": 10})
@@ -236,17 +261,28 @@ def test_scan_outputs_are_padded_to_the_bound_eagerly_and_jitted(x64, run_onnxru
 
 def test_a_bound_below_a_static_trip_count_without_an_exit_is_refused_at_trace_time():
     body = helper.make_graph(
-        [helper.make_node("Identity", ["c"], ["c2"]), helper.make_node("Add", ["a", "a"], ["a2"])], "body",
-        [helper.make_tensor_value_info("i", T.INT64, []), helper.make_tensor_value_info("c", T.BOOL, []),
-         helper.make_tensor_value_info("a", T.FLOAT, [])],
-        [helper.make_tensor_value_info("c2", T.BOOL, []), helper.make_tensor_value_info("a2", T.FLOAT, [])])
+        [helper.make_node("Identity", ["c"], ["c2"]), helper.make_node("Add", ["a", "a"], ["a2"])],
+        "body",
+        [
+            helper.make_tensor_value_info("i", T.INT64, []),
+            helper.make_tensor_value_info("c", T.BOOL, []),
+            helper.make_tensor_value_info("a", T.FLOAT, []),
+        ],
+        [helper.make_tensor_value_info("c2", T.BOOL, []), helper.make_tensor_value_info("a2", T.FLOAT, [])],
+    )
     graph = helper.make_graph(
-        [helper.make_node("Loop", ["M", "", "a0"], ["a"], body=body, name="doubling")], "g",
-        [helper.make_tensor_value_info("a0", T.FLOAT, [])], [helper.make_tensor_value_info("a", T.FLOAT, [])],
-        [helper.make_tensor("M", T.INT64, [], [5])])
+        [helper.make_node("Loop", ["M", "", "a0"], ["a"], body=body, name="doubling")],
+        "g",
+        [helper.make_tensor_value_info("a0", T.FLOAT, [])],
+        [helper.make_tensor_value_info("a", T.FLOAT, [])],
+        [helper.make_tensor("M", T.INT64, [], [5])],
+    )
     proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 16)])
     np.testing.assert_allclose(jax.jit(jaxonnx.load(proto, loop_bounds={"doubling": 5}))(np.float32(1))[0], 32.0)
-    for run in (jaxonnx.load(proto, loop_bounds={"doubling": 4}), jax.jit(jaxonnx.load(proto, loop_bounds={"doubling": 4}))):
+    for run in (
+        jaxonnx.load(proto, loop_bounds={"doubling": 4}),
+        jax.jit(jaxonnx.load(proto, loop_bounds={"doubling": 4})),
+    ):
         with pytest.raises(jaxonnx.OnnxValidationError, match="needs more than its bound of 4 iterations"):
             run(np.float32(1))
 
@@ -264,15 +300,26 @@ def test_a_loop_inside_a_branch_is_bounded_by_its_path():
     body = _counting_loop().graph.node[0].attribute[0].g
     body.output.pop()  # no scan output: the loop's only result is s
     then_branch = helper.make_graph(
-        [helper.make_node("Loop", ["", "c0", "s0"], ["s_loop"], body=body, name="grow")], "then",
-        [], [helper.make_tensor_value_info("s_loop", T.FLOAT, [2])])
-    else_branch = helper.make_graph([helper.make_node("Identity", ["s0"], ["s_same"])], "else", [],
-                                    [helper.make_tensor_value_info("s_same", T.FLOAT, [2])])
+        [helper.make_node("Loop", ["", "c0", "s0"], ["s_loop"], body=body, name="grow")],
+        "then",
+        [],
+        [helper.make_tensor_value_info("s_loop", T.FLOAT, [2])],
+    )
+    else_branch = helper.make_graph(
+        [helper.make_node("Identity", ["s0"], ["s_same"])],
+        "else",
+        [],
+        [helper.make_tensor_value_info("s_same", T.FLOAT, [2])],
+    )
     graph = helper.make_graph(
-        [helper.make_node("If", ["c0"], ["s"], then_branch=then_branch, else_branch=else_branch, name="choose")], "g",
-        [helper.make_tensor_value_info(n, t, s) for n, t, s in
-         (("x", T.FLOAT, [2]), ("stop", T.FLOAT, []), ("c0", T.BOOL, []), ("s0", T.FLOAT, [2]))],
-        [helper.make_tensor_value_info("s", T.FLOAT, [2])])
+        [helper.make_node("If", ["c0"], ["s"], then_branch=then_branch, else_branch=else_branch, name="choose")],
+        "g",
+        [
+            helper.make_tensor_value_info(n, t, s)
+            for n, t, s in (("x", T.FLOAT, [2]), ("stop", T.FLOAT, []), ("c0", T.BOOL, []), ("s0", T.FLOAT, [2]))
+        ],
+        [helper.make_tensor_value_info("s", T.FLOAT, [2])],
+    )
     proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 16)])
     x, stop, s0 = np.array([1.5, 2.0], np.float32), np.array(40.0, np.float32), np.array([1.0, 1.0], np.float32)
 
@@ -282,4 +329,4 @@ def test_a_loop_inside_a_branch_is_bounded_by_its_path():
     with pytest.raises(jaxonnx.StaticValueError, match=r"Loop node '/choose/then_branch/grow'.*loop_bounds="):
         jax.grad(loss(jaxonnx.load(proto)))(x)
     grad = jax.grad(loss(jaxonnx.load(proto, loop_bounds={"/choose/then_branch/grow": 8})))(x)
-    np.testing.assert_allclose(grad, 6 * x ** 5, rtol=1e-5)  # six iterations: s = x ** 6
+    np.testing.assert_allclose(grad, 6 * x**5, rtol=1e-5)  # six iterations: s = x ** 6

@@ -121,13 +121,21 @@ def test_targets_by_name_regex_and_callable():
     by_name = lora(os.path.join(GENERATION, "llama_optimum"), rank=2, targets=["q_proj", "mlp.down_proj"])
     assert sorted({a.node.split("/")[-2] for a in by_name.adapters}) == ["down_proj", "q_proj"]
     assert len(by_name.adapters) == 4
-    by_regex = lora(os.path.join(GENERATION, "llama_optimum"), rank=2, targets=r".*layers\.1/self_attn/[kv]_proj/MatMul")
-    assert [a.node for a in by_regex.adapters] == ["/model/layers.1/self_attn/k_proj/MatMul",
-                                                    "/model/layers.1/self_attn/v_proj/MatMul"]
-    by_callable = lora(os.path.join(GENERATION, "llama_optimum"), rank=2,
-                       targets=lambda p: isinstance(p, Product) and p.out_features == 64)
-    assert sorted(a.node for a in by_callable.adapters) == [f"/model/layers.{i}/mlp/{m}/MatMul"
-                                                             for i in (0, 1) for m in ("gate_proj", "up_proj")]
+    by_regex = lora(
+        os.path.join(GENERATION, "llama_optimum"), rank=2, targets=r".*layers\.1/self_attn/[kv]_proj/MatMul"
+    )
+    assert [a.node for a in by_regex.adapters] == [
+        "/model/layers.1/self_attn/k_proj/MatMul",
+        "/model/layers.1/self_attn/v_proj/MatMul",
+    ]
+    by_callable = lora(
+        os.path.join(GENERATION, "llama_optimum"),
+        rank=2,
+        targets=lambda p: isinstance(p, Product) and p.out_features == 64,
+    )
+    assert sorted(a.node for a in by_callable.adapters) == [
+        f"/model/layers.{i}/mlp/{m}/MatMul" for i in (0, 1) for m in ("gate_proj", "up_proj")
+    ]
     default = _tuned("llama_optimum")
     assert sorted({a.node.split("/")[-2] for a in default.adapters}) == ["q_proj", "v_proj"]  # peft's Llama default
     all_linear = lora(os.path.join(GENERATION, "llama_dynamo"), rank=2)  # dynamo names: no peft default matches
@@ -155,8 +163,11 @@ def test_the_loss_is_huggingfaces_and_ignores_padding_and_minus_100_labels():
     logits = np.asarray(tuned.run(["logits"], _feed(tuned, IDS[:1], MASK[:1]))[0], np.float64)
     labels = IDS[:1].copy()
     labels[0, :3] = -100
-    log_probs = logits - np.log(np.exp(logits - logits.max(-1, keepdims=True)).sum(-1, keepdims=True)) \
+    log_probs = (
+        logits
+        - np.log(np.exp(logits - logits.max(-1, keepdims=True)).sum(-1, keepdims=True))
         - logits.max(-1, keepdims=True)
+    )
     expected = -np.mean([log_probs[0, t, labels[0, t + 1]] for t in range(2, 5)])
     got = causal_lm_loss(tuned, IDS[:1], labels=labels)
     np.testing.assert_allclose(float(got), expected, rtol=1e-5)
@@ -169,10 +180,12 @@ def test_the_loss_is_huggingfaces_and_ignores_padding_and_minus_100_labels():
     np.testing.assert_allclose(float(left[1]), float(alone), rtol=1e-6)
     # vmap over rows given 1-D, and jit.
     rows = jax.vmap(lambda ids: causal_lm_loss(tuned, ids, reduction="per_sequence"))(jnp.asarray(IDS))
-    np.testing.assert_allclose(np.asarray(rows), np.asarray(causal_lm_loss(tuned, IDS, reduction="per_sequence")),
-                               rtol=1e-6)
-    np.testing.assert_allclose(float(jax.jit(causal_lm_loss)(tuned, IDS, MASK)),
-                               float(causal_lm_loss(tuned, IDS, MASK)), rtol=1e-6)
+    np.testing.assert_allclose(
+        np.asarray(rows), np.asarray(causal_lm_loss(tuned, IDS, reduction="per_sequence")), rtol=1e-6
+    )
+    np.testing.assert_allclose(
+        float(jax.jit(causal_lm_loss)(tuned, IDS, MASK)), float(causal_lm_loss(tuned, IDS, MASK)), rtol=1e-6
+    )
 
 
 def test_the_builder_files_loss_with_left_padding_equals_each_rows_alone():
@@ -224,8 +237,10 @@ def test_forty_adam_steps_halve_the_loss(name):
     assert isinstance(tuned, jaxonnx.LoraModel) and len(tuned.params) == 2 * len(tuned.adapters)
 
 
-@pytest.mark.parametrize("name", ["llama_optimum", "gpt2_optimum", "llama_genai_int4", "llama_bnb4_nf4.onnx",
-                                  "llama_nbits4_block32_accuracy4.onnx"])
+@pytest.mark.parametrize(
+    "name",
+    ["llama_optimum", "gpt2_optimum", "llama_genai_int4", "llama_bnb4_nf4.onnx", "llama_nbits4_block32_accuracy4.onnx"],
+)
 def test_the_saved_adapters_file_runs_in_onnxruntime_as_jaxonnx_does(name, tmp_path):
     tuned = _with_random_b(_tuned(name))
     tuned.save(tmp_path / "tuned.onnx")
@@ -247,16 +262,28 @@ def test_merged_float_weights_keep_their_type_and_the_logits(tmp_path):
     tuned.save(tmp_path / "merged.onnx", merge=True)
     merged = onnx.load(tmp_path / "merged.onnx")
     base = onnx.load(os.path.join(GENERATION, "gpt2_optimum", "model.onnx"))
-    assert [(n.op_type, list(n.input), list(n.output)) for n in merged.graph.node] == \
-        [(n.op_type, list(n.input), list(n.output)) for n in base.graph.node]
-    assert {t.name: t.data_type for t in merged.graph.initializer} == {t.name: t.data_type for t in base.graph.initializer}
+    assert [(n.op_type, list(n.input), list(n.output)) for n in merged.graph.node] == [
+        (n.op_type, list(n.input), list(n.output)) for n in base.graph.node
+    ]
+    assert {t.name: t.data_type for t in merged.graph.initializer} == {
+        t.name: t.data_type for t in base.graph.initializer
+    }
     feed = _feed(tuned)
-    np.testing.assert_allclose(_ort_logits(tmp_path / "merged.onnx", feed),
-                               np.asarray(tuned.run(["logits"], feed)[0]), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(
+        _ort_logits(tmp_path / "merged.onnx", feed), np.asarray(tuned.run(["logits"], feed)[0]), rtol=1e-4, atol=1e-4
+    )
 
 
-@pytest.mark.parametrize("name", ["llama_nbits4_sym.onnx", "llama_nbits4_asym.onnx", "llama_nbits8_asym.onnx", "llama_nbits2_asym.onnx",
-                                  "llama_genai_int4"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "llama_nbits4_sym.onnx",
+        "llama_nbits4_asym.onnx",
+        "llama_nbits8_asym.onnx",
+        "llama_nbits2_asym.onnx",
+        "llama_genai_int4",
+    ],
+)
 def test_merged_matmul_nbits_weights_are_onnxruntimes_own_quantization(name, tmp_path):
     from onnxruntime.capi import _pybind_state as ort_quantizers
 
@@ -271,8 +298,9 @@ def test_merged_matmul_nbits_weights_are_onnxruntimes_own_quantization(name, tmp
         at = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
         k, n, block, bits = at["K"], at["N"], at["block_size"], at.get("bits", 4)
         zero_points = initializers[node.input[3]] if len(node.input) > 3 and node.input[3] else None
-        dense = dequantize_nbits(initializers[node.input[1]], initializers[node.input[2]], zero_points, k=k, n=n,
-                                 block_size=block, bits=bits)
+        dense = dequantize_nbits(
+            initializers[node.input[1]], initializers[node.input[2]], zero_points, k=k, n=n, block_size=block, bits=bits
+        )
         delta = initializers[adapter.a].astype(np.float64) @ initializers[adapter.b] * initializers[adapter.scale]
         weight = np.ascontiguousarray((dense + delta.T).astype(np.float32).T)  # (K, N), as the quantizer takes it
         k_blocks = -(-k // block)
@@ -313,8 +341,9 @@ def test_merged_matmul_bnb4_weights_are_onnxruntimes_own_quantization(name):
         node = nodes[adapter.node]
         at = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
         k, n, block, quant_type = at["K"], at["N"], at["block_size"], at["quant_type"]
-        dense = dequantize_bnb4(initializers[node.input[1]], initializers[node.input[2]], k=k, n=n,
-                                block_size=block, quant_type=quant_type)
+        dense = dequantize_bnb4(
+            initializers[node.input[1]], initializers[node.input[2]], k=k, n=n, block_size=block, quant_type=quant_type
+        )
         delta = initializers[adapter.a].astype(np.float64) @ initializers[adapter.b] * initializers[adapter.scale]
         weight = np.ascontiguousarray((dense + delta.T).astype(np.float32))  # (N, K), flattened row-major
         packed = np.zeros((n * k + 1) // 2, np.uint8)
@@ -326,6 +355,7 @@ def test_merged_matmul_bnb4_weights_are_onnxruntimes_own_quantization(name):
 
 def test_a_builder_folder_saves_with_its_config_and_runs_in_onnxruntime_genai(tmp_path):
     import onnxruntime_genai as og
+
     tuned = _with_random_b(_tuned("llama_genai_int4"))
     tuned.save(tmp_path / "tuned")
     source = os.path.join(GENERATION, "llama_genai_int4")
@@ -372,7 +402,6 @@ def test_a_tuned_model_pickles_and_shards(tmp_path):
     np.testing.assert_allclose(float(jax.jit(causal_lm_loss)(tuned, ids, mask)), expected, rtol=1e-6)
 
 
-
 def test_a_qlora_step_holds_no_dequantized_weight_as_a_constant():
     """XLA folds what a jit computes from constants: read as literals, the 4-bit weights'
     dequantization would become float32 constants of the executable, every layer's at once.
@@ -382,8 +411,10 @@ def test_a_qlora_step_holds_no_dequantized_weight_as_a_constant():
     tuned = _tuned("llama_genai_int4")
     step = jax.jit(jax.grad(lambda m: causal_lm_loss(m, IDS, MASK)))
     hlo = step.lower(tuned).compile().as_text()
-    float_constants = [int(np.prod([int(d) for d in dims.split(",")]))
-                       for dims in re.findall(r"= f32\[([\d,]+)\][^ ]* constant\(", hlo)]
+    float_constants = [
+        int(np.prod([int(d) for d in dims.split(",")]))
+        for dims in re.findall(r"= f32\[([\d,]+)\][^ ]* constant\(", hlo)
+    ]
     smallest_weight = min(int(np.prod(v.shape)) * 2 for k, v in tuned.initializers.items() if k.endswith("_Q4"))
     embedding = tuned.initializers["model.embed_tokens.weight"].size
     assert [n for n in float_constants if n >= smallest_weight // 2 and n != embedding] == []
@@ -395,8 +426,10 @@ def test_a_qlora_step_holds_no_dequantized_weight_as_a_constant():
         return causal_lm_loss(_Bound(plain, adapters), IDS, MASK)
 
     hlo = jax.jit(jax.grad(loss)).lower(adapters).compile().as_text()
-    assert any(int(np.prod([int(d) for d in dims.split(",")])) >= smallest_weight // 2
-               for dims in re.findall(r"= f32\[([\d,]+)\][^ ]* constant\(", hlo))
+    assert any(
+        int(np.prod([int(d) for d in dims.split(",")])) >= smallest_weight // 2
+        for dims in re.findall(r"= f32\[([\d,]+)\][^ ]* constant\(", hlo)
+    )
 
 
 class _Bound:
@@ -414,8 +447,9 @@ class _Bound:
         return [outputs[name] for name in names]
 
 
-@pytest.mark.parametrize("function", [jaxonnx.lora, jaxonnx.LoraModel, jaxonnx.causal_lm_loss],
-                         ids=lambda f: f.__name__)
+@pytest.mark.parametrize(
+    "function", [jaxonnx.lora, jaxonnx.LoraModel, jaxonnx.causal_lm_loss], ids=lambda f: f.__name__
+)
 def test_docstring_examples_run(function):
     import doctest
 

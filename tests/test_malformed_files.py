@@ -23,29 +23,51 @@ FIXTURES = pathlib.Path(__file__).parent / "fixtures" / "models"
 
 def _control_flow_model() -> onnx.ModelProto:
     """If, Loop and Scan bodies, a model-local function, a sequence input and output."""
-    then_branch = helper.make_graph([helper.make_node("Relu", ["x"], ["then_out"], name="then_relu")], "then",
-                                    [], [vi("then_out", T.FLOAT, [2, 3])])
+    then_branch = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["then_out"], name="then_relu")], "then", [], [vi("then_out", T.FLOAT, [2, 3])]
+    )
     else_branch = helper.make_graph(
-        [helper.make_node("LeakyRelu", ["x"], ["else_out"], name="else_leaky", alpha=0.2)], "else",
-        [], [vi("else_out", T.FLOAT, [2, 3])])
+        [helper.make_node("LeakyRelu", ["x"], ["else_out"], name="else_leaky", alpha=0.2)],
+        "else",
+        [],
+        [vi("else_out", T.FLOAT, [2, 3])],
+    )
     loop_body = helper.make_graph(
-        [helper.make_node("Add", ["acc_in", "x"], ["acc_out"], name="loop_add"),
-         helper.make_node("Identity", ["cond_in"], ["cond_out"], name="loop_cond")],
-        "loop_body", [vi("i", T.INT64, []), vi("cond_in", T.BOOL, []), vi("acc_in", T.FLOAT, [2, 3])],
-        [vi("cond_out", T.BOOL, []), vi("acc_out", T.FLOAT, [2, 3])])
+        [
+            helper.make_node("Add", ["acc_in", "x"], ["acc_out"], name="loop_add"),
+            helper.make_node("Identity", ["cond_in"], ["cond_out"], name="loop_cond"),
+        ],
+        "loop_body",
+        [vi("i", T.INT64, []), vi("cond_in", T.BOOL, []), vi("acc_in", T.FLOAT, [2, 3])],
+        [vi("cond_out", T.BOOL, []), vi("acc_out", T.FLOAT, [2, 3])],
+    )
     scan_body = helper.make_graph(
-        [helper.make_node("Add", ["s_in", "row"], ["s_out"], name="scan_add"),
-         helper.make_node("Identity", ["s_out"], ["row_out"], name="scan_copy")],
-        "scan_body", [vi("s_in", T.FLOAT, [3]), vi("row", T.FLOAT, [3])],
-        [vi("s_out", T.FLOAT, [3]), vi("row_out", T.FLOAT, [3])])
-    twice = helper.make_function("local.fns", "Twice", ["a"], ["b"], [helper.make_node("Add", ["a", "a"], ["b"], name="fn_add")],
-                                 [helper.make_opsetid("", 17)])
+        [
+            helper.make_node("Add", ["s_in", "row"], ["s_out"], name="scan_add"),
+            helper.make_node("Identity", ["s_out"], ["row_out"], name="scan_copy"),
+        ],
+        "scan_body",
+        [vi("s_in", T.FLOAT, [3]), vi("row", T.FLOAT, [3])],
+        [vi("s_out", T.FLOAT, [3]), vi("row_out", T.FLOAT, [3])],
+    )
+    twice = helper.make_function(
+        "local.fns",
+        "Twice",
+        ["a"],
+        ["b"],
+        [helper.make_node("Add", ["a", "a"], ["b"], name="fn_add")],
+        [helper.make_opsetid("", 17)],
+    )
     nodes = [
         helper.make_node("ReduceSum", ["x"], ["total"], name="total", keepdims=0),
         helper.make_node("Greater", ["total", "zero"], ["positive"], name="is_positive"),
-        helper.make_node("If", ["positive"], ["branch"], name="branch", then_branch=then_branch, else_branch=else_branch),
+        helper.make_node(
+            "If", ["positive"], ["branch"], name="branch", then_branch=then_branch, else_branch=else_branch
+        ),
         helper.make_node("Loop", ["trips", "yes", "branch"], ["looped"], name="loop", body=loop_body),
-        helper.make_node("Scan", ["init", "looped"], ["scanned", "rows"], name="scan", body=scan_body, num_scan_inputs=1),
+        helper.make_node(
+            "Scan", ["init", "looped"], ["scanned", "rows"], name="scan", body=scan_body, num_scan_inputs=1
+        ),
         helper.make_node("Twice", ["rows"], ["doubled"], name="twice", domain="local.fns"),
         helper.make_node("SequenceAt", ["seq", "zero_i"], ["first"], name="seq_at"),
         helper.make_node("Add", ["doubled", "first"], ["y"], name="final_add"),
@@ -53,17 +75,22 @@ def _control_flow_model() -> onnx.ModelProto:
         helper.make_node("SequenceConstruct", ["y", "scanned_2d"], ["seq_out"], name="seq_make"),
     ]
     graph = helper.make_graph(
-        nodes, "control_flow",
+        nodes,
+        "control_flow",
         [vi("x", T.FLOAT, [2, 3]), helper.make_tensor_sequence_value_info("seq", T.FLOAT, [2, 3])],
         [vi("y", T.FLOAT, [2, 3]), helper.make_tensor_sequence_value_info("seq_out", T.FLOAT, None)],
-        initializer=[numpy_helper.from_array(np.array(0.0, np.float32), "zero"),
-                     numpy_helper.from_array(np.array(2, np.int64), "trips"),
-                     numpy_helper.from_array(np.array(True), "yes"),
-                     numpy_helper.from_array(np.zeros(3, np.float32), "init"),
-                     numpy_helper.from_array(np.array(0, np.int64), "zero_i"),
-                     numpy_helper.from_array(np.array([0], np.int64), "zero_axes")])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("local.fns", 1)],
-                              functions=[twice])
+        initializer=[
+            numpy_helper.from_array(np.array(0.0, np.float32), "zero"),
+            numpy_helper.from_array(np.array(2, np.int64), "trips"),
+            numpy_helper.from_array(np.array(True), "yes"),
+            numpy_helper.from_array(np.zeros(3, np.float32), "init"),
+            numpy_helper.from_array(np.array(0, np.int64), "zero_i"),
+            numpy_helper.from_array(np.array([0], np.int64), "zero_axes"),
+        ],
+    )
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("local.fns", 1)], functions=[twice]
+    )
     model.ir_version = 9
     return model
 
@@ -86,16 +113,30 @@ def _corrupt(data: bytes, text: bytes, replacement: bytes, occurrence: int = 0) 
     start = -1
     for _ in range(occurrence + 1):
         start = data.index(text, start + 1)
-    return data[:start] + replacement + data[start + len(text):]
+    return data[:start] + replacement + data[start + len(text) :]
 
 
 # (the text to corrupt, which occurrence, the field and the node the error must name)
 _CORRUPTIONS = [
     (b"ReduceSum", 0, "op_type", "node 0 ('total') of the main graph"),
-    (b"LeakyRelu", 0, "op_type",
-     "node 0 ('else_leaky') of the subgraph ('else') of the attribute ('else_branch') of node 2 ('branch') of the main graph"),
-    (b"loop_add", 0, "name", "node 0 (b'l\\xffop_ad\\xfe') of the subgraph ('loop_body') of the attribute ('body') of node 3 ('loop')"),
-    (b"scan_copy", 0, "name", "node 1 (b's\\xffan_cop\\xfe') of the subgraph ('scan_body') of the attribute ('body') of node 4"),
+    (
+        b"LeakyRelu",
+        0,
+        "op_type",
+        "node 0 ('else_leaky') of the subgraph ('else') of the attribute ('else_branch') of node 2 ('branch') of the main graph",
+    ),
+    (
+        b"loop_add",
+        0,
+        "name",
+        "node 0 (b'l\\xffop_ad\\xfe') of the subgraph ('loop_body') of the attribute ('body') of node 3 ('loop')",
+    ),
+    (
+        b"scan_copy",
+        0,
+        "name",
+        "node 1 (b's\\xffan_cop\\xfe') of the subgraph ('scan_body') of the attribute ('body') of node 4",
+    ),
     (b"fn_add", 0, "name", "node 0 (b'f\\xff_ad\\xfe') of the function 0 ('Twice', domain 'local.fns')"),
     (b"local.fns", 0, "domain", "node 5 ('twice') of the main graph"),
     (b"alpha", 0, "name", "the attribute (b'a\\xffph\\xfe') of node 0 ('else_leaky') of the subgraph ('else')"),
@@ -106,7 +147,9 @@ _CORRUPTIONS = [
 ]
 
 
-@pytest.mark.parametrize("text, occurrence, field, where", _CORRUPTIONS, ids=[f"{c[0].decode()}-{c[1]}" for c in _CORRUPTIONS])
+@pytest.mark.parametrize(
+    "text, occurrence, field, where", _CORRUPTIONS, ids=[f"{c[0].decode()}-{c[1]}" for c in _CORRUPTIONS]
+)
 def test_text_that_is_not_utf8_is_a_model_load_error_naming_the_node(text, occurrence, field, where):
     data = _control_flow_model().SerializeToString()
     bad = text[:1] + b"\xff" + text[2:-1] + b"\xfe"
@@ -123,7 +166,10 @@ def test_text_that_is_not_utf8_is_a_model_load_error_naming_the_node(text, occur
 def test_an_op_type_that_is_not_utf8_in_a_torchscript_export():
     data = (FIXTURES / "looped_cell_torchscript_static.onnx").read_bytes()
     corrupt = _corrupt(data, b"ConcatFromSequence", b"Concat\xffromSequenc\xfe", occurrence=1)  # 0: the node's name
-    with pytest.raises(jaxonnx.ModelLoadError, match=r"The op_type of node 7 \('/ConcatFromSequence'\) of the main graph is not valid UTF-8 text"):
+    with pytest.raises(
+        jaxonnx.ModelLoadError,
+        match=r"The op_type of node 7 \('/ConcatFromSequence'\) of the main graph is not valid UTF-8 text",
+    ):
         jaxonnx.load(corrupt)
 
 
@@ -154,8 +200,11 @@ def _load_outcome(data: bytes) -> str:
 
 @pytest.mark.parametrize("source", ["control_flow", "looped_cell_torchscript_static"])
 def test_random_mutations_give_only_jaxonnx_errors(source):
-    data = (_control_flow_model().SerializeToString() if source == "control_flow"
-            else (FIXTURES / f"{source}.onnx").read_bytes())
+    data = (
+        _control_flow_model().SerializeToString()
+        if source == "control_flow"
+        else (FIXTURES / f"{source}.onnx").read_bytes()
+    )
     outcomes = [_load_outcome(m) for m in _mutations(data, 600, seed=31, text_only=False)]
     assert outcomes.count("ModelLoadError") > 250, sorted(set(outcomes))  # most mutations break the file
     text_outcomes = [_load_outcome(m) for m in _mutations(data, 300, seed=32, text_only=True)]

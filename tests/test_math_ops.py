@@ -72,11 +72,14 @@ def test_bit_shift_beyond_the_bit_width_gives_the_sign_extension():
     np.testing.assert_array_equal(op(x, y, direction="RIGHT"), [-1, 0, -1, 0, -1])
     np.testing.assert_array_equal(op(x, y, direction="LEFT"), [0, 0, 0, 0, 0])
     # Left shifts drop bits past the sign bit; right shifts of signed types are arithmetic.
-    np.testing.assert_array_equal(op(np.array([64, -1], np.int8), np.array([1, 7], np.int8), direction="LEFT"), [-128, -128])
+    np.testing.assert_array_equal(
+        op(np.array([64, -1], np.int8), np.array([1, 7], np.int8), direction="LEFT"), [-128, -128]
+    )
     np.testing.assert_array_equal(op(np.array([-128], np.int8), np.array([7], np.int8), direction="RIGHT"), [-1])
     u = np.array([2**63, 1], np.uint64)
     np.testing.assert_array_equal(
-        jaxonnx.get_op("BitShift", 11)(u, np.array([64, 63], np.uint64), direction="LEFT"), np.array([0, 2**63], np.uint64)
+        jaxonnx.get_op("BitShift", 11)(u, np.array([64, 63], np.uint64), direction="LEFT"),
+        np.array([0, 2**63], np.uint64),
     )
 
 
@@ -106,7 +109,9 @@ def test_bitwise_ops_fold_in_numpy():
 
 
 def test_bit_shift_refuses_an_unknown_direction():
-    with pytest.raises(OnnxValidationError, match=r'^BitShift-28 got `direction`=\'UP\'; it must be "LEFT" or "RIGHT"\.$'):
+    with pytest.raises(
+        OnnxValidationError, match=r'^BitShift-28 got `direction`=\'UP\'; it must be "LEFT" or "RIGHT"\.$'
+    ):
         ops.bit_shift(jnp.array([1], jnp.uint8), jnp.array([1], jnp.uint8), direction="UP")
 
 
@@ -128,7 +133,9 @@ def test_reduce_log_sum_exp_is_stable_and_its_gradient_is_the_softmax():
     result = ops.reduce_log_sum_exp(x, [1], keepdims=0)
     np.testing.assert_allclose(result, [1e4 + np.log(2.0), -1e4, -np.inf, np.inf])
     finite = x[:2]
-    np.testing.assert_allclose(jax.grad(lambda x: ops.reduce_log_sum_exp(x, [1]).sum())(finite), jax.nn.softmax(finite, axis=1))
+    np.testing.assert_allclose(
+        jax.grad(lambda x: ops.reduce_log_sum_exp(x, [1]).sum())(finite), jax.nn.softmax(finite, axis=1)
+    )
     assert ops.reduce_log_sum_exp(jnp.zeros((2, 0)), [1], keepdims=0).tolist() == [-np.inf, -np.inf]
 
 
@@ -191,7 +198,9 @@ def test_softmax_cross_entropy_loss_matches_onnx_reference(reduction, weights, i
     expected_loss, expected_log_prob = _reference(
         "SoftmaxCrossEntropyLoss", 13, [_SCORES, _LABELS, weights], outputs=2, **attributes
     )
-    loss, log_prob = jax.jit(lambda s, l, w: ops.softmax_cross_entropy_loss(s, l, w, **attributes))(_SCORES, _LABELS, weights)
+    loss, log_prob = jax.jit(lambda s, labels, w: ops.softmax_cross_entropy_loss(s, labels, w, **attributes))(
+        _SCORES, _LABELS, weights
+    )
     np.testing.assert_allclose(loss, expected_loss, rtol=1e-12)
     np.testing.assert_allclose(log_prob, expected_log_prob, rtol=1e-12)
     check_grads(lambda s: ops.softmax_cross_entropy_loss(s, _LABELS, weights, **attributes)[0], (_SCORES,), order=2)
@@ -213,12 +222,19 @@ def test_an_ignored_target_gives_zero_even_where_its_class_0_log_probability_is_
     log_prob = jnp.array([[-jnp.inf, 0.0], [-0.5, -1.0]])
     loss = ops.negative_log_likelihood_loss(log_prob, jnp.array([-100, 0]), ignore_index=-100, reduction="none")
     np.testing.assert_array_equal(loss, [0.0, 0.5])
-    assert np.all(np.isfinite(jax.grad(lambda p: ops.negative_log_likelihood_loss(p, jnp.array([-100, 0]), ignore_index=-100))(log_prob)))
+    assert np.all(
+        np.isfinite(
+            jax.grad(lambda p: ops.negative_log_likelihood_loss(p, jnp.array([-100, 0]), ignore_index=-100))(log_prob)
+        )
+    )
 
 
 def test_a_target_outside_the_classes_raises_when_concrete_and_is_nan_under_jit():
     log_prob = jnp.log(jnp.full((2, 3), 1 / 3))
-    with pytest.raises(OnnxValidationError, match=r"^NegativeLogLikelihoodLoss-22 got class 3 at position \(1,\) of `target`, outside \[0, 2\]"):
+    with pytest.raises(
+        OnnxValidationError,
+        match=r"^NegativeLogLikelihoodLoss-22 got class 3 at position \(1,\) of `target`, outside \[0, 2\]",
+    ):
         ops.negative_log_likelihood_loss(log_prob, jnp.array([0, 3]))
     jitted = jax.jit(lambda p, t: ops.negative_log_likelihood_loss(p, t, reduction="none"))
     loss = jitted(log_prob, jnp.array([0, 3]))
@@ -235,16 +251,24 @@ def test_loss_shapes_are_checked():
 def test_losses_with_x64_off_and_vmap(x64_off):
     scores = jnp.asarray(_SCORES, jnp.float32)
     batched = jnp.stack([scores, 2 * scores])
-    loss = jax.vmap(lambda s: ops.softmax_cross_entropy_loss(s, jnp.asarray(_LABELS, jnp.int32), jnp.asarray(_WEIGHTS, jnp.float32))[0])(batched)
+    loss = jax.vmap(
+        lambda s: ops.softmax_cross_entropy_loss(
+            s, jnp.asarray(_LABELS, jnp.int32), jnp.asarray(_WEIGHTS, jnp.float32)
+        )[0]
+    )(batched)
     assert loss.dtype == jnp.float32 and loss.shape == (2,)
     for k in range(2):
-        expected = _reference("SoftmaxCrossEntropyLoss", 13, [np.asarray(batched[k]), _LABELS, _WEIGHTS.astype(np.float32)])[0]
+        expected = _reference(
+            "SoftmaxCrossEntropyLoss", 13, [np.asarray(batched[k]), _LABELS, _WEIGHTS.astype(np.float32)]
+        )[0]
         np.testing.assert_allclose(loss[k], expected, rtol=1e-5)
 
 
 def test_every_new_op_is_registered_at_every_since_version():
     for op_type in ["Acosh", "BitShift", "Celu", "PRelu", "Hardmax", "ReduceLogSumExp", "NegativeLogLikelihoodLoss"]:
-        expected = {s.since_version for s in onnx.defs.get_all_schemas_with_history() if s.name == op_type and s.domain == ""}
+        expected = {
+            s.since_version for s in onnx.defs.get_all_schemas_with_history() if s.name == op_type and s.domain == ""
+        }
         assert set(jaxonnx.supported_ops()[op_type]) == expected
 
 
@@ -256,7 +280,12 @@ def _model(op_type, version, inputs, **attributes):
     node = helper.make_node(op_type, names, ["out"], **attributes)
     elem = helper.np_dtype_to_tensor_dtype(inputs[0].dtype)
     graph = helper.make_graph(
-        [node], "g", [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(x.dtype), x.shape) for n, x in zip(names, inputs)],
+        [node],
+        "g",
+        [
+            helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(x.dtype), x.shape)
+            for n, x in zip(names, inputs)
+        ],
         [helper.make_tensor_value_info("out", elem, None)],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", version)])
@@ -272,9 +301,18 @@ def _model(op_type, version, inputs, **attributes):
         ("LpNormalization", 22, [np.array([[1.0, -3.0], [-2.0, -2.0]], np.float32)], {"p": 1, "axis": 1}),
         # ... and the mean of an NLL loss with ignore_index=-1 and no weight (onnx.reference
         # divides by every target, the ignored ones too).
-        ("NegativeLogLikelihoodLoss", 22, [np.log(np.full((3, 2), 0.5, np.float32)) * np.float32([[1], [2], [3]]),
-                                           np.array([0, -1, 1], np.int64)], {"ignore_index": -1}),
-        ("BitShift", 28, [np.array([-8, -1, 64, -128], np.int8), np.array([9, 3, 1, -2], np.int8)], {"direction": "RIGHT"}),
+        (
+            "NegativeLogLikelihoodLoss",
+            22,
+            [np.log(np.full((3, 2), 0.5, np.float32)) * np.float32([[1], [2], [3]]), np.array([0, -1, 1], np.int64)],
+            {"ignore_index": -1},
+        ),
+        (
+            "BitShift",
+            28,
+            [np.array([-8, -1, 64, -128], np.int8), np.array([9, 3, 1, -2], np.int8)],
+            {"direction": "RIGHT"},
+        ),
         ("BitShift", 11, [np.array([1, 128, 255], np.uint8), np.array([8, 1, 200], np.uint8)], {"direction": "LEFT"}),
     ],
 )
@@ -293,7 +331,7 @@ def test_cast_to_fnuz_gives_plus_zero_for_negatives_that_round_to_zero(to):
     what rounds to zero itself; eagerly and under jit, every bit equals ml_dtypes'."""
     import ml_dtypes
 
-    x = np.array([-0.0, -1e-9, -1e-6, -1e-3, 1e-9, -2.0**-11, -2.0**-18, -2.0**-17, 3.0, -3.0], np.float32)
+    x = np.array([-0.0, -1e-9, -1e-6, -1e-3, 1e-9, -(2.0**-11), -(2.0**-18), -(2.0**-17), 3.0, -3.0], np.float32)
     op = jaxonnx.get_op("Cast", 24)
     code = getattr(onnx.TensorProto, to)
     want = x.astype(getattr(ml_dtypes, to.lower().replace("float8", "float8_"))).view(np.uint8)

@@ -47,7 +47,8 @@ def _node_model(op_type, inputs, attributes, outputs, *, domain=MS, opset=17):
     output_names = [f"out{i}" if keep else "" for i, keep in enumerate(wanted)]
     node = helper.make_node(op_type, names, output_names, domain=domain, **attributes)
     graph = helper.make_graph(
-        [node], "node",
+        [node],
+        "node",
         [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(x.dtype), x.shape) for n, x in feed.items()],
         [onnx.ValueInfoProto(name=n) for n in output_names if n],
     )
@@ -71,10 +72,17 @@ def _assert_matches_onnxruntime(run_onnxruntime, op_type, inputs, attributes=Non
         actual = run(feed)
         for name, want in zip(names, expected):
             got = np.asarray(actual[name])
-            assert got.shape == want.shape and got.dtype == want.dtype, (name, got.shape, got.dtype, want.shape, want.dtype)
+            assert got.shape == want.shape and got.dtype == want.dtype, (
+                name,
+                got.shape,
+                got.dtype,
+                want.shape,
+                want.dtype,
+            )
             if want.dtype.kind == "f":
-                np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), err_msg=name,
-                                           **_tolerance(want.dtype))
+                np.testing.assert_allclose(
+                    got.astype(np.float64), want.astype(np.float64), err_msg=name, **_tolerance(want.dtype)
+                )
             else:
                 np.testing.assert_array_equal(got, want, err_msg=name)
     return expected
@@ -91,37 +99,86 @@ def _norm_cases():
         h = x.shape[-1]
         name = np.dtype(dtype).name
         cases[f"skip_layer_norm_{name}"] = (
-            "SkipLayerNormalization", [x, _normal(*x.shape, dtype=dtype), _normal(h, dtype=dtype), _normal(h, dtype=dtype),
-                                       _normal(h, dtype=dtype)], {}, 4)
+            "SkipLayerNormalization",
+            [
+                x,
+                _normal(*x.shape, dtype=dtype),
+                _normal(h, dtype=dtype),
+                _normal(h, dtype=dtype),
+                _normal(h, dtype=dtype),
+            ],
+            {},
+            4,
+        )
         cases[f"skip_simplified_{name}"] = (
-            "SkipSimplifiedLayerNormalization", [x, _normal(*x.shape, dtype=dtype), _normal(h, dtype=dtype),
-                                                 _normal(h, dtype=dtype)], {"epsilon": 1e-6}, 4)
+            "SkipSimplifiedLayerNormalization",
+            [x, _normal(*x.shape, dtype=dtype), _normal(h, dtype=dtype), _normal(h, dtype=dtype)],
+            {"epsilon": 1e-6},
+            4,
+        )
     x = _normal(*_dims(3))
     h = x.shape[-1]
-    cases["skip_layer_norm_skip_without_batch"] = ("SkipLayerNormalization", [x, _normal(*x.shape[1:]), _normal(h)],
-                                                   {"epsilon": 1e-5}, 4)
-    cases["skip_layer_norm_skip_of_batch_one"] = ("SkipLayerNormalization", [x, _normal(1, *x.shape[1:]), _normal(h),
-                                                                             _normal(h)], {}, 4)
-    cases["skip_layer_norm_2d_bias_without_beta"] = ("SkipLayerNormalization", [x[0], _normal(*x.shape[1:]), _normal(h), None,
-                                                                                _normal(h)], {}, 4)
-    cases["skip_layer_norm_output_and_sum"] = ("SkipLayerNormalization", [x, _normal(*x.shape), _normal(h)], {},
-                                               [True, False, False, True])
+    cases["skip_layer_norm_skip_without_batch"] = (
+        "SkipLayerNormalization",
+        [x, _normal(*x.shape[1:]), _normal(h)],
+        {"epsilon": 1e-5},
+        4,
+    )
+    cases["skip_layer_norm_skip_of_batch_one"] = (
+        "SkipLayerNormalization",
+        [x, _normal(1, *x.shape[1:]), _normal(h), _normal(h)],
+        {},
+        4,
+    )
+    cases["skip_layer_norm_2d_bias_without_beta"] = (
+        "SkipLayerNormalization",
+        [x[0], _normal(*x.shape[1:]), _normal(h), None, _normal(h)],
+        {},
+        4,
+    )
+    cases["skip_layer_norm_output_and_sum"] = (
+        "SkipLayerNormalization",
+        [x, _normal(*x.shape), _normal(h)],
+        {},
+        [True, False, False, True],
+    )
     cases["skip_simplified_2d"] = ("SkipSimplifiedLayerNormalization", [x[0], _normal(*x.shape[1:]), _normal(h)], {}, 4)
-    cases["skip_simplified_skip_without_batch"] = ("SkipSimplifiedLayerNormalization", [x, _normal(*x.shape[1:]), _normal(h)],
-                                                   {}, [True, False, True, False])
+    cases["skip_simplified_skip_without_batch"] = (
+        "SkipSimplifiedLayerNormalization",
+        [x, _normal(*x.shape[1:]), _normal(h)],
+        {},
+        [True, False, True, False],
+    )
     batch, sequence, hidden = _dims(3, 2, 9)
     vocab, positions = 13, sequence + 3
     tables = [_normal(vocab, hidden), _normal(positions, hidden), _normal(3, hidden), _normal(hidden), _normal(hidden)]
     ids, segments = _ids(vocab, batch, sequence), _ids(3, batch, sequence)
     mask = (_rng.random((batch, sequence)) < 0.7).astype(np.int32)
     cases["embed_layer_norm"] = ("EmbedLayerNormalization", [ids, segments, *tables, mask], {}, 3)
-    cases["embed_layer_norm_no_segment_no_mask"] = ("EmbedLayerNormalization", [ids, None, tables[0], tables[1], None,
-                                                                                tables[3], tables[4]], {"epsilon": 1e-5}, 2)
-    cases["embed_layer_norm_position_ids"] = ("EmbedLayerNormalization", [ids, segments, *tables, mask,
-                                                                          _ids(positions, batch, sequence)], {}, 3)
+    cases["embed_layer_norm_no_segment_no_mask"] = (
+        "EmbedLayerNormalization",
+        [ids, None, tables[0], tables[1], None, tables[3], tables[4]],
+        {"epsilon": 1e-5},
+        2,
+    )
+    cases["embed_layer_norm_position_ids"] = (
+        "EmbedLayerNormalization",
+        [ids, segments, *tables, mask, _ids(positions, batch, sequence)],
+        {},
+        3,
+    )
     cases["embed_layer_norm_position_ids_of_batch_one"] = (
-        "EmbedLayerNormalization", [ids, segments, *tables, None, _ids(positions, 1, sequence)], {"mask_index_type": 0}, 3)
-    cases["embed_layer_norm_output_only"] = ("EmbedLayerNormalization", [ids, segments, *tables], {"mask_index_type": 0}, 1)
+        "EmbedLayerNormalization",
+        [ids, segments, *tables, None, _ids(positions, 1, sequence)],
+        {"mask_index_type": 0},
+        3,
+    )
+    cases["embed_layer_norm_output_only"] = (
+        "EmbedLayerNormalization",
+        [ids, segments, *tables],
+        {"mask_index_type": 0},
+        1,
+    )
     for dtype in (np.uint8, np.int8):
         info = np.iinfo(dtype)
 
@@ -138,7 +195,11 @@ def _norm_cases():
             without_segments[i] = None
         without_segments[7] = None
         cases[f"qembed_layer_norm_no_segment_no_mask_{np.dtype(dtype).name}"] = (
-            "QEmbedLayerNormalization", without_segments, {"epsilon": 1e-5}, 2)
+            "QEmbedLayerNormalization",
+            without_segments,
+            {"epsilon": 1e-5},
+            2,
+        )
     return cases
 
 
@@ -153,17 +214,36 @@ def test_norm_equals_onnxruntime(case, run_onnxruntime):
 
 def _default_domain_cases():
     cases = {}
-    for x_type, scale_type in ((np.float32, np.float32), (np.float16, np.float16), (np.float16, np.float32),
-                               (np.float32, np.float16), (np.float64, np.float64)):
+    for x_type, scale_type in (
+        (np.float32, np.float32),
+        (np.float16, np.float16),
+        (np.float16, np.float32),
+        (np.float32, np.float16),
+        (np.float64, np.float64),
+    ):
         shape = _dims(3)
         name = f"{np.dtype(x_type).name}_{np.dtype(scale_type).name}"
-        x, scale, bias = _normal(*shape, dtype=x_type), _normal(shape[-1], dtype=scale_type), _normal(shape[-1], dtype=scale_type)
+        x, scale, bias = (
+            _normal(*shape, dtype=x_type),
+            _normal(shape[-1], dtype=scale_type),
+            _normal(shape[-1], dtype=scale_type),
+        )
         cases[f"simplified_{name}"] = ("SimplifiedLayerNormalization", [x, scale], {}, 2)
         cases[f"layer_norm_1_{name}"] = ("LayerNormalization", [x, scale, bias], {}, 3)
     x = _normal(*_dims(4))
-    cases["simplified_axis_1"] = ("SimplifiedLayerNormalization", [x, _normal(*x.shape[1:])], {"axis": 1, "epsilon": 1e-3}, 2)
+    cases["simplified_axis_1"] = (
+        "SimplifiedLayerNormalization",
+        [x, _normal(*x.shape[1:])],
+        {"axis": 1, "epsilon": 1e-3},
+        2,
+    )
     cases["simplified_axis_-2"] = ("SimplifiedLayerNormalization", [x, _normal(*x.shape[2:])], {"axis": -2}, 2)
-    cases["layer_norm_1_axis_2_no_bias"] = ("LayerNormalization", [x, _normal(*x.shape[2:])], {"axis": 2, "epsilon": 1e-3}, 3)
+    cases["layer_norm_1_axis_2_no_bias"] = (
+        "LayerNormalization",
+        [x, _normal(*x.shape[2:])],
+        {"axis": 2, "epsilon": 1e-3},
+        3,
+    )
     return cases
 
 
@@ -187,15 +267,18 @@ def test_layer_normalization_resolves_to_onnxruntimes_version_below_opset_17():
 
 def test_skip_simplified_writes_a_zero_mean_as_onnxruntime(run_onnxruntime):
     x = _normal(3, 5, 16) + 2.0  # a mean far from zero: an RMS norm still has no mean output
-    mean = _assert_matches_onnxruntime(run_onnxruntime, "SkipSimplifiedLayerNormalization",
-                                       [x, _normal(3, 5, 16), _normal(16)], {}, 4)[1]
+    mean = _assert_matches_onnxruntime(
+        run_onnxruntime, "SkipSimplifiedLayerNormalization", [x, _normal(3, 5, 16), _normal(16)], {}, 4
+    )[1]
     np.testing.assert_array_equal(mean, np.zeros((3, 5, 1), np.float32))
 
 
 def test_embed_layer_norm_refuses_ids_outside_a_table():
     word, position, gamma = _normal(5, 4), _normal(3, 4), _normal(4)
     op = jaxonnx.get_op("EmbedLayerNormalization", 1, MS)
-    with pytest.raises(jaxonnx.OnnxValidationError, match=r"input_ids\[0, 1\]=5, outside the 5 rows of `word_embedding`"):
+    with pytest.raises(
+        jaxonnx.OnnxValidationError, match=r"input_ids\[0, 1\]=5, outside the 5 rows of `word_embedding`"
+    ):
         op(np.array([[0, 5]], np.int32), None, word, position, None, gamma, gamma)
     with pytest.raises(jaxonnx.OnnxValidationError, match=r"position_ids\[0, 0\]=-1, outside the 3 rows"):
         op(np.array([[0, 1]], np.int32), None, word, position, None, gamma, gamma, None, np.array([[-1, 0]], np.int32))
@@ -203,7 +286,9 @@ def test_embed_layer_norm_refuses_ids_outside_a_table():
         op(np.array([[0, 1]], np.int32), np.array([[0, 1]], np.int32), word, position, None, gamma, gamma)
 
 
-@pytest.mark.parametrize("op_type, beta", [("SkipLayerNormalization", True), ("SkipSimplifiedLayerNormalization", False)])
+@pytest.mark.parametrize(
+    "op_type, beta", [("SkipLayerNormalization", True), ("SkipSimplifiedLayerNormalization", False)]
+)
 def test_skip_norm_gradients_are_exact(op_type, beta):
     # The output and the sum, in float64 (the float32 statistics are left out: their rounding
     # would swamp the finite differences).
@@ -227,8 +312,9 @@ def test_onnxs_checker_checks_onnxruntimes_default_domain_nodes_and_onnx_is_left
     jaxonnx.load(model)
     assert not onnx.defs.has("SimplifiedLayerNormalization")
     assert not onnx.defs.has("LayerNormalization", 16)  # onnx defines it from 17 only, as before
-    wrong, _, _ = _node_model("SimplifiedLayerNormalization", [x, scale], {"epsilon": 1e-3, "axes": [1]}, 1,
-                              domain="", opset=14)
+    wrong, _, _ = _node_model(
+        "SimplifiedLayerNormalization", [x, scale], {"epsilon": 1e-3, "axes": [1]}, 1, domain="", opset=14
+    )
     with pytest.raises(jaxonnx.ModelLoadError, match="onnx's checker.*axes"):
         jaxonnx.load(wrong)
 
@@ -253,47 +339,95 @@ def _fusion_cases():
     cases["fused_matmul_trans"] = ("FusedMatMul", [_normal(batch, k, m), _normal(n, k)], {"transA": 1, "transB": 1})
     cases["fused_matmul_broadcast"] = ("FusedMatMul", [_normal(2, 1, m, k), _normal(batch, k, n)], {"alpha": -0.5})
     cases["fused_matmul_vector"] = ("FusedMatMul", [_normal(k), _normal(batch, n, k)], {"transB": 1})
-    cases["fused_matmul_trans_batch_a"] = ("FusedMatMul", [_normal(m, batch, 3, k), _normal(batch, 3, k, n)],
-                                           {"transBatchA": 1})
-    cases["fused_matmul_trans_batch_a_trans_a"] = ("FusedMatMul", [_normal(k, batch, 3, m), _normal(batch, 3, k, n)],
-                                                   {"transBatchA": 1, "transA": 1, "alpha": 2.0})
-    cases["fused_matmul_trans_batch_b"] = ("FusedMatMul", [_normal(batch, 3, m, k), _normal(k, batch, 3, n)],
-                                           {"transBatchB": 1})
-    cases["fused_matmul_trans_batch_both"] = ("FusedMatMul", [_normal(k, batch, m), _normal(n, batch, k)],
-                                              {"transBatchA": 1, "transA": 1, "transBatchB": 1, "transB": 1})
+    cases["fused_matmul_trans_batch_a"] = (
+        "FusedMatMul",
+        [_normal(m, batch, 3, k), _normal(batch, 3, k, n)],
+        {"transBatchA": 1},
+    )
+    cases["fused_matmul_trans_batch_a_trans_a"] = (
+        "FusedMatMul",
+        [_normal(k, batch, 3, m), _normal(batch, 3, k, n)],
+        {"transBatchA": 1, "transA": 1, "alpha": 2.0},
+    )
+    cases["fused_matmul_trans_batch_b"] = (
+        "FusedMatMul",
+        [_normal(batch, 3, m, k), _normal(k, batch, 3, n)],
+        {"transBatchB": 1},
+    )
+    cases["fused_matmul_trans_batch_both"] = (
+        "FusedMatMul",
+        [_normal(k, batch, m), _normal(n, batch, k)],
+        {"transBatchA": 1, "transA": 1, "transBatchB": 1, "transB": 1},
+    )
     a, b, c = _normal(m, k), _normal(k, n), _normal(n)
     activations = {
-        "Relu": {}, "Sigmoid": {}, "Tanh": {}, "Softsign": {}, "Softplus": {},
-        "LeakyRelu": {"activation_alpha": 0.1}, "Elu": {"activation_alpha": 0.7},
-        "ThresholdedRelu": {"activation_alpha": 0.3}, "HardSigmoid": {"activation_alpha": 0.2, "activation_beta": 0.5},
+        "Relu": {},
+        "Sigmoid": {},
+        "Tanh": {},
+        "Softsign": {},
+        "Softplus": {},
+        "LeakyRelu": {"activation_alpha": 0.1},
+        "Elu": {"activation_alpha": 0.7},
+        "ThresholdedRelu": {"activation_alpha": 0.3},
+        "HardSigmoid": {"activation_alpha": 0.2, "activation_beta": 0.5},
         "ScaledTanh": {"activation_alpha": 1.5, "activation_beta": 0.5},
         "ParametricSoftplus": {"activation_alpha": 0.5, "activation_beta": 2.0},
         "Selu": {"activation_alpha": 1.6, "activation_gamma": 1.05},
     }
     for activation, parameters in activations.items():
-        cases[f"fused_gemm_{activation}"] = ("FusedGemm", [a, b, c], {"activation": activation, "alpha": 0.5, "beta": 2.0,
-                                                                     **parameters})
-    cases["fused_gemm_trans_no_c"] = ("FusedGemm", [a.T.copy(), b.T.copy()], {"activation": "Relu", "transA": 1,
-                                                                              "transB": 1})
+        cases[f"fused_gemm_{activation}"] = (
+            "FusedGemm",
+            [a, b, c],
+            {"activation": activation, "alpha": 0.5, "beta": 2.0, **parameters},
+        )
+    cases["fused_gemm_trans_no_c"] = (
+        "FusedGemm",
+        [a.T.copy(), b.T.copy()],
+        {"activation": "Relu", "transA": 1, "transB": 1},
+    )
     cases["fused_gemm_column_c"] = ("FusedGemm", [a, b, _normal(m, 1)], {"activation": "Tanh"})
     x, w = _normal(2, 3, 9, 8), _normal(4, 3, 3, 3)
     z = _normal(2, 4, 7, 6)
-    conv_activations = {"Relu": [], "Tanh": [], "Sigmoid": [], "LeakyRelu": [0.2], "Clip": [-0.5, 0.7],
-                        "HardSigmoid": [0.3, 0.4]}
+    conv_activations = {
+        "Relu": [],
+        "Tanh": [],
+        "Sigmoid": [],
+        "LeakyRelu": [0.2],
+        "Clip": [-0.5, 0.7],
+        "HardSigmoid": [0.3, 0.4],
+    }
     for activation, params in conv_activations.items():
         attributes = {"activation": activation, **({"activation_params": params} if params else {})}
         cases[f"fused_conv_{activation}"] = ("FusedConv", [x, w, _normal(4)], attributes)
         cases[f"fused_conv_{activation}_sum"] = ("FusedConv", [x, w, _normal(4), z], attributes)
     cases["fused_conv_no_activation"] = ("FusedConv", [x, w, _normal(4)], {"pads": [1, 0, 1, 2]})
     cases["fused_conv_sum_without_bias"] = ("FusedConv", [x, w, None, z], {"activation": "Relu"})
-    cases["fused_conv_grouped_strided"] = ("FusedConv", [_normal(1, 6, 9, 8), _normal(6, 2, 3, 2), _normal(6)],
-                                           {"group": 3, "strides": [2, 1], "dilations": [1, 2], "activation": "Relu"})
-    cases["fused_conv_depthwise_same"] = ("FusedConv", [_normal(1, 4, 7, 7), _normal(4, 1, 3, 3), _normal(4)],
-                                          {"group": 4, "auto_pad": "SAME_UPPER", "strides": [2, 2], "activation": "Clip",
-                                           "activation_params": [0.0, 6.0]})
-    cases["fused_conv_1d"] = ("FusedConv", [_normal(2, 3, 11), _normal(5, 3, 4)], {"pads": [2, 1], "activation": "Tanh"})
-    cases["fused_conv_3d"] = ("FusedConv", [_normal(1, 2, 4, 5, 5), _normal(3, 2, 2, 3, 3), _normal(3)],
-                              {"activation": "Sigmoid"})
+    cases["fused_conv_grouped_strided"] = (
+        "FusedConv",
+        [_normal(1, 6, 9, 8), _normal(6, 2, 3, 2), _normal(6)],
+        {"group": 3, "strides": [2, 1], "dilations": [1, 2], "activation": "Relu"},
+    )
+    cases["fused_conv_depthwise_same"] = (
+        "FusedConv",
+        [_normal(1, 4, 7, 7), _normal(4, 1, 3, 3), _normal(4)],
+        {
+            "group": 4,
+            "auto_pad": "SAME_UPPER",
+            "strides": [2, 2],
+            "activation": "Clip",
+            "activation_params": [0.0, 6.0],
+        },
+    )
+    cases["fused_conv_1d"] = (
+        "FusedConv",
+        [_normal(2, 3, 11), _normal(5, 3, 4)],
+        {"pads": [2, 1], "activation": "Tanh"},
+    )
+    cases["fused_conv_3d"] = (
+        "FusedConv",
+        [_normal(1, 2, 4, 5, 5), _normal(3, 2, 2, 3, 3), _normal(3)],
+        {"activation": "Sigmoid"},
+    )
     return cases
 
 
@@ -306,22 +440,37 @@ def test_fusion_equals_onnxruntime(case, run_onnxruntime):
     _assert_matches_onnxruntime(run_onnxruntime, op_type, inputs, attributes, 1)
 
 
-@pytest.mark.parametrize("attributes", [
-    {"k": 2, "activation_type": "swiglu", "swiglu_fusion": 1, "normalize_routing_weights": 1, "activation_alpha": 1.702,
-     "activation_beta": 1.0, "swiglu_limit": 1.5},  # GPT-OSS's, as onnxruntime-genai's builder writes it
-    {"k": 2, "activation_type": "swiglu", "swiglu_fusion": 1},
-    {"k": 1, "activation_type": "relu", "normalize_routing_weights": 1},
-    {"k": 3, "activation_type": "gelu"},
-    {"k": 2, "activation_type": "silu"},
-    {"k": 4, "activation_type": "identity", "normalize_routing_weights": 1},
-], ids=lambda a: f"{a['activation_type']}-k{a['k']}-{a.get('normalize_routing_weights', 0)}")
+@pytest.mark.parametrize(
+    "attributes",
+    [
+        {
+            "k": 2,
+            "activation_type": "swiglu",
+            "swiglu_fusion": 1,
+            "normalize_routing_weights": 1,
+            "activation_alpha": 1.702,
+            "activation_beta": 1.0,
+            "swiglu_limit": 1.5,
+        },  # GPT-OSS's, as onnxruntime-genai's builder writes it
+        {"k": 2, "activation_type": "swiglu", "swiglu_fusion": 1},
+        {"k": 1, "activation_type": "relu", "normalize_routing_weights": 1},
+        {"k": 3, "activation_type": "gelu"},
+        {"k": 2, "activation_type": "silu"},
+        {"k": 4, "activation_type": "identity", "normalize_routing_weights": 1},
+    ],
+    ids=lambda a: f"{a['activation_type']}-k{a['k']}-{a.get('normalize_routing_weights', 0)}",
+)
 def test_mixture_of_experts_equals_onnxruntime(attributes, run_onnxruntime):
     """MoE: 4 experts of inner size 6 on 8 features, a batch of sequences (rows of both shapes)."""
     width = 12 if attributes["activation_type"] == "swiglu" else 6
     for x in (_normal(2, 3, 8), _normal(5, 8)):
         rows = x.size // 8
-        _assert_matches_onnxruntime(run_onnxruntime, "MoE", [x, _normal(rows, 4), _normal(4, width, 8), _normal(4, width),
-                                                            _normal(4, 8, 6), _normal(4, 8)], attributes)
+        _assert_matches_onnxruntime(
+            run_onnxruntime,
+            "MoE",
+            [x, _normal(rows, 4), _normal(4, width, 8), _normal(4, width), _normal(4, 8, 6), _normal(4, 8)],
+            attributes,
+        )
 
 
 def test_an_expert_the_router_left_out_adds_nothing_even_overflowing():
@@ -332,8 +481,9 @@ def test_an_expert_the_router_left_out_adds_nothing_even_overflowing():
     for dtype, big in ((np.float32, 1e30), (np.float16, 6e4)):
         w1 = np.stack([np.eye(4), np.full((4, 4), big)]).astype(dtype)
         w2 = np.stack([np.eye(4), np.full((4, 4), big)]).astype(dtype)
-        out = jaxonnx.ops.mixture_of_experts(x.astype(dtype), logits.astype(dtype), w1, None, w2, k=1,
-                                             normalize_routing_weights=1)
+        out = jaxonnx.ops.mixture_of_experts(
+            x.astype(dtype), logits.astype(dtype), w1, None, w2, k=1, normalize_routing_weights=1
+        )
         assert out.dtype == dtype
         np.testing.assert_array_equal(np.asarray(out, np.float32), x)
 
@@ -348,8 +498,10 @@ def test_mixture_of_experts_refuses_what_it_does_not_implement():
         jaxonnx.ops.mixture_of_experts(x, logits, w1, None, w2, activation_type="swiglu", swiglu_fusion=1)
 
 
-@pytest.mark.parametrize("window", [{}, {"pads": [1, 1, 1, 1], "strides": [2, 1]}, {"group": 2, "dilations": [2, 1]},
-                                    {"auto_pad": "SAME_LOWER"}])
+@pytest.mark.parametrize(
+    "window",
+    [{}, {"pads": [1, 1, 1, 1], "strides": [2, 1]}, {"group": 2, "dilations": [2, 1]}, {"auto_pad": "SAME_LOWER"}],
+)
 def test_nhwc_conv_is_onnxruntimes_conv_channels_last(window, run_onnxruntime):
     # onnxruntime runs NhwcConv on CUDA only; its optimizer writes it from a Conv, with the
     # weights transposed by (0, 2, 3, 1). So it must equal onnxruntime's Conv on the channels-
@@ -372,7 +524,9 @@ def test_fused_ops_refuse_what_onnxruntime_refuses():
     with pytest.raises(jaxonnx.OnnxValidationError, match="got `activation`='Elu'; it is one of"):
         conv(x, w, activation="Elu", activation_params=[1.0])
     gemm = jaxonnx.get_op("FusedGemm", 1, MS)
-    with pytest.raises(jaxonnx.OnnxValidationError, match="needs the attribute `activation_alpha` for the activation 'LeakyRelu'"):
+    with pytest.raises(
+        jaxonnx.OnnxValidationError, match="needs the attribute `activation_alpha` for the activation 'LeakyRelu'"
+    ):
         gemm(_normal(2, 3), _normal(3, 2), activation="LeakyRelu")
     with pytest.raises(jaxonnx.OnnxValidationError, match="needs the attribute `activation`"):
         gemm(_normal(2, 3), _normal(3, 2))
@@ -388,8 +542,14 @@ def test_layer_normalization_1_gradients_are_exact():
     # version only): Y, and the statistics in double with stash_type 11.
     op = jaxonnx.get_op("LayerNormalization", 1)
     args = [jnp.asarray(a, jnp.float64) for a in (_normal(2, 3, 5), _normal(3, 5), _normal(5))]
-    check_grads(jax.jit(lambda x, s, b: op(x, s, b, axis=1, epsilon=1e-3, stash_type=11)), args, order=1,
-                modes=("rev", "fwd"), atol=1e-6, rtol=1e-6)
+    check_grads(
+        jax.jit(lambda x, s, b: op(x, s, b, axis=1, epsilon=1e-3, stash_type=11)),
+        args,
+        order=1,
+        modes=("rev", "fwd"),
+        atol=1e-6,
+        rtol=1e-6,
+    )
 
 
 def test_double_statistics_are_float32_with_x64_off(x64_off):
@@ -407,7 +567,8 @@ def test_double_statistics_are_float32_with_x64_off(x64_off):
 def _graph_model(nodes, inputs, output="Y", opset=21):
     feed = {f"in{i}": x for i, x in enumerate(inputs)}
     graph = helper.make_graph(
-        nodes, "graph",
+        nodes,
+        "graph",
         [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(x.dtype), x.shape) for n, x in feed.items()],
         [onnx.ValueInfoProto(name=output)],
     )
@@ -449,8 +610,9 @@ def test_group_norm_is_onnxruntimes_group_normalization(activation, skip, run_on
     for run in (loaded.run, jax.jit(loaded.run)):
         np.testing.assert_allclose(np.asarray(run(feed)[names[0]]), np.moveaxis(expected, 1, -1), rtol=1e-5, atol=2e-6)
     # channels_last=0 takes the channels-first operands themselves.
-    first = [np.moveaxis(x, -1, 1), gamma, beta] + ([] if skip is None else [
-        np.moveaxis(skip_value, -1, 1) if skip == "full" else skip_value, bias])
+    first = [np.moveaxis(x, -1, 1), gamma, beta] + (
+        [] if skip is None else [np.moveaxis(skip_value, -1, 1) if skip == "full" else skip_value, bias]
+    )
     actual = jaxonnx.get_op(op_type, 1, MS)(*first, **attributes, channels_last=0)
     actual = actual[0] if isinstance(actual, tuple) else actual
     np.testing.assert_allclose(np.asarray(actual), expected, rtol=1e-5, atol=2e-6)

@@ -132,7 +132,9 @@ def onnxruntime_session(model: onnx.ModelProto, config: dict[str, str] | None = 
     return onnxruntime.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
 
 
-def assert_close(actual, expected: np.ndarray, what: str, *, rtol: float = RTOL, atol_scale: float = ATOL_SCALE) -> None:
+def assert_close(
+    actual, expected: np.ndarray, what: str, *, rtol: float = RTOL, atol_scale: float = ATOL_SCALE
+) -> None:
     actual = np.asarray(actual)
     assert actual.shape == expected.shape, f"{what}: shape {actual.shape}, onnxruntime's is {expected.shape}."
     assert actual.dtype == expected.dtype, f"{what}: dtype {actual.dtype}, onnxruntime's is {expected.dtype}."
@@ -166,15 +168,18 @@ INT8_ACTIVATIONS_ATOL_SCALE = 6e-2
 
 def accuracy_level_4_nodes(model: onnx.ModelProto) -> int:
     return sum(
-        1 for node in model.graph.node
-        if node.domain == "com.microsoft" and node.op_type == "MatMulNBits"
+        1
+        for node in model.graph.node
+        if node.domain == "com.microsoft"
+        and node.op_type == "MatMulNBits"
         and any(a.name == "accuracy_level" and a.i == 4 for a in node.attribute)
     )
 
 
 def blocked_dequantize_nodes(model: onnx.ModelProto) -> int:
     return sum(
-        1 for node in model.graph.node
+        1
+        for node in model.graph.node
         if node.op_type == "DequantizeLinear" and any(a.name == "block_size" and a.i > 0 for a in node.attribute)
     )
 
@@ -209,8 +214,14 @@ def test_manifest_and_folder_agree():
             assert item["export_error"].strip(), f"{name}: a failed variant without a reason."
     # Every tool the issue names made at least one file.
     tools = " ".join(entry(name)["tool"] for name in NAMES)
-    for tool in ("optimize_model", "optimized_model_filepath", "MatMulNBitsQuantizer", "MatMulBnb4Quantizer",
-                 "quantize_dynamic", "onnxruntime_genai.models.builder"):
+    for tool in (
+        "optimize_model",
+        "optimized_model_filepath",
+        "MatMulNBitsQuantizer",
+        "MatMulBnb4Quantizer",
+        "quantize_dynamic",
+        "onnxruntime_genai.models.builder",
+    ):
         assert tool in tools, f"no fixture made by {tool}"
 
 
@@ -229,8 +240,11 @@ def test_fixture_holds_the_tools_ops(name):
     if item["options"].get("quant_format") == "QDQ":
         # MatMulNBitsQuantizer's QDQ format is standard ONNX: blocked 4-bit DequantizeLinear
         # (opset 21) before a MatMul, what onnxruntime fuses into MatMulNBits when it loads it.
-        blocked = [n for n in model.graph.node if n.op_type == "DequantizeLinear"
-                   and any(a.name == "block_size" and a.i > 0 for a in n.attribute)]
+        blocked = [
+            n
+            for n in model.graph.node
+            if n.op_type == "DequantizeLinear" and any(a.name == "block_size" and a.i > 0 for a in n.attribute)
+        ]
         assert blocked, f"{name}: no blocked DequantizeLinear."
     else:
         assert item["nonstandard_ops"], f"{name}: no com.microsoft op; the fixture tests nothing of this file."
@@ -271,8 +285,13 @@ def test_outputs_equal_onnxruntime(name):
             # would dispatch and compile every op again for the same values.
             as_written = onnxruntime_session(model_proto).run(None, feed)
             for output_name, actual, want in zip(model.output_names, eager, as_written):
-                assert_close(actual, want, f"{name} (eager, {role}, against onnxruntime's int8 activations), "
-                             f"output {output_name!r}", rtol=0, atol_scale=INT8_ACTIVATIONS_ATOL_SCALE)
+                assert_close(
+                    actual,
+                    want,
+                    f"{name} (eager, {role}, against onnxruntime's int8 activations), output {output_name!r}",
+                    rtol=0,
+                    atol_scale=INT8_ACTIVATIONS_ATOL_SCALE,
+                )
 
 
 def test_int8_activation_files_exist():
@@ -332,7 +351,9 @@ def test_greedy_decode_with_kv_cache_equals_onnxruntime(name):
     session = float32_oracle(model_proto)
     decoder = entry(name)["decoder"]
     prompt = np.random.default_rng(1).integers(3, decoder["vocab_size"], (2, 5)).astype(np.int64)
-    want_tokens, want_logits = greedy_decode(lambda feed: session.run(None, feed), model_proto, decoder, prompt, steps=5)
+    want_tokens, want_logits = greedy_decode(
+        lambda feed: session.run(None, feed), model_proto, decoder, prompt, steps=5
+    )
     jitted = jax.jit(load(name))
     tokens, logits = greedy_decode(jitted, model_proto, decoder, prompt, steps=5)
     for step, (got, want) in enumerate(zip(logits, want_logits)):
@@ -346,8 +367,14 @@ def test_greedy_decode_with_kv_cache_equals_onnxruntime(name):
 #: com.microsoft ops that compute in float32 whatever their inputs' type (float32 is the widest
 #: type of their schemas): MatMulNBits and its kin by design, and the attention ops, whose float
 #: constants (masks, scales) are float32. A float64 copy keeps them in float32 between casts.
-_FLOAT32_INSIDE = {"MatMulNBits", "MatMulBnb4", "GatherBlockQuantized", "Attention", "MultiHeadAttention",
-                   "GroupQueryAttention"}
+_FLOAT32_INSIDE = {
+    "MatMulNBits",
+    "MatMulBnb4",
+    "GatherBlockQuantized",
+    "Attention",
+    "MultiHeadAttention",
+    "GroupQueryAttention",
+}
 
 
 def value_types(model: onnx.ModelProto) -> dict[str, int]:
@@ -425,7 +452,8 @@ def float64_through_float_schemas(monkeypatch):
     def check_as_float32(self, inputs, **kwargs):
         as_float32 = [
             jax.ShapeDtypeStruct(np.shape(value), np.float32)
-            if getattr(value, "dtype", None) is not None and np.dtype(value.dtype) == np.float64 else value
+            if getattr(value, "dtype", None) is not None and np.dtype(value.dtype) == np.float64
+            else value
             for value in inputs
         ]
         try:
@@ -476,7 +504,9 @@ def test_gradients_equal_finite_differences_of_a_float64_copy(name, float64_thro
     grads = jax.jit(jax.grad(lambda p: loss(p, model, feed, jnp.float32)))(params)
     loss64 = jax.jit(lambda p: loss(p, wide, wide_feed, jnp.float64))
     base64 = {k: np.asarray(v, np.float64) for k, v in params.items()}
-    float32_inside = any(node.domain == "com.microsoft" and node.op_type in _FLOAT32_INSIDE for node in model_proto.graph.node)
+    float32_inside = any(
+        node.domain == "com.microsoft" and node.op_type in _FLOAT32_INSIDE for node in model_proto.graph.node
+    )
     step, eps = (1e-2, np.finfo(np.float32).eps) if float32_inside else (1e-5, np.finfo(np.float64).eps)
 
     def central(param_name, direction, h):

@@ -35,7 +35,8 @@ def _node_model(op_type, inputs, attributes, output_type, *, opset=21):
     feed = {n: np.asarray(x) for n, x in zip(names, inputs) if n}
     node = helper.make_node(op_type, names, ["y"], domain=_MS, **attributes)
     graph = helper.make_graph(
-        [node], "node",
+        [node],
+        "node",
         [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(x.dtype), x.shape) for n, x in feed.items()],
         [helper.make_tensor_value_info("y", output_type, None)],
     )
@@ -48,13 +49,22 @@ def _three_ways(model, feed, op_type, inputs, attributes):
     """The node's output through `load` eagerly, under jit, and the op on numpy values."""
     loaded = jaxonnx.load(model)
     op = jaxonnx.get_op(op_type, 1, _MS)
-    return [np.asarray(loaded.run(feed)["y"]), np.asarray(jax.jit(loaded.run)(feed)["y"]), np.asarray(op(*inputs, **attributes))]
+    return [
+        np.asarray(loaded.run(feed)["y"]),
+        np.asarray(jax.jit(loaded.run)(feed)["y"]),
+        np.asarray(op(*inputs, **attributes)),
+    ]
 
 
 def _assert_within_rounding(actual, expected, magnitude):
     """``actual`` equals ``expected`` up to float32 rounding of sums whose terms have the
     absolute values summed in ``magnitude``."""
-    assert actual.shape == expected.shape and actual.dtype == expected.dtype, (actual.shape, actual.dtype, expected.shape, expected.dtype)
+    assert actual.shape == expected.shape and actual.dtype == expected.dtype, (
+        actual.shape,
+        actual.dtype,
+        expected.shape,
+        expected.dtype,
+    )
     diff = np.abs(actual.astype(np.float64) - expected.astype(np.float64))
     bound = 1e-5 * magnitude + 1e-30
     assert np.all(diff <= bound), f"max excess {np.max(diff - bound)} (max |diff| {diff.max()})"
@@ -73,7 +83,9 @@ def _pack_low_bits_first(values, bits):
     return packed
 
 
-def _nbits_case(*, lead=(3,), K=40, N=6, bits=4, block_size=16, zero="packed", g_idx=False, bias=False, dtype=np.float32):
+def _nbits_case(
+    *, lead=(3,), K=40, N=6, bits=4, block_size=16, zero="packed", g_idx=False, bias=False, dtype=np.float32
+):
     """Random MatMulNBits inputs, attributes and the float64 weights ``W`` (N x K)."""
     k_blocks = -(-K // block_size)
     codes = _rng.integers(0, 1 << bits, (N, k_blocks * block_size))
@@ -151,10 +163,14 @@ def test_matmul_nbits_g_idx_with_packed_zero_points(run_onnxruntime):
     exact = (A.astype(np.float64) @ W.T).astype(np.float32)
     for actual in _three_ways(model, feed, "MatMulNBits", inputs, attributes):
         _assert_within_rounding(actual, exact, magnitude)
-    without_zero_points = np.asarray(jaxonnx.get_op("MatMulNBits", 1, _MS)(A, *inputs[1:3], None, inputs[4], **attributes))
+    without_zero_points = np.asarray(
+        jaxonnx.get_op("MatMulNBits", 1, _MS)(A, *inputs[1:3], None, inputs[4], **attributes)
+    )
     assert not np.allclose(without_zero_points, exact)
     if not np.allclose(expected, exact, rtol=1e-4, atol=1e-4):  # onnxruntime 1.32
-        _assert_within_rounding(expected, without_zero_points, magnitude + 8 * np.abs(A) @ np.abs(inputs[2]).repeat(16, 1).T)
+        _assert_within_rounding(
+            expected, without_zero_points, magnitude + 8 * np.abs(A) @ np.abs(inputs[2]).repeat(16, 1).T
+        )
 
 
 def test_matmul_nbits_accuracy_level_4_computes_in_float32(run_onnxruntime):
@@ -187,7 +203,11 @@ def test_matmul_nbits_omitted_projection_is_the_bias(run_onnxruntime):
 
 @pytest.mark.parametrize(
     "change, message",
-    [({"weight_prepacked": 1}, "weight_prepacked"), ({"bits": 3}, "2, 4 or 8 bits"), ({"block_size": 20}, "block_size")],
+    [
+        ({"weight_prepacked": 1}, "weight_prepacked"),
+        ({"bits": 3}, "2, 4 or 8 bits"),
+        ({"block_size": 20}, "block_size"),
+    ],
 )
 def test_matmul_nbits_refuses_what_it_cannot_read(change, message):
     inputs, attributes, _ = _nbits_case()
@@ -224,7 +244,9 @@ def test_matmul_nbits_gradients_match_finite_differences(zero, rows):
         unpacked[:, 2 * j], unpacked[:, 2 * j + 1] = byte & 15, byte >> 4
     groups = np.arange(K) // block_size
     if zero == "packed":
-        zero_values = np.stack([zero_points[:, j // 2] >> (4 * (j % 2)) & 15 for j in range(K // block_size)], 1).astype(np.float64)
+        zero_values = np.stack(
+            [zero_points[:, j // 2] >> (4 * (j % 2)) & 15 for j in range(K // block_size)], 1
+        ).astype(np.float64)
     else:
         zero_values = zero_points.astype(np.float64)
     cotangent = _rng.standard_normal((rows, N)).astype(np.float32)
@@ -234,7 +256,9 @@ def test_matmul_nbits_gradients_match_finite_differences(zero, rows):
         return jnp.sum(y * cotangent)
 
     differentiable = (0, 1, 2, 3) if zero == "float" else (0, 1, 3)
-    grads = jax.grad(loss, argnums=differentiable)(jnp.asarray(A), jnp.asarray(scales), jnp.asarray(zero_points), jnp.asarray(bias))
+    grads = jax.grad(loss, argnums=differentiable)(
+        jnp.asarray(A), jnp.asarray(scales), jnp.asarray(zero_points), jnp.asarray(bias)
+    )
     primal = [A.astype(np.float64), scales.astype(np.float64), zero_values, bias.astype(np.float64)]
 
     def loss64(values):
@@ -254,10 +278,27 @@ def test_matmul_nbits_gradients_match_finite_differences(zero, rows):
 
 # --- MatMulBnb4 ----------------------------------------------------------------------------
 
-_NF4 = np.array([-1.0, -0.6961928009986877, -0.5250730514526367, -0.39491748809814453, -0.28444138169288635,
-                 -0.18477343022823334, -0.09105003625154495, 0.0, 0.07958029955625534, 0.16093020141124725,
-                 0.24611230194568634, 0.33791524171829224, 0.44070982933044434, 0.5626170039176941,
-                 0.7229568362236023, 1.0], np.float32)
+_NF4 = np.array(
+    [
+        -1.0,
+        -0.6961928009986877,
+        -0.5250730514526367,
+        -0.39491748809814453,
+        -0.28444138169288635,
+        -0.18477343022823334,
+        -0.09105003625154495,
+        0.0,
+        0.07958029955625534,
+        0.16093020141124725,
+        0.24611230194568634,
+        0.33791524171829224,
+        0.44070982933044434,
+        0.5626170039176941,
+        0.7229568362236023,
+        1.0,
+    ],
+    np.float32,
+)
 # FP4: sign, 2 exponent bits (bias 3), 1 mantissa bit; the values over 12, the largest.
 _FP4 = np.array([0, 0.0625, 8, 12, 4, 6, 2, 3], np.float64) / 12
 _FP4 = np.concatenate([_FP4, -_FP4]).astype(np.float32)
@@ -318,17 +359,31 @@ def _initializer_model(op_type, inputs, constant, attributes, output_type):
     initializers = [numpy_helper.from_array(np.asarray(inputs[i]), names[i]) for i in constant if inputs[i] is not None]
     node = helper.make_node(op_type, names, ["y"], domain=_MS, **attributes)
     graph = helper.make_graph(
-        [node], "node",
+        [node],
+        "node",
         [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(x.dtype), x.shape) for n, x in feed.items()],
-        [helper.make_tensor_value_info("y", output_type, None)], initializers,
+        [helper.make_tensor_value_info("y", output_type, None)],
+        initializers,
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid(_MS, 1)])
     model.ir_version = 10
     return model, feed
 
 
-def _gather_case(*, kind="int4", shape=(7, 40), gather_axis=0, quantize_axis=1, block_size=16, zero=True, bits=4,
-                 index_shape=(2, 3), index_type=np.int64, scale_type=np.float32, broadcast_axis=None):
+def _gather_case(
+    *,
+    kind="int4",
+    shape=(7, 40),
+    gather_axis=0,
+    quantize_axis=1,
+    block_size=16,
+    zero=True,
+    bits=4,
+    index_shape=(2, 3),
+    index_type=np.int64,
+    scale_type=np.float32,
+    broadcast_axis=None,
+):
     """Random GatherBlockQuantized inputs, attributes, and the float64 dequantized table."""
     import ml_dtypes
 
@@ -391,10 +446,16 @@ _GATHER_CASES = {
     "int4_no_zero_int32_indices": dict(zero=False, index_type=np.int32),
     "uint4_quantize_axis0_gather_axis1": dict(kind="uint4", gather_axis=1, quantize_axis=0, shape=(48, 5)),
     "int4_rank3_same_axes": dict(shape=(3, 40, 4), gather_axis=1, quantize_axis=1, block_size=16, index_shape=(5,)),
-    "int4_rank3_negative_axes_float16": dict(shape=(6, 3, 32), gather_axis=-3, quantize_axis=-1, block_size=32,
-                                             scale_type=np.float16),
-    **{f"uint8_bits{bits}_{'zero' if zero else 'default'}": dict(kind="uint8", bits=bits, zero=zero, shape=(9, 64), block_size=16)
-       for bits in (2, 4, 8) for zero in (True, False)},
+    "int4_rank3_negative_axes_float16": dict(
+        shape=(6, 3, 32), gather_axis=-3, quantize_axis=-1, block_size=32, scale_type=np.float16
+    ),
+    **{
+        f"uint8_bits{bits}_{'zero' if zero else 'default'}": dict(
+            kind="uint8", bits=bits, zero=zero, shape=(9, 64), block_size=16
+        )
+        for bits in (2, 4, 8)
+        for zero in (True, False)
+    },
     "uint8_bits4_odd_blocks": dict(kind="uint8", bits=4, shape=(5, 48), block_size=32),
     "float8e4m3fn": dict(kind="float8_e4m3fn", zero=False),
     "float8e5m2_whole_axis_broadcast": dict(kind="float8_e5m2", zero=False, block_size=0, broadcast_axis=0),
@@ -406,8 +467,9 @@ _GATHER_CASES = {
 def test_gather_block_quantized_equals_onnxruntime(case, run_onnxruntime):
     inputs, attributes, table = _gather_case(**_GATHER_CASES[case])
     scales = inputs[2]
-    model, feed = _initializer_model("GatherBlockQuantized", inputs, (0, 3), attributes,
-                                     helper.np_dtype_to_tensor_dtype(scales.dtype))
+    model, feed = _initializer_model(
+        "GatherBlockQuantized", inputs, (0, 3), attributes, helper.np_dtype_to_tensor_dtype(scales.dtype)
+    )
     (expected,) = run_onnxruntime(model, feed)
     text = _gathered(table, inputs[1], attributes["gather_axis"]).astype(scales.dtype)
     np.testing.assert_array_equal(expected, text)  # one rounding of an exact product: exact
@@ -437,8 +499,9 @@ def _codes(dtype, shape, *, half=False):
     return _rng.integers(low, high + 1, shape).astype(dtype)
 
 
-def _integer_to_float_case(*, a_type=np.uint8, b_type=np.int8, lead=(3,), K=11, N=4, per_column=True, zero=True, bias=True,
-                           batched_b=False):
+def _integer_to_float_case(
+    *, a_type=np.uint8, b_type=np.int8, lead=(3,), K=11, N=4, per_column=True, zero=True, bias=True, batched_b=False
+):
     # uint8 by int8 in 7 bits: onnxruntime's AVX2 u8s8 kernel saturates pairs of products in int16 beyond that.
     A = _codes(a_type, lead + (K,))
     B = _codes(b_type, ((2,) if batched_b else ()) + (K, N), half=a_type != b_type)
@@ -465,7 +528,9 @@ def test_matmul_integer_to_float_equals_onnxruntime(case, run_onnxruntime):
     A, B, a_scale, b_scale, a_zero, b_zero, bias = inputs
     model, feed = _node_model("MatMulIntegerToFloat", inputs, {}, TensorProto.FLOAT)
     (expected,) = run_onnxruntime(model, feed)
-    acc = (A.astype(np.int64) - (0 if a_zero is None else int(a_zero))) @ (B.astype(np.int64) - (0 if b_zero is None else b_zero.astype(np.int64)))
+    acc = (A.astype(np.int64) - (0 if a_zero is None else int(a_zero))) @ (
+        B.astype(np.int64) - (0 if b_zero is None else b_zero.astype(np.int64))
+    )
     magnitude = np.abs(acc) * float(a_scale) * b_scale.astype(np.float64) + (0 if bias is None else np.abs(bias))
     for actual in _three_ways(model, feed, "MatMulIntegerToFloat", inputs, {}):
         _assert_within_rounding(actual, expected, magnitude)
@@ -521,8 +586,11 @@ def _typed_codes(name, shape):
     return _rng.integers(int(info.min), int(info.max) + 1, shape).astype(dtype)
 
 
-_QDQ_CASES = [(name, layout) for name in ("int8", "uint8", "int16", "uint16", "int4", "uint4")
-              for layout in ("tensor", "axis", "axis_negative", "no_zero")]
+_QDQ_CASES = [
+    (name, layout)
+    for name in ("int8", "uint8", "int16", "uint16", "int4", "uint4")
+    for layout in ("tensor", "axis", "axis_negative", "no_zero")
+]
 
 
 @pytest.mark.parametrize("name, layout", _QDQ_CASES)
@@ -543,7 +611,10 @@ def test_microsoft_quantize_linear_equals_onnxruntime(name, layout, run_onnxrunt
     inputs = [x, scale, zero]
     out_type = helper.np_dtype_to_tensor_dtype(np.dtype(zero.dtype if zero is not None else np.uint8))
     model, feed = _initializer_model("QuantizeLinear", inputs, (2,), attributes, out_type)
-    if zero is not None and name in ("int4", "uint4"):  # onnxruntime's Python API returns no 4-bit arrays: a Cast to 8 bits after
+    if zero is not None and name in (
+        "int4",
+        "uint4",
+    ):  # onnxruntime's Python API returns no 4-bit arrays: a Cast to 8 bits after
         graph = model.graph
         graph.node[0].output[0] = "q"
         graph.node.append(helper.make_node("Cast", ["q"], ["y"], to=TensorProto.INT8))
@@ -563,12 +634,20 @@ def test_microsoft_dequantize_linear_equals_onnxruntime(name, layout, run_onnxru
     axis = {"axis": None, "axis_negative": -1}.get(layout)
     channels = shape[1 if axis is None else axis]
     per_axis = layout.startswith("axis")
-    x = _typed_codes(name, shape) if name != "int32" else _rng.integers(-2**20, 2**20, shape).astype(np.int32)
-    zero = None if layout in ("no_zero", "float16") or name == "int32" else _typed_codes(name, (channels,) if per_axis else ())
-    scale = _rng.uniform(0.01, 0.1, (channels,) if per_axis else ()).astype(np.float16 if layout == "float16" else np.float32)
+    x = _typed_codes(name, shape) if name != "int32" else _rng.integers(-(2**20), 2**20, shape).astype(np.int32)
+    zero = (
+        None
+        if layout in ("no_zero", "float16") or name == "int32"
+        else _typed_codes(name, (channels,) if per_axis else ())
+    )
+    scale = _rng.uniform(0.01, 0.1, (channels,) if per_axis else ()).astype(
+        np.float16 if layout == "float16" else np.float32
+    )
     attributes = {} if axis is None else {"axis": axis}
     inputs = [x, scale, zero]
-    model, feed = _initializer_model("DequantizeLinear", inputs, (0, 2), attributes, helper.np_dtype_to_tensor_dtype(scale.dtype))
+    model, feed = _initializer_model(
+        "DequantizeLinear", inputs, (0, 2), attributes, helper.np_dtype_to_tensor_dtype(scale.dtype)
+    )
     (expected,) = run_onnxruntime(model, feed)
     for actual in _three_ways(model, feed, "DequantizeLinear", inputs, attributes):
         assert actual.dtype == expected.dtype
@@ -582,16 +661,26 @@ def _float_mlp():
     """A small float model: an embedding Gather and three MatMuls (K = 64, 96 and 64: the
     middle one is no whole number of 64-blocks), a residual and a bias."""
     rng = np.random.default_rng(12)
-    weights = {"E": rng.standard_normal((50, 64)), "W1": rng.standard_normal((64, 96)) * 0.2, "B1": rng.standard_normal(96) * 0.1,
-               "W2": rng.standard_normal((96, 64)) * 0.2, "W3": rng.standard_normal((64, 40)) * 0.2}
+    weights = {
+        "E": rng.standard_normal((50, 64)),
+        "W1": rng.standard_normal((64, 96)) * 0.2,
+        "B1": rng.standard_normal(96) * 0.1,
+        "W2": rng.standard_normal((96, 64)) * 0.2,
+        "W3": rng.standard_normal((64, 40)) * 0.2,
+    }
     nodes = [
         helper.make_node("Gather", ["E", "ids"], ["x"]),
-        helper.make_node("MatMul", ["x", "W1"], ["h"]), helper.make_node("Add", ["h", "B1"], ["hb"]),
-        helper.make_node("Relu", ["hb"], ["r"]), helper.make_node("MatMul", ["r", "W2"], ["o"]),
-        helper.make_node("Add", ["o", "x"], ["res"]), helper.make_node("MatMul", ["res", "W3"], ["Y"]),
+        helper.make_node("MatMul", ["x", "W1"], ["h"]),
+        helper.make_node("Add", ["h", "B1"], ["hb"]),
+        helper.make_node("Relu", ["hb"], ["r"]),
+        helper.make_node("MatMul", ["r", "W2"], ["o"]),
+        helper.make_node("Add", ["o", "x"], ["res"]),
+        helper.make_node("MatMul", ["res", "W3"], ["Y"]),
     ]
     graph = helper.make_graph(
-        nodes, "mlp", [helper.make_tensor_value_info("ids", TensorProto.INT64, ["batch", "seq"])],
+        nodes,
+        "mlp",
+        [helper.make_tensor_value_info("ids", TensorProto.INT64, ["batch", "seq"])],
         [helper.make_tensor_value_info("Y", TensorProto.FLOAT, ["batch", "seq", 40])],
         [numpy_helper.from_array(v.astype(np.float32), n) for n, v in weights.items()],
     )
@@ -606,8 +695,14 @@ def _nbits_quantized(bits, symmetric, quant_format, accuracy_level, block_size):
 
     fmt = getattr(quantization.QuantFormat, quant_format)
     ops = ("MatMul", "Gather") if bits == 4 and quant_format == "QOperator" else ("MatMul",)
-    config = DefaultWeightOnlyQuantConfig(block_size=block_size, is_symmetric=symmetric, accuracy_level=accuracy_level,
-                                          quant_format=fmt, op_types_to_quantize=ops, bits=bits)
+    config = DefaultWeightOnlyQuantConfig(
+        block_size=block_size,
+        is_symmetric=symmetric,
+        accuracy_level=accuracy_level,
+        quant_format=fmt,
+        op_types_to_quantize=ops,
+        bits=bits,
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         quantizer = MatMulNBitsQuantizer(_float_mlp(), algo_config=config)
@@ -636,9 +731,14 @@ def _assert_model_close(actual, expected):
 _QUANTIZER_CASES = {
     f"bits{bits}_{'sym' if symmetric else 'asym'}_{fmt}_level{level}_block{block}": (bits, symmetric, fmt, level, block)
     for bits, symmetric, fmt, level, block in [
-        (4, False, "QOperator", None, 32), (4, True, "QOperator", 4, 64), (2, False, "QOperator", None, 32),
-        (2, True, "QOperator", None, 64), (8, False, "QOperator", 4, 32), (8, True, "QOperator", None, 64),
-        (4, False, "QDQ", None, 32), (4, True, "QDQ", None, 64),
+        (4, False, "QOperator", None, 32),
+        (4, True, "QOperator", 4, 64),
+        (2, False, "QOperator", None, 32),
+        (2, True, "QOperator", None, 64),
+        (8, False, "QOperator", 4, 32),
+        (8, True, "QOperator", None, 64),
+        (4, False, "QDQ", None, 32),
+        (4, True, "QDQ", None, 64),
     ]
 }
 
@@ -694,8 +794,10 @@ def test_quantized_mlp_scales_fine_tune():
     model = _nbits_quantized(4, False, "QOperator", None, 32)
     loaded = jaxonnx.load(model)
     scale_names = [n.input[2] for n in model.graph.node if n.op_type == "MatMulNBits"]
-    params = {name: jnp.asarray(numpy_helper.to_array(next(t for t in model.graph.initializer if t.name == name)))
-              for name in scale_names}
+    params = {
+        name: jnp.asarray(numpy_helper.to_array(next(t for t in model.graph.initializer if t.name == name)))
+        for name in scale_names
+    }
     ids = np.random.default_rng(5).integers(0, 50, (2, 4)).astype(np.int64)
     cotangent = np.random.default_rng(6).standard_normal((2, 4, 40)).astype(np.float32)
 
@@ -719,13 +821,23 @@ def test_quantized_mlp_scales_fine_tune():
 def _float_two_heads():
     """Two MatMuls reading one input (as attention's projections do), then a third."""
     rng = np.random.default_rng(13)
-    weights = {"Wq": rng.standard_normal((32, 24)) * 0.3, "Wk": rng.standard_normal((32, 24)) * 0.3,
-               "Bq": rng.standard_normal(24) * 0.1, "Wo": rng.standard_normal((24, 16)) * 0.3}
-    nodes = [helper.make_node("MatMul", ["X", "Wq"], ["q"]), helper.make_node("Add", ["q", "Bq"], ["qb"]),
-             helper.make_node("MatMul", ["X", "Wk"], ["k"]), helper.make_node("Mul", ["qb", "k"], ["qk"]),
-             helper.make_node("MatMul", ["qk", "Wo"], ["Y"])]
+    weights = {
+        "Wq": rng.standard_normal((32, 24)) * 0.3,
+        "Wk": rng.standard_normal((32, 24)) * 0.3,
+        "Bq": rng.standard_normal(24) * 0.1,
+        "Wo": rng.standard_normal((24, 16)) * 0.3,
+    }
+    nodes = [
+        helper.make_node("MatMul", ["X", "Wq"], ["q"]),
+        helper.make_node("Add", ["q", "Bq"], ["qb"]),
+        helper.make_node("MatMul", ["X", "Wk"], ["k"]),
+        helper.make_node("Mul", ["qb", "k"], ["qk"]),
+        helper.make_node("MatMul", ["qk", "Wo"], ["Y"]),
+    ]
     graph = helper.make_graph(
-        nodes, "heads", [helper.make_tensor_value_info("X", TensorProto.FLOAT, ["batch", 32])],
+        nodes,
+        "heads",
+        [helper.make_tensor_value_info("X", TensorProto.FLOAT, ["batch", 32])],
         [helper.make_tensor_value_info("Y", TensorProto.FLOAT, ["batch", 16])],
         [numpy_helper.from_array(v.astype(np.float32), n) for n, v in weights.items()],
     )
@@ -747,7 +859,9 @@ def test_quantize_dynamic_fused_models_equal_onnxruntime(weights, tmp_path, run_
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         quantization.quantize_dynamic(
-            tmp_path / "float.onnx", tmp_path / "dynamic.onnx", per_channel="per_channel" in weights,
+            tmp_path / "float.onnx",
+            tmp_path / "dynamic.onnx",
+            per_channel="per_channel" in weights,
             weight_type=quantization.QuantType.QUInt8 if weights.startswith("uint8") else quantization.QuantType.QInt8,
             reduce_range="reduce_range" in weights,
         )
@@ -783,9 +897,14 @@ def test_qdq_contrib_ops_models_equal_onnxruntime(activation, weight, tmp_path, 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         quantization.quantize_static(
-            tmp_path / "float.onnx", tmp_path / "qdq.onnx", Calibration(), quant_format=quantization.QuantFormat.QDQ,
-            activation_type=getattr(quantization.QuantType, activation), weight_type=getattr(quantization.QuantType, weight),
-            per_channel=True, extra_options={"UseQDQContribOps": True},
+            tmp_path / "float.onnx",
+            tmp_path / "qdq.onnx",
+            Calibration(),
+            quant_format=quantization.QuantFormat.QDQ,
+            activation_type=getattr(quantization.QuantType, activation),
+            weight_type=getattr(quantization.QuantType, weight),
+            per_channel=True,
+            extra_options={"UseQDQContribOps": True},
         )
     model = onnx.load(tmp_path / "qdq.onnx")
     written = {n.op_type for n in model.graph.node if n.domain == _MS}
@@ -793,7 +912,10 @@ def test_qdq_contrib_ops_models_equal_onnxruntime(activation, weight, tmp_path, 
     # Every value as an output too, to compare each node's result.
     declared = {o.name for o in model.graph.output}
     model.graph.output.extend(
-        helper.make_empty_tensor_value_info(name) for node in model.graph.node for name in node.output if name not in declared
+        helper.make_empty_tensor_value_info(name)
+        for node in model.graph.node
+        for name in node.output
+        if name not in declared
     )
     x = np.random.default_rng(10).standard_normal((5, 32)).astype(np.float32)
     names = [o.name for o in model.graph.output]
@@ -805,4 +927,6 @@ def test_qdq_contrib_ops_models_equal_onnxruntime(activation, weight, tmp_path, 
             if want.dtype.kind in "iu":
                 np.testing.assert_array_equal(got, want, err_msg=name)
             else:
-                np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6 * float(np.max(np.abs(want)) + 1), err_msg=name)
+                np.testing.assert_allclose(
+                    got, want, rtol=1e-5, atol=1e-6 * float(np.max(np.abs(want)) + 1), err_msg=name
+                )

@@ -17,8 +17,12 @@ ML = "ai.onnx.ml"
 
 def _model(nodes, initializers=(), output="y", output_type=TensorProto.FLOAT):
     graph = helper.make_graph(
-        nodes, "ml_constants", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
-        [helper.make_tensor_value_info(output, output_type, None)], list(initializers))
+        nodes,
+        "ml_constants",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+        [helper.make_tensor_value_info(output, output_type, None)],
+        list(initializers),
+    )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(ML, 2)])
 
 
@@ -31,10 +35,24 @@ def _ids_node_or_initializer(source):
 
 def _to_strings(kind):
     if kind == "LabelEncoder":
-        return helper.make_node("LabelEncoder", ["ids"], ["labels"], domain=ML, keys_int64s=[1, 2, 3],
-                                values_strings=["a", "b", "c"], default_string="?")
-    return helper.make_node("CategoryMapper", ["ids"], ["labels"], domain=ML, cats_int64s=[1, 2, 3],
-                            cats_strings=["a", "b", "c"], default_string="?")
+        return helper.make_node(
+            "LabelEncoder",
+            ["ids"],
+            ["labels"],
+            domain=ML,
+            keys_int64s=[1, 2, 3],
+            values_strings=["a", "b", "c"],
+            default_string="?",
+        )
+    return helper.make_node(
+        "CategoryMapper",
+        ["ids"],
+        ["labels"],
+        domain=ML,
+        cats_int64s=[1, 2, 3],
+        cats_strings=["a", "b", "c"],
+        default_string="?",
+    )
 
 
 @pytest.mark.parametrize("kind", ["LabelEncoder", "CategoryMapper"])
@@ -43,8 +61,15 @@ def test_int_to_string_lookup_of_a_constant_runs_under_jit(kind, source, run_onn
     head, initializers = _ids_node_or_initializer(source)
     nodes = head + [
         _to_strings(kind),
-        helper.make_node("LabelEncoder", ["labels"], ["weights"], domain=ML, keys_strings=["a", "b", "?"],
-                         values_floats=[0.5, 2.0, 4.0], default_float=-1.0),
+        helper.make_node(
+            "LabelEncoder",
+            ["labels"],
+            ["weights"],
+            domain=ML,
+            keys_strings=["a", "b", "?"],
+            values_floats=[0.5, 2.0, 4.0],
+            default_float=-1.0,
+        ),
         helper.make_node("Mul", ["x", "weights"], ["y"]),
     ]
     proto = _model(nodes, initializers)

@@ -42,8 +42,17 @@ def _as_matrix(value) -> np.ndarray:
 
 
 def test_every_fixture_is_here():
-    assert {"logistic_regression", "gradient_boosting", "random_forest", "random_forest_regressor", "svc", "svr",
-            "linear_regression", "preprocessing", "string_labels_zipmap"} <= set(NAMES)
+    assert {
+        "logistic_regression",
+        "gradient_boosting",
+        "random_forest",
+        "random_forest_regressor",
+        "svc",
+        "svr",
+        "linear_regression",
+        "preprocessing",
+        "string_labels_zipmap",
+    } <= set(NAMES)
 
 
 #: The fixtures whose outputs are strings or maps: they run op by op, outside `jax.jit`.
@@ -80,8 +89,9 @@ def test_fixture_matches_scikit_learn_and_onnxruntime(name):
         tolerance = 2e-3 if name == "svc" else 1e-5
         np.testing.assert_allclose(_as_matrix(ours[1]), expected["probabilities"], atol=tolerance)
     else:
-        np.testing.assert_allclose(np.asarray(ours[0]).reshape(expected["value"].shape), expected["value"],
-                                   rtol=1e-4, atol=2e-5)
+        np.testing.assert_allclose(
+            np.asarray(ours[0]).reshape(expected["value"].shape), expected["value"], rtol=1e-4, atol=2e-5
+        )
 
 
 def test_string_labels_and_zipmap_run_eagerly_and_refuse_jit():
@@ -100,9 +110,15 @@ def test_string_labels_and_zipmap_run_eagerly_and_refuse_jit():
 
 def _node_model(op_type, inputs, outputs, attributes, opset=3):
     node = helper.make_node(op_type, [n for n, _ in inputs], [n for n, _ in outputs], domain="ai.onnx.ml", **attributes)
-    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info(n, t, None) for n, t in inputs],
-                              [helper.make_tensor_value_info(n, t, None) for n, t in outputs])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18), helper.make_opsetid("ai.onnx.ml", opset)])
+    graph = helper.make_graph(
+        [node],
+        "g",
+        [helper.make_tensor_value_info(n, t, None) for n, t in inputs],
+        [helper.make_tensor_value_info(n, t, None) for n, t in outputs],
+    )
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 18), helper.make_opsetid("ai.onnx.ml", opset)]
+    )
     model.ir_version = 9
     return model
 
@@ -126,27 +142,42 @@ _F, _I, _S = onnx.TensorProto.FLOAT, onnx.TensorProto.INT64, onnx.TensorProto.ST
 
 # Two trees over two features: tree 0 is BRANCH_* on feature 0 then 1; tree 1 one split.
 _TREES = dict(
-    nodes_treeids=[0, 0, 0, 0, 0, 1, 1, 1], nodes_nodeids=[0, 1, 2, 3, 4, 0, 1, 2],
-    nodes_featureids=[0, 1, 0, 0, 0, 1, 0, 0], nodes_values=[0.5, -0.25, 0.0, 0.0, 0.0, 0.75, 0.0, 0.0],
-    nodes_truenodeids=[1, 3, 0, 0, 0, 1, 0, 0], nodes_falsenodeids=[2, 4, 0, 0, 0, 2, 0, 0],
+    nodes_treeids=[0, 0, 0, 0, 0, 1, 1, 1],
+    nodes_nodeids=[0, 1, 2, 3, 4, 0, 1, 2],
+    nodes_featureids=[0, 1, 0, 0, 0, 1, 0, 0],
+    nodes_values=[0.5, -0.25, 0.0, 0.0, 0.0, 0.75, 0.0, 0.0],
+    nodes_truenodeids=[1, 3, 0, 0, 0, 1, 0, 0],
+    nodes_falsenodeids=[2, 4, 0, 0, 0, 2, 0, 0],
     nodes_missing_value_tracks_true=[1, 0, 0, 0, 0, 0, 0, 0],
 )
 _LEAVES = ([0, 0, 0, 1, 1], [2, 3, 4, 1, 2])
 _ROWS = np.array([[0.1, -1.0], [0.9, 1.0], [np.nan, 0.0], [0.5, -0.25], [0.6, np.nan], [-3.0, 0.75]], np.float32)
 
 
-@pytest.mark.parametrize(("modes", "aggregate"), [
-    (("BRANCH_LEQ", "BRANCH_LT"), "SUM"), (("BRANCH_GTE", "BRANCH_GT"), "AVERAGE"),
-    (("BRANCH_EQ", "BRANCH_NEQ"), "MIN"), (("BRANCH_LT", "BRANCH_GTE"), "MAX"),
-])
+@pytest.mark.parametrize(
+    ("modes", "aggregate"),
+    [
+        (("BRANCH_LEQ", "BRANCH_LT"), "SUM"),
+        (("BRANCH_GTE", "BRANCH_GT"), "AVERAGE"),
+        (("BRANCH_EQ", "BRANCH_NEQ"), "MIN"),
+        (("BRANCH_LT", "BRANCH_GTE"), "MAX"),
+    ],
+)
 def test_tree_ensemble_regressor_modes_and_aggregates(modes, aggregate):
     # Every leaf weighs both targets: onnxruntime writes 0, not the base value, for a
     # target that no tree weighs, where the text adds the base value to every prediction.
     trees, leaves = _LEAVES
-    attributes = dict(_TREES, nodes_modes=[modes[0], modes[1], "LEAF", "LEAF", "LEAF", modes[0], "LEAF", "LEAF"],
-                      target_treeids=trees + trees, target_nodeids=leaves + leaves, target_ids=[0] * 5 + [1] * 5,
-                      target_weights=[1.0, 2.0, -3.0, 4.0, 5.0, 0.5, -1.5, 2.5, 3.0, -4.0], n_targets=2,
-                      aggregate_function=aggregate, base_values=[0.5, -0.5])
+    attributes = dict(
+        _TREES,
+        nodes_modes=[modes[0], modes[1], "LEAF", "LEAF", "LEAF", modes[0], "LEAF", "LEAF"],
+        target_treeids=trees + trees,
+        target_nodeids=leaves + leaves,
+        target_ids=[0] * 5 + [1] * 5,
+        target_weights=[1.0, 2.0, -3.0, 4.0, 5.0, 0.5, -1.5, 2.5, 3.0, -4.0],
+        n_targets=2,
+        aggregate_function=aggregate,
+        base_values=[0.5, -0.5],
+    )
     proto = _node_model("TreeEnsembleRegressor", [("X", _F)], [("Y", _F)], attributes)
     _check_against_onnxruntime(proto, {"X": _ROWS})
 
@@ -156,9 +187,16 @@ def test_tree_ensemble_regressor_modes_and_aggregates(modes, aggregate):
 def test_tree_ensemble_binary_classifier_one_score(post_transform, weights):
     # What scikit-learn converts to: two labels, weights for one class only.
     trees, leaves = _LEAVES
-    attributes = dict(_TREES, nodes_modes=["BRANCH_LEQ", "BRANCH_LEQ", "LEAF", "LEAF", "LEAF", "BRANCH_LEQ", "LEAF", "LEAF"],
-                      class_treeids=trees, class_nodeids=leaves, class_ids=[0] * 5, class_weights=weights,
-                      classlabels_int64s=[4, 9], post_transform=post_transform)
+    attributes = dict(
+        _TREES,
+        nodes_modes=["BRANCH_LEQ", "BRANCH_LEQ", "LEAF", "LEAF", "LEAF", "BRANCH_LEQ", "LEAF", "LEAF"],
+        class_treeids=trees,
+        class_nodeids=leaves,
+        class_ids=[0] * 5,
+        class_weights=weights,
+        classlabels_int64s=[4, 9],
+        post_transform=post_transform,
+    )
     proto = _node_model("TreeEnsembleClassifier", [("X", _F)], [("Y", _I), ("Z", _F)], attributes)
     _check_against_onnxruntime(proto, {"X": _ROWS})
 
@@ -166,10 +204,17 @@ def test_tree_ensemble_binary_classifier_one_score(post_transform, weights):
 @pytest.mark.parametrize("post_transform", ["NONE", "SOFTMAX", "LOGISTIC"])
 def test_tree_ensemble_classifier_string_labels(post_transform):
     trees, leaves = _LEAVES
-    attributes = dict(_TREES, nodes_modes=["BRANCH_LEQ", "BRANCH_GT", "LEAF", "LEAF", "LEAF", "BRANCH_LEQ", "LEAF", "LEAF"],
-                      class_treeids=trees + trees, class_nodeids=leaves + leaves, class_ids=[0, 1, 2, 0, 1, 2, 2, 1, 0, 0],
-                      class_weights=[0.1, 0.5, 0.2, 0.7, 0.3, 0.4, 0.05, 0.6, 0.2, 0.9], base_values=[0.0, 0.1, -0.1],
-                      classlabels_strings=["a", "b", "c"], post_transform=post_transform)
+    attributes = dict(
+        _TREES,
+        nodes_modes=["BRANCH_LEQ", "BRANCH_GT", "LEAF", "LEAF", "LEAF", "BRANCH_LEQ", "LEAF", "LEAF"],
+        class_treeids=trees + trees,
+        class_nodeids=leaves + leaves,
+        class_ids=[0, 1, 2, 0, 1, 2, 2, 1, 0, 0],
+        class_weights=[0.1, 0.5, 0.2, 0.7, 0.3, 0.4, 0.05, 0.6, 0.2, 0.9],
+        base_values=[0.0, 0.1, -0.1],
+        classlabels_strings=["a", "b", "c"],
+        post_transform=post_transform,
+    )
     proto = _node_model("TreeEnsembleClassifier", [("X", _F)], [("Y", _S), ("Z", _F)], attributes)
     _check_against_onnxruntime(proto, {"X": _ROWS}, jit=False)
 
@@ -177,18 +222,33 @@ def test_tree_ensemble_classifier_string_labels(post_transform):
 @pytest.mark.parametrize("post_transform", ["NONE", "LOGISTIC", "SOFTMAX", "SOFTMAX_ZERO"])
 def test_linear_classifier_binary_and_multiclass(post_transform):
     X = np.array([[1.0, -2.0], [0.5, 0.25], [-1.0, 3.0]], np.float32)
-    for coefficients, intercepts, labels in (([0.5, -1.0], [0.1], [3, 7]),
-                                              ([0.5, -1.0, 1.0, 0.0, -0.5, 0.5], [0.1, 0.0, -0.2], [1, 2, 3])):
-        proto = _node_model("LinearClassifier", [("X", _F)], [("Y", _I), ("Z", _F)],
-                            dict(coefficients=coefficients, intercepts=intercepts, classlabels_ints=labels,
-                                 post_transform=post_transform), opset=1)
+    for coefficients, intercepts, labels in (
+        ([0.5, -1.0], [0.1], [3, 7]),
+        ([0.5, -1.0, 1.0, 0.0, -0.5, 0.5], [0.1, 0.0, -0.2], [1, 2, 3]),
+    ):
+        proto = _node_model(
+            "LinearClassifier",
+            [("X", _F)],
+            [("Y", _I), ("Z", _F)],
+            dict(
+                coefficients=coefficients, intercepts=intercepts, classlabels_ints=labels, post_transform=post_transform
+            ),
+            opset=1,
+        )
         _check_against_onnxruntime(proto, {"X": X})
 
 
 def test_svm_classifier_binary_without_probabilities():
     X = np.array([[1.0, -2.0], [0.5, 0.25], [-1.0, 3.0]], np.float32)
-    attributes = dict(classlabels_ints=[0, 1], vectors_per_class=[2, 1], support_vectors=[1.0, 0.0, 0.0, 1.0, -1.0, 2.0],
-                      coefficients=[0.5, -0.25, 0.75], rho=[0.1], kernel_type="RBF", kernel_params=[0.5, 0.0, 3.0])
+    attributes = dict(
+        classlabels_ints=[0, 1],
+        vectors_per_class=[2, 1],
+        support_vectors=[1.0, 0.0, 0.0, 1.0, -1.0, 2.0],
+        coefficients=[0.5, -0.25, 0.75],
+        rho=[0.1],
+        kernel_type="RBF",
+        kernel_params=[0.5, 0.0, 3.0],
+    )
     proto = _node_model("SVMClassifier", [("X", _F)], [("Y", _I), ("Z", _F)], attributes, opset=1)
     _check_against_onnxruntime(proto, {"X": X})
 
@@ -196,22 +256,34 @@ def test_svm_classifier_binary_without_probabilities():
 @pytest.mark.parametrize("kernel", ["LINEAR", "POLY", "SIGMOID"])
 def test_svm_regressor_kernels(kernel):
     X = np.array([[1.0, -2.0], [0.5, 0.25], [-1.0, 3.0]], np.float32)
-    attributes = dict(n_supports=2, support_vectors=[1.0, 0.0, 0.0, 1.0], coefficients=[0.5, -0.25], rho=[0.1],
-                      kernel_type=kernel, kernel_params=[0.5, 0.25, 2.0])
+    attributes = dict(
+        n_supports=2,
+        support_vectors=[1.0, 0.0, 0.0, 1.0],
+        coefficients=[0.5, -0.25],
+        rho=[0.1],
+        kernel_type=kernel,
+        kernel_params=[0.5, 0.25, 2.0],
+    )
     proto = _node_model("SVMRegressor", [("X", _F)], [("Y", _F)], attributes, opset=1)
     _check_against_onnxruntime(proto, {"X": X})
 
 
 def test_category_mapper_both_ways():
     strings = np.array([["b", "z"], ["a", "b"]], dtype=object)
-    for inputs, outputs, feed in (([("X", _S)], [("Y", _I)], strings),
-                                  ([("X", _I)], [("Y", _S)], np.array([[2, 9], [1, 2]], np.int64))):
-        proto = _node_model("CategoryMapper", inputs, outputs, dict(cats_int64s=[1, 2], cats_strings=["a", "b"]), opset=1)
+    for inputs, outputs, feed in (
+        ([("X", _S)], [("Y", _I)], strings),
+        ([("X", _I)], [("Y", _S)], np.array([[2, 9], [1, 2]], np.int64)),
+    ):
+        proto = _node_model(
+            "CategoryMapper", inputs, outputs, dict(cats_int64s=[1, 2], cats_strings=["a", "b"]), opset=1
+        )
         _check_against_onnxruntime(proto, {"X": feed}, jit=False)
 
 
 def test_string_lookups_refuse_jit_with_a_clear_error():
-    proto = _node_model("CategoryMapper", [("X", _I)], [("Y", _S)], dict(cats_int64s=[1, 2], cats_strings=["a", "b"]), opset=1)
+    proto = _node_model(
+        "CategoryMapper", [("X", _I)], [("Y", _S)], dict(cats_int64s=[1, 2], cats_strings=["a", "b"]), opset=1
+    )
     model = jaxonnx.load(proto)
     with pytest.raises(jaxonnx.JaxOnnxError, match="string"):
         jax.jit(lambda x: model(x))(np.array([1, 2], np.int64))
@@ -221,9 +293,12 @@ def test_dict_vectorizer_and_cast_map_take_dicts():
     def map_model(op_type, key, value, out_type, attributes):
         node = helper.make_node(op_type, ["X"], ["Y"], domain="ai.onnx.ml", **attributes)
         map_type = helper.make_map_type_proto(key, helper.make_tensor_type_proto(value, None))
-        graph = helper.make_graph([node], "g", [helper.make_value_info("X", map_type)],
-                                  [helper.make_tensor_value_info("Y", out_type, None)])
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18), helper.make_opsetid("ai.onnx.ml", 1)])
+        graph = helper.make_graph(
+            [node], "g", [helper.make_value_info("X", map_type)], [helper.make_tensor_value_info("Y", out_type, None)]
+        )
+        model = helper.make_model(
+            graph, opset_imports=[helper.make_opsetid("", 18), helper.make_opsetid("ai.onnx.ml", 1)]
+        )
         model.ir_version = 9
         return model
 
@@ -239,35 +314,51 @@ def test_dict_vectorizer_and_cast_map_take_dicts():
 
 # onnxruntime 1.32 numbers TreeEnsemble-5's post transforms as its own enum (1 LOGISTIC,
 # 2 SOFTMAX) where the text says 1 SOFTMAX, 2 LOGISTIC: its run gets the swapped number.
-@pytest.mark.parametrize(("aggregate", "post_transform", "onnxruntime_number"), [(0, 2, 1), (2, 0, 0), (3, 1, 2), (1, 3, 3)])
+@pytest.mark.parametrize(
+    ("aggregate", "post_transform", "onnxruntime_number"), [(0, 2, 1), (2, 0, 0), (3, 1, 2), (1, 3, 3)]
+)
 def test_tree_ensemble_5_membership_missing_values_aggregates(aggregate, post_transform, onnxruntime_number):
     # Tree 0: feature 0 in {1, 3} (NaN goes true), then feature 1 <= 0.5; tree 1 one leaf.
     attributes = lambda post: dict(  # noqa: E731
-        n_targets=2, tree_roots=[0, 2], nodes_featureids=[0, 1, 0],
+        n_targets=2,
+        tree_roots=[0, 2],
+        nodes_featureids=[0, 1, 0],
         nodes_modes=numpy_helper.from_array(np.array([6, 0, 0], np.uint8)),
         nodes_splits=numpy_helper.from_array(np.array([0.0, 0.5, 0.0], np.float32)),
         membership_values=numpy_helper.from_array(np.array([1.0, 3.0, np.nan], np.float32)),
-        nodes_missing_value_tracks_true=[1, 0, 0], nodes_truenodeids=[1, 0, 3], nodes_trueleafs=[0, 1, 1],
-        nodes_falsenodeids=[2, 1, 3], nodes_falseleafs=[1, 1, 1], leaf_targetids=[0, 1, 0, 1],
+        nodes_missing_value_tracks_true=[1, 0, 0],
+        nodes_truenodeids=[1, 0, 3],
+        nodes_trueleafs=[0, 1, 1],
+        nodes_falsenodeids=[2, 1, 3],
+        nodes_falseleafs=[1, 1, 1],
+        leaf_targetids=[0, 1, 0, 1],
         leaf_weights=numpy_helper.from_array(np.array([1.0, -2.0, 3.0, 0.5], np.float32)),
-        aggregate_function=aggregate, post_transform=post,
+        aggregate_function=aggregate,
+        post_transform=post,
     )
     X = np.array([[1.0, 0.0], [3.0, 1.0], [2.0, 0.0], [np.nan, 0.25]], np.float32)
     ours = jaxonnx.load(_node_model("TreeEnsemble", [("X", _F)], [("Y", _F)], attributes(post_transform), opset=5))
-    expected = _onnxruntime(_node_model("TreeEnsemble", [("X", _F)], [("Y", _F)], attributes(onnxruntime_number), opset=5),
-                            {"X": X})[0]
+    expected = _onnxruntime(
+        _node_model("TreeEnsemble", [("X", _F)], [("Y", _F)], attributes(onnxruntime_number), opset=5), {"X": X}
+    )[0]
     np.testing.assert_allclose(np.asarray(ours(X)[0]), expected, rtol=1e-5, atol=1e-6)
 
 
 def test_zipmap_with_integer_labels_runs_under_jit_as_dicts_of_arrays():
     proto = _node_model("ZipMap", [("X", _F)], [], dict(classlabels_int64s=[7, 3]), opset=1)
-    proto.graph.output.append(helper.make_value_info("Z", helper.make_sequence_type_proto(
-        helper.make_map_type_proto(_I, helper.make_tensor_type_proto(_F, None)))))
+    proto.graph.output.append(
+        helper.make_value_info(
+            "Z",
+            helper.make_sequence_type_proto(helper.make_map_type_proto(_I, helper.make_tensor_type_proto(_F, None))),
+        )
+    )
     proto.graph.node[0].output.append("Z")
     model = jaxonnx.load(proto)
     X = np.array([[0.25, 0.75], [1.0, 0.0]], np.float32)
     (eager,) = model(X)
-    assert eager == [{7: 0.25, 3: 0.75}, {7: 1.0, 3: 0.0}] and all(type(v) is float for row in eager for v in row.values())
+    assert eager == [{7: 0.25, 3: 0.75}, {7: 1.0, 3: 0.0}] and all(
+        type(v) is float for row in eager for v in row.values()
+    )
     (jitted,) = jax.jit(model)(X)
     assert [{k: float(v) for k, v in row.items()} for row in jitted] == eager
 

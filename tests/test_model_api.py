@@ -41,8 +41,13 @@ def _mlp(dtype=T.FLOAT):
     w = rng.standard_normal((4, 3)).astype(numpy_type)
     b = rng.standard_normal(3).astype(numpy_type)
     nodes = [helper.make_node("MatMul", ["x", "w"], ["h"]), helper.make_node("Add", ["h", "b"], ["y"])]
-    graph = helper.make_graph(nodes, "mlp", [vi("x", dtype, ["batch", 4])], [vi("y", dtype, ["batch", 3])],
-                              initializer=[numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")])
+    graph = helper.make_graph(
+        nodes,
+        "mlp",
+        [vi("x", dtype, ["batch", 4])],
+        [vi("y", dtype, ["batch", 3])],
+        initializer=[numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")],
+    )
     proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     proto.metadata_props.add(key="author", value="tests")
     return proto
@@ -91,7 +96,9 @@ def test_saved_params_run_in_onnxruntime_and_keep_everything_else(tmp_path):
         x = X.astype(onnx.helper.tensor_dtype_to_np_dtype(dtype))
         (expected,) = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, {"x": x})
         np.testing.assert_allclose(model.apply(params, x)[0], expected, rtol=2e-3)
-    with pytest.raises(jaxonnx.OnnxValidationError, match=r"The param 'w' is float16\[4, 3\] in the model but got float32\[3\]"):
+    with pytest.raises(
+        jaxonnx.OnnxValidationError, match=r"The param 'w' is float16\[4, 3\] in the model but got float32\[3\]"
+    ):
         model.to_proto({"w": np.ones(3, np.float32)})
     with pytest.raises(jaxonnx.OnnxValidationError, match=r"`params` names \['nope'\]"):
         model.to_proto({"nope": np.ones(3)})
@@ -136,21 +143,30 @@ def test_mixed_precision_params_are_cast_at_the_boundary():
 def test_a_one_element_weight_read_by_a_layer_is_a_param_and_a_scalar_constant_is_not():
     # Linear(8, 1) exports a bias of one element (Gemm's C, or an Add after MatMul): a weight
     # torch trains. A GELU's 0.5 or a Pow exponent read by Mul/Pow is the exporter's constant.
-    inits = [numpy_helper.from_array(np.ones((1, 8), np.float32), "head.weight"),
-             numpy_helper.from_array(np.array([0.3], np.float32), "head.bias"),
-             numpy_helper.from_array(np.ones((8, 1), np.float32), "proj.weight"),
-             numpy_helper.from_array(np.array([0.1], np.float32), "proj.bias"),
-             numpy_helper.from_array(np.array([0.5], np.float32), "half"),
-             numpy_helper.from_array(np.array(3.0, np.float32), "three")]
-    nodes = [helper.make_node("Gemm", ["x", "head.weight", "head.bias"], ["g"], transB=1),
-             helper.make_node("MatMul", ["x", "proj.weight"], ["m"]),
-             helper.make_node("Identity", ["proj.bias"], ["bias_copy"]),
-             helper.make_node("Add", ["m", "bias_copy"], ["a"]),
-             helper.make_node("Mul", ["a", "half"], ["h"]),
-             helper.make_node("Pow", ["h", "three"], ["c"]),
-             helper.make_node("Add", ["g", "c"], ["y"])]
-    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", T.FLOAT, ["batch", 8])],
-                              [helper.make_tensor_value_info("y", T.FLOAT, ["batch", 1])], inits)
+    inits = [
+        numpy_helper.from_array(np.ones((1, 8), np.float32), "head.weight"),
+        numpy_helper.from_array(np.array([0.3], np.float32), "head.bias"),
+        numpy_helper.from_array(np.ones((8, 1), np.float32), "proj.weight"),
+        numpy_helper.from_array(np.array([0.1], np.float32), "proj.bias"),
+        numpy_helper.from_array(np.array([0.5], np.float32), "half"),
+        numpy_helper.from_array(np.array(3.0, np.float32), "three"),
+    ]
+    nodes = [
+        helper.make_node("Gemm", ["x", "head.weight", "head.bias"], ["g"], transB=1),
+        helper.make_node("MatMul", ["x", "proj.weight"], ["m"]),
+        helper.make_node("Identity", ["proj.bias"], ["bias_copy"]),
+        helper.make_node("Add", ["m", "bias_copy"], ["a"]),
+        helper.make_node("Mul", ["a", "half"], ["h"]),
+        helper.make_node("Pow", ["h", "three"], ["c"]),
+        helper.make_node("Add", ["g", "c"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", T.FLOAT, ["batch", 8])],
+        [helper.make_tensor_value_info("y", T.FLOAT, ["batch", 1])],
+        inits,
+    )
     model = jaxonnx.load(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
     assert set(model.params) == {"head.weight", "head.bias", "proj.weight", "proj.bias"}
     assert set(model.all_params) == set(model.params) | {"half", "three"}
@@ -170,15 +186,23 @@ def test_constant_node_weights_are_params_and_shape_deciding_ones_are_not():
         helper.make_node("Resize", ["m4", "", "scales"], ["y"], mode="nearest"),
     ]
     graph = helper.make_graph(
-        nodes, "g", [vi("x", T.FLOAT, [2, 4])], [vi("y", T.FLOAT, None)],
-        initializer=[numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales"),
-                     numpy_helper.from_array(np.array([0, 1], np.int64), "axes")])
+        nodes,
+        "g",
+        [vi("x", T.FLOAT, [2, 4])],
+        [vi("y", T.FLOAT, None)],
+        initializer=[
+            numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales"),
+            numpy_helper.from_array(np.array([0, 1], np.int64), "axes"),
+        ],
+    )
     model = jaxonnx.load(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]))
     assert list(model.params) == ["w"]
     assert set(model.all_params) == {"w", "half", "scales"}
     grad = jax.grad(lambda p: jnp.sum(model.apply(p, X)[0]))(model.params)
     assert grad["w"].shape == (4, 3) and np.any(grad["w"])
-    with pytest.raises(jaxonnx.OnnxValidationError, match=r"The param 'scales' decides a shape .*input `scales` of node"):
+    with pytest.raises(
+        jaxonnx.OnnxValidationError, match=r"The param 'scales' decides a shape .*input `scales` of node"
+    ):
         jax.grad(lambda p: jnp.sum(model.apply(p, X)[0]))(model.all_params)
     # The saved Constant weight is the fine-tuned one.
     saved = jaxonnx.load(model.to_proto({"w": 2 * w}))
@@ -186,9 +210,12 @@ def test_constant_node_weights_are_params_and_shape_deciding_ones_are_not():
 
 
 def test_a_negative_dim_means_unknown():
-    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
-                              [helper.make_tensor_value_info("x", T.FLOAT, [-1, 3, "h", "w"])],
-                              [helper.make_tensor_value_info("y", T.FLOAT, [-1, 3, "h", "w"])])
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"])],
+        "g",
+        [helper.make_tensor_value_info("x", T.FLOAT, [-1, 3, "h", "w"])],
+        [helper.make_tensor_value_info("y", T.FLOAT, [-1, 3, "h", "w"])],
+    )
     proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model = jaxonnx.load(proto)
     assert model.inputs[0].shape == [None, 3, "h", "w"]
@@ -205,8 +232,11 @@ def test_twenty_adam_steps_on_every_export_stay_finite_and_lower_the_loss(name):
     model = _load(name)
     inputs = _inputs(name)
     target = jax.tree.map(lambda y: jnp.zeros_like(y), model(*inputs))
-    loss = lambda p: sum(jnp.mean((y.astype(jnp.float32) - t) ** 2)  # noqa: E731
-                         for y, t in zip(model.apply(p, *inputs), target) if jnp.issubdtype(y.dtype, jnp.floating))
+    loss = lambda p: sum(
+        jnp.mean((y.astype(jnp.float32) - t) ** 2)  # noqa: E731
+        for y, t in zip(model.apply(p, *inputs), target)
+        if jnp.issubdtype(y.dtype, jnp.floating)
+    )
     params = model.params
     optimizer = optax.adam(1e-3)
     state = optimizer.init(params)

@@ -12,8 +12,8 @@ import jax.numpy as jnp
 import numpy as np
 import onnx
 import pytest
-from _spec import assert_exact
 from _node_cases import case_ops, node_cases, tensor_graph
+from _spec import assert_exact
 
 import jaxonnx
 from jaxonnx._core.loading import tensor_to_numpy

@@ -123,12 +123,10 @@ def test_notebook_cells_match_build_script(path):
 def test_notebook_is_committed_executed(path):
     """Every code cell that prints or draws has its outputs; none has an error; outputs stay small."""
     nb = _read(path)
-    missing = [
-        cell.id
-        for cell in _code_cells(nb)
-        if _prints_or_draws(cell.source) and not cell.outputs
-    ]
-    assert not missing, f"{path.name}: code cells {missing} print or draw but have no outputs; run `python notebooks/_build.py`."
+    missing = [cell.id for cell in _code_cells(nb) if _prints_or_draws(cell.source) and not cell.outputs]
+    assert not missing, (
+        f"{path.name}: code cells {missing} print or draw but have no outputs; run `python notebooks/_build.py`."
+    )
     counts = [cell.execution_count for cell in _code_cells(nb)]
     assert counts == list(range(1, len(counts) + 1)), f"{path.name} was not executed top to bottom once: {counts}"
     for cell in _code_cells(nb):
@@ -136,7 +134,9 @@ def test_notebook_is_committed_executed(path):
             assert output.output_type != "error", f"{path.name}, cell {cell.id}: {output.ename}: {output.evalue}"
             texts = [output.get("text", "")] + [v for k, v in output.get("data", {}).items() if k.startswith("text/")]
             longest = max(len(text) for text in texts)
-            assert longest <= MAX_TEXT_OUTPUT_CHARS, f"{path.name}, cell {cell.id}: a text output of {longest} characters"
+            assert longest <= MAX_TEXT_OUTPUT_CHARS, (
+                f"{path.name}, cell {cell.id}: a text output of {longest} characters"
+            )
 
 
 def test_notebooks_have_figures():
@@ -234,7 +234,9 @@ def test_images_are_compared_by_presence_and_type_only():
 def test_tagged_cells_are_compared_by_type_only():
     committed = _read(NOTEBOOKS / "04_speed.ipynb")
     rerun = copy.deepcopy(committed)
-    cell, output = _first_output(rerun, lambda c, o: BUILD.TIMING in c.metadata.get("tags", ()) and o.output_type == "stream")
+    cell, output = _first_output(
+        rerun, lambda c, o: BUILD.TIMING in c.metadata.get("tags", ()) and o.output_type == "stream"
+    )
     output.text = re.sub(r"\d", "9", output.text)  # other timings
     assert BUILD.stale_outputs(rerun, committed) == []
     output.name = "stderr"  # but a different kind of output is a different result

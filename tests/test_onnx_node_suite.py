@@ -69,9 +69,16 @@ def test_ops_with_an_onnx_function_body_run_through_it():
     for op, case in first_cases.items():
         model = jaxonnx.load(case.model, registry=scratch)
         assert [row[2] for row in model.describe_nodes()] != [op] and "function body" in model.describe_nodes()[0][2], (
-            op, model.describe_nodes())
+            op,
+            model.describe_nodes(),
+        )
         inputs, expected = case.data_sets[0]
         actual = model(*[as_backend_input(x) for x in inputs])
         for a, e in zip(actual, expected):
-            np.testing.assert_allclose(np.asarray(a, np.float64), as_backend_input(e).astype(np.float64),
-                                       rtol=case.rtol, atol=case.atol, err_msg=case.name)
+            np.testing.assert_allclose(
+                np.asarray(a, np.float64),
+                as_backend_input(e).astype(np.float64),
+                rtol=case.rtol,
+                atol=case.atol,
+                err_msg=case.name,
+            )

@@ -98,8 +98,14 @@ def test_versions_run_once_differ_only_by_widened_types():
             assert (older.op_type, older.domain) == (newer.op_type, newer.domain)
             assert older.fn is newer.fn and older.contract == newer.contract, (older.name, newer.name)
             assert older.defaults.keys() == newer.defaults.keys(), (older.name, newer.name)
-            assert all(np.array_equal(older.defaults[k], newer.defaults[k]) for k in older.defaults), (older.name, newer.name)
-            assert [f[:2] + f[3:] for f in older._formals] == [f[:2] + f[3:] for f in newer._formals], (older.name, newer.name)
+            assert all(np.array_equal(older.defaults[k], newer.defaults[k]) for k in older.defaults), (
+                older.name,
+                newer.name,
+            )
+            assert [f[:2] + f[3:] for f in older._formals] == [f[:2] + f[3:] for f in newer._formals], (
+                older.name,
+                newer.name,
+            )
             assert [o.name for o in older.schema.outputs] == [o.name for o in newer.schema.outputs]
             for (name, _, old, _), (_, _, new, _) in zip(older._formals, newer._formals):
                 assert old <= new, f"{newer.name} refuses {sorted(old - new)} for `{name}`, which {older.name} takes."
@@ -119,7 +125,9 @@ def test_every_version_accepts_the_examples_run_at_a_newer_one():
         for name, x in zip(op.formal_names(len(example.inputs)), example.inputs):
             if isinstance(x, np.ndarray) and x.dtype.kind not in "OUS":
                 type_name = onnx_type_name(x.dtype)
-                assert type_name in allowed[name], f"{op.name} does not take {type_name} for `{name}`; {runs_at.name} does."
+                assert type_name in allowed[name], (
+                    f"{op.name} does not take {type_name} for `{name}`; {runs_at.name} does."
+                )
 
 
 def _reference(op: jaxonnx.OpVersion, example) -> list[np.ndarray]:
@@ -211,8 +219,11 @@ def _differentiable_inputs(op: jaxonnx.OpVersion, example) -> list[int]:
     names = op.formal_names(len(example.inputs))
     formals = {f.name: f for f in op.schema.inputs}
     return [
-        i for i, (name, x) in enumerate(zip(names, example.inputs))
-        if x is not None and np.asarray(x).dtype.kind == "f" and name not in op.contract.static
+        i
+        for i, (name, x) in enumerate(zip(names, example.inputs))
+        if x is not None
+        and np.asarray(x).dtype.kind == "f"
+        and name not in op.contract.static
         and formals[name].differentiation_category == _DIFFERENTIABLE
     ]
 
@@ -228,6 +239,7 @@ def test_gradients(op, example):
     ]
     tol = 1e-4 if all(np.asarray(inputs[i]).dtype == np.float64 for i in _differentiable_inputs(op, example)) else 5e-2
     for i in _differentiable_inputs(op, example):
+
         def f(x, i=i):
             args = list(inputs)
             args[i] = x
@@ -242,14 +254,22 @@ def test_gradients(op, example):
             for branch in _platform.other_branches():
                 with _platform.forced_branch(branch):
                     # A new function: jax.jit's cache holds f's trace with the CPU's branch.
-                    check_grads(jax.jit(lambda x, f=f: f(x)), (jnp.asarray(inputs[i]),), order=1, modes=("rev", "fwd"),
-                                atol=tol, rtol=tol)
+                    check_grads(
+                        jax.jit(lambda x, f=f: f(x)),
+                        (jnp.asarray(inputs[i]),),
+                        order=1,
+                        modes=("rev", "fwd"),
+                        atol=tol,
+                        rtol=tol,
+                    )
 
 
 def _batched_inputs(op: jaxonnx.OpVersion, example) -> list[int]:
     """The inputs vmap batches: every array input except the static ones."""
     names = op.formal_names(len(example.inputs))
-    return [i for i, (name, x) in enumerate(zip(names, example.inputs)) if x is not None and name not in op.contract.static]
+    return [
+        i for i, (name, x) in enumerate(zip(names, example.inputs)) if x is not None and name not in op.contract.static
+    ]
 
 
 @pytest.mark.parametrize(
@@ -257,9 +277,11 @@ def _batched_inputs(op: jaxonnx.OpVersion, example) -> list[int]:
 )
 def test_vmap_equals_a_loop(op, example):
     batched = _batched_inputs(op, example)
+
     def variant(x, k):  # a second example: floats changed, indices and masks kept valid
         x = np.asarray(x)
         return x * np.asarray(1.5, x.dtype) + np.asarray(0.25 * k, x.dtype) if x.dtype.kind == "f" else x
+
     stacks = {i: np.stack([variant(example.inputs[i], k) for k in range(2)]) for i in batched}
 
     def one(*xs):

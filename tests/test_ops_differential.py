@@ -22,7 +22,6 @@ the inputs where each agrees with the spec (their known deviations are noted the
 
 from __future__ import annotations
 
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -59,9 +58,7 @@ OPS = ("Compress", "Flatten", "GatherElements", "Slice", "Where")
 
 
 def _since_versions(op: str) -> list[int]:
-    return sorted(
-        s.since_version for s in onnx.defs.get_all_schemas_with_history() if s.name == op and s.domain == ""
-    )
+    return sorted(s.since_version for s in onnx.defs.get_all_schemas_with_history() if s.name == op and s.domain == "")
 
 
 SINCE = {op: _since_versions(op) for op in OPS}
@@ -127,9 +124,7 @@ def _bound(dim):
     )
 
 
-_STEP = st.one_of(
-    st.integers(-4, -1), st.integers(1, 4), st.sampled_from([INT64_MIN, -INT64_MAX, INT64_MAX, -7, 9])
-)
+_STEP = st.one_of(st.integers(-4, -1), st.integers(1, 4), st.sampled_from([INT64_MIN, -INT64_MAX, INT64_MAX, -7, 9]))
 
 
 @st.composite
@@ -213,7 +208,9 @@ def test_gather_elements_matches_spec(version, case):
     rank = len(shape)
     axis = case.draw(st.integers(-rank, rank - 1))
     a = axis % rank
-    index_shape = [case.draw(st.integers(0, n)) if d != a else case.draw(st.integers(0, 4)) for d, n in enumerate(shape)]
+    index_shape = [
+        case.draw(st.integers(0, n)) if d != a else case.draw(st.integers(0, 4)) for d, n in enumerate(shape)
+    ]
     if shape[a] == 0:
         index_shape[a] = 0
     rng = np.random.default_rng(case.draw(_seed()))
@@ -312,7 +309,11 @@ def test_64_bit_values_survive_every_op(dtype, values):
     assert_exact(ops.gather_elements(xj, jnp.array([3, -4, 1])), x[[3, 0, 1]], kind="jax")
     assert_exact(ops.where(jnp.array([True, False, True, False]), xj, xj[::-1]), x[[0, 2, 2, 0]], kind="jax")
     assert_exact(ops.compress(xj, np.array([False, True, True])), x[1:3], kind="jax")
-    assert_exact(jax.jit(lambda c: ops.compress(xj, c, size=3))(jnp.array([False, True, True])), np.concatenate([x[1:3], np.zeros(1, dtype)]), kind="jax")
+    assert_exact(
+        jax.jit(lambda c: ops.compress(xj, c, size=3))(jnp.array([False, True, True])),
+        np.concatenate([x[1:3], np.zeros(1, dtype)]),
+        kind="jax",
+    )
 
 
 def test_slice_clamping_follows_the_slice_13_text_not_numpy():
@@ -323,7 +324,11 @@ def test_slice_clamping_follows_the_slice_13_text_not_numpy():
     expected = np.array([0], dtype=np.int64)
     assert_exact(slice_spec(x, [-10], [-10], None, [-1]), expected)
     assert_exact(ops.slice(jnp.asarray(x), [-10], [-10], None, [-1]), expected, kind="jax")
-    assert_exact(jaxonnx.get_op("Slice", 13)(x, np.array([-10]), np.array([INT64_MIN]), None, np.array([-1])), expected, kind="numpy")
+    assert_exact(
+        jaxonnx.get_op("Slice", 13)(x, np.array([-10]), np.array([INT64_MIN]), None, np.array([-1])),
+        expected,
+        kind="numpy",
+    )
     # INT64_MAX start with a negative step starts at the last element.
     assert_exact(ops.slice(jnp.asarray(x), [INT64_MAX], [INT64_MIN], None, [-2]), np.array([3, 1]), kind="jax")
 
@@ -367,7 +372,9 @@ def _run_onnxruntime(op, opset, inputs, attrs):
 # onnxruntime's Python API has no complex or bfloat16 tensors; its CPU Where kernel has
 # fewer types than the schema. Strings go through both.
 _ORT_DTYPES = [d for d in DTYPES if d.kind not in "cV"] + [np.dtype(object)]
-_ORT_WHERE_DTYPES = [np.dtype(d) for d in (np.int8, np.int32, np.int64, np.uint8, np.uint32, np.float16, np.float32, np.float64, object)]
+_ORT_WHERE_DTYPES = [
+    np.dtype(d) for d in (np.int8, np.int32, np.int64, np.uint8, np.uint32, np.float16, np.float32, np.float64, object)
+]
 _REF_DTYPES = [d for d in DTYPES if d.kind != "V"] + [np.dtype(object)]
 
 _other = settings(max_examples=20)

@@ -170,17 +170,25 @@ def test_slice_bounds_given_as_concrete_jax_arrays_are_read_eagerly():
 
 
 def test_where_needs_a_bool_condition():
-    with pytest.raises(OnnxTypeError, match=r"^Where-16 does not accept tensor\(int32\) for input `condition`; it accepts bool\.$"):
+    with pytest.raises(
+        OnnxTypeError, match=r"^Where-16 does not accept tensor\(int32\) for input `condition`; it accepts bool\.$"
+    ):
         ops.where(jnp.array([1, 0], jnp.int32), jnp.array([1, 2]), jnp.array([3, 4]))
     # The registry refuses it by the schema's type constraint first.
-    with pytest.raises(OnnxTypeError, match=r"^Where-9 does not accept tensor\(uint8\) for input `condition`; it accepts bool\.$"):
+    with pytest.raises(
+        OnnxTypeError, match=r"^Where-9 does not accept tensor\(uint8\) for input `condition`; it accepts bool\.$"
+    ):
         jaxonnx.get_op("Where", 9)(np.array([1], np.uint8), np.zeros(1), np.zeros(1))
 
 
 def test_where_needs_one_dtype_for_x_and_y():
-    with pytest.raises(OnnxTypeError, match=r"^Where-16 needs `X` and `Y` of one element type \(T\), got int32 and int64\.$"):
+    with pytest.raises(
+        OnnxTypeError, match=r"^Where-16 needs `X` and `Y` of one element type \(T\), got int32 and int64\.$"
+    ):
         ops.where(jnp.array([True]), jnp.array([1], jnp.int32), jnp.array([1], jnp.int64))
-    with pytest.raises(OnnxTypeError, match=r"^Where-16 needs `X` and `Y` of one element type \(T\), got float32 and bfloat16\.$"):
+    with pytest.raises(
+        OnnxTypeError, match=r"^Where-16 needs `X` and `Y` of one element type \(T\), got float32 and bfloat16\.$"
+    ):
         jaxonnx.get_op("Where", 16)(np.array([True]), np.zeros(1, np.float32), np.zeros(1, "bfloat16"))
 
 
@@ -197,7 +205,9 @@ def test_where_unbroadcastable_shapes():
 
 
 def test_compress_needs_a_bool_condition():
-    with pytest.raises(OnnxTypeError, match=r"^Compress-28 does not accept tensor\(int32\) for input `condition`; it accepts bool\.$"):
+    with pytest.raises(
+        OnnxTypeError, match=r"^Compress-28 does not accept tensor\(int32\) for input `condition`; it accepts bool\.$"
+    ):
         ops.compress(X, jnp.array([0, 1], jnp.int32), axis=0)
 
 
@@ -218,15 +228,23 @@ def test_compress_needs_a_1d_condition():
 
 
 def test_compress_axis_out_of_range_and_compress_9_negative_axis():
-    with pytest.raises(OnnxValidationError, match=r"^Compress-28 got `axis`=3 for an input of rank 3; the accepted range is \[-3, 2\]\.$"):
+    with pytest.raises(
+        OnnxValidationError,
+        match=r"^Compress-28 got `axis`=3 for an input of rank 3; the accepted range is \[-3, 2\]\.$",
+    ):
         ops.compress(X, [True], axis=3)
-    with pytest.raises(OnnxValidationError, match=r"^Compress-9 got `axis`=-1 for an input of rank 3; the accepted range is \[0, 2\]\.$"):
+    with pytest.raises(
+        OnnxValidationError,
+        match=r"^Compress-9 got `axis`=-1 for an input of rank 3; the accepted range is \[0, 2\]\.$",
+    ):
         jaxonnx.get_op("Compress", 9)(np.asarray(X), np.array([True]), axis=-1)
     assert_exact(jaxonnx.get_op("Compress", 11)(np.asarray(X), np.array([True]), axis=-1), np.asarray(X)[:, :, :1])
 
 
 def test_compress_traced_condition_without_size_names_size():
-    with pytest.raises(StaticValueError, match=r"^Compress-28 cannot decide its output shape under `jax.jit`: `condition` is traced") as info:
+    with pytest.raises(
+        StaticValueError, match=r"^Compress-28 cannot decide its output shape under `jax.jit`: `condition` is traced"
+    ) as info:
         jax.jit(lambda c: ops.compress(X, c, axis=1))(jnp.array([True, False]))
     assert "`size=`" in str(info.value) and "`fill_value=`" in str(info.value)
     assert info.value.argument == "condition"
@@ -245,8 +263,13 @@ def test_compress_size_too_small_raises_eagerly():
 def test_compress_size_too_small_raises_at_run_time_under_jit():
     run = jax.jit(lambda c: ops.compress(X, c, axis=2, size=2))
     assert_exact(run(jnp.array([False, True, False, True])), np.asarray(X)[:, :, [1, 3]], kind="jax")
-    assert_exact(run(jnp.array([False, True])), np.concatenate([np.asarray(X)[:, :, [1]], np.zeros((2, 3, 1), np.int32)], axis=2))
-    with pytest.raises(jax.errors.JaxRuntimeError, match=r"Compress selected 3 slices at run time but its output was given size=2; the result would be truncated"):
+    assert_exact(
+        run(jnp.array([False, True])), np.concatenate([np.asarray(X)[:, :, [1]], np.zeros((2, 3, 1), np.int32)], axis=2)
+    )
+    with pytest.raises(
+        jax.errors.JaxRuntimeError,
+        match=r"Compress selected 3 slices at run time but its output was given size=2; the result would be truncated",
+    ):
         np.asarray(run(jnp.array([True, True, False, True])))
 
 
@@ -320,14 +343,21 @@ def test_compress_pads_strings_with_strings():
         with pytest.raises(OnnxTypeError, match=message):
             ops.compress(strings, np.array([True]), size=2, fill_value=fill_value)
     # A fixed-width str array cannot hold a longer string.
-    with pytest.raises(OnnxTypeError, match=r"^Compress-28 pads string data \(dtype <U1\) with `fill_value`, which must be a string that the dtype holds, got 'xy'\.$"):
+    with pytest.raises(
+        OnnxTypeError,
+        match=r"^Compress-28 pads string data \(dtype <U1\) with `fill_value`, which must be a string that the dtype holds, got 'xy'\.$",
+    ):
         ops.compress(np.array(["a", "b"]), np.array([True]), size=2, fill_value="xy")
 
 
 def test_compress_fill_value_must_be_a_scalar_number():
-    with pytest.raises(OnnxTypeError, match=r"^Compress-28 needs a scalar number `fill_value` for dtype int32, got \[1\]\.$"):
+    with pytest.raises(
+        OnnxTypeError, match=r"^Compress-28 needs a scalar number `fill_value` for dtype int32, got \[1\]\.$"
+    ):
         ops.compress(X, np.array([True]), axis=0, size=2, fill_value=[1])
-    with pytest.raises(OnnxTypeError, match=r"^Compress-28 needs a scalar number `fill_value` for dtype int32, got 'a'\.$"):
+    with pytest.raises(
+        OnnxTypeError, match=r"^Compress-28 needs a scalar number `fill_value` for dtype int32, got 'a'\.$"
+    ):
         ops.compress(X, np.array([True]), axis=0, size=2, fill_value="a")
 
 
@@ -375,18 +405,26 @@ def test_gather_elements_indices_larger_than_data_on_another_dim():
     # Smaller is fine: only that corner of `data` is read.
     data = np.arange(12).reshape(3, 4)
     indices = np.array([[3, 0], [-1, 1]])
-    assert_exact(ops.gather_elements(jnp.asarray(data), indices, axis=1), gather_elements_spec(data, indices, 1), kind="jax")
+    assert_exact(
+        ops.gather_elements(jnp.asarray(data), indices, axis=1), gather_elements_spec(data, indices, 1), kind="jax"
+    )
 
 
 def test_gather_elements_axis_out_of_range_and_scalar_data():
-    with pytest.raises(OnnxValidationError, match=r"^GatherElements-13 got `axis`=-4 for an input of rank 3; the accepted range is \[-3, 2\]\.$"):
+    with pytest.raises(
+        OnnxValidationError,
+        match=r"^GatherElements-13 got `axis`=-4 for an input of rank 3; the accepted range is \[-3, 2\]\.$",
+    ):
         ops.gather_elements(X, jnp.zeros((1, 1, 1), jnp.int32), axis=-4)
     with pytest.raises(OnnxValidationError, match=r"^GatherElements-13 needs `data` of rank >= 1, got a scalar\.$"):
         ops.gather_elements(jnp.array(1.0), jnp.array(0))
 
 
 def test_gather_elements_needs_integer_indices():
-    with pytest.raises(OnnxTypeError, match=r"^GatherElements-13 does not accept tensor\(float\) for input `indices`; it accepts int32, int64\.$"):
+    with pytest.raises(
+        OnnxTypeError,
+        match=r"^GatherElements-13 does not accept tensor\(float\) for input `indices`; it accepts int32, int64\.$",
+    ):
         ops.gather_elements(X, jnp.zeros((1, 1, 1), jnp.float32))
 
 
@@ -405,8 +443,14 @@ def test_gather_elements_under_jit_clamps_out_of_bounds_indices():
 
 def test_gather_elements_empty_axis_under_jit():
     data = jnp.zeros((2, 0), jnp.float32)
-    assert_exact(jax.jit(lambda d, i: ops.gather_elements(d, i, 1))(data, jnp.zeros((2, 0), jnp.int32)), np.zeros((2, 0), np.float32))
-    with pytest.raises(OnnxValidationError, match=r"^GatherElements-13 gathers along axis 1 of size 0 with 2 indices; every index is out of bounds\."):
+    assert_exact(
+        jax.jit(lambda d, i: ops.gather_elements(d, i, 1))(data, jnp.zeros((2, 0), jnp.int32)),
+        np.zeros((2, 0), np.float32),
+    )
+    with pytest.raises(
+        OnnxValidationError,
+        match=r"^GatherElements-13 gathers along axis 1 of size 0 with 2 indices; every index is out of bounds\.",
+    ):
         jax.jit(lambda d, i: ops.gather_elements(d, i, 1))(data, jnp.zeros((2, 1), jnp.int32))
 
 
@@ -415,7 +459,14 @@ def test_gather_elements_empty_axis_under_jit():
 
 @pytest.mark.parametrize(
     "version, axis, accepted",
-    [(1, -1, "[0, 3]"), (9, -1, "[0, 3]"), (9, 4, "[0, 3]"), (11, 4, "[-3, 3]"), (13, -4, "[-3, 3]"), (25, 5, "[-3, 3]")],
+    [
+        (1, -1, "[0, 3]"),
+        (9, -1, "[0, 3]"),
+        (9, 4, "[0, 3]"),
+        (11, 4, "[-3, 3]"),
+        (13, -4, "[-3, 3]"),
+        (25, 5, "[-3, 3]"),
+    ],
 )
 def test_flatten_axis_out_of_range(version, axis, accepted):
     # Every version names itself.
@@ -430,7 +481,9 @@ def test_flatten_axis_out_of_range(version, axis, accepted):
 def test_flatten_scalar():
     assert_exact(ops.flatten(jnp.float32(3.5), 0), np.array([[3.5]], np.float32), kind="jax")
     assert_exact(ops.flatten(jnp.float32(3.5), -0), np.array([[3.5]], np.float32), kind="jax")
-    with pytest.raises(OnnxValidationError, match=r"^Flatten-25 got `axis`=1 for an input of rank 0; the accepted range is \[0, 0\]\.$"):
+    with pytest.raises(
+        OnnxValidationError, match=r"^Flatten-25 got `axis`=1 for an input of rank 0; the accepted range is \[0, 0\]\.$"
+    ):
         ops.flatten(jnp.float32(3.5))
 
 
@@ -482,7 +535,9 @@ def test_strings_through_where(version):
     assert_exact(jaxonnx.get_op("Where", version)(condition, STRINGS, y), expected, kind="numpy")
     assert_exact(ops.where(jnp.asarray(condition), STRINGS, y), expected, kind="numpy")
     # numpy's fixed-width str arrays are string tensors too, whatever their width.
-    assert_exact(ops.where(condition[:2], np.array(["a", "b"]), np.array(["ccc", "dd"])), np.array(["a", "dd"]), kind="numpy")
+    assert_exact(
+        ops.where(condition[:2], np.array(["a", "b"]), np.array(["ccc", "dd"])), np.array(["a", "dd"]), kind="numpy"
+    )
 
 
 @pytest.mark.parametrize("version", [9, 11, 28])
@@ -505,7 +560,10 @@ def test_strings_through_compress(version):
     ],
 )
 def test_strings_beside_traced_values_raise_a_clear_error_under_jit(call, traced):
-    with pytest.raises(OnnxTypeError, match=rf"got the string tensor `\w+` with the traced `{traced}`; JAX cannot hold strings, so string tensors run only on the eager path"):
+    with pytest.raises(
+        OnnxTypeError,
+        match=rf"got the string tensor `\w+` with the traced `{traced}`; JAX cannot hold strings, so string tensors run only on the eager path",
+    ):
         jax.jit(call)(jnp.array([True, False]) if traced == "condition" else jnp.array(0, jnp.int32))
 
 
@@ -535,7 +593,10 @@ I64 = np.array([2**40, -3, 7], np.int64)
         (lambda: jaxonnx.get_op("GatherElements", 13)(I64, jnp.array([0, 1])), "`data` of GatherElements-13"),
         (lambda: jaxonnx.get_op("Compress", 11)(I64, jnp.array([True, False])), "`input` of Compress-11"),
         (lambda: jaxonnx.get_op("Slice", 13)(I64, jnp.array([0]), jnp.array([2])), "`data` of Slice-13"),
-        (lambda: jax.jit(lambda c: jaxonnx.get_op("Compress", 11)(I64, c, size=1))(jnp.array([True])), "`input` of Compress-11"),
+        (
+            lambda: jax.jit(lambda c: jaxonnx.get_op("Compress", 11)(I64, c, size=1))(jnp.array([True])),
+            "`input` of Compress-11",
+        ),
     ],
 )
 def test_x64_off_a_64_bit_value_that_does_not_fit_32_bits_raises(call, name):
@@ -548,7 +609,12 @@ def test_x64_off_a_64_bit_value_that_does_not_fit_32_bits_raises(call, name):
 @pytest.mark.usefixtures("x64_off")
 def test_x64_off_64_bit_values_compute_in_32_bits_exactly_where_they_fit():
     small = np.array([[2**31 - 1, -(2**31)], [0, 5]], np.int64)
-    for dtype, expected in ((np.int64, np.int32), (np.uint64, np.uint32), (np.float64, np.float32), (np.complex128, np.complex64)):
+    for dtype, expected in (
+        (np.int64, np.int32),
+        (np.uint64, np.uint32),
+        (np.float64, np.float32),
+        (np.complex128, np.complex64),
+    ):
         x = np.abs(small).astype(dtype) if dtype == np.uint64 else small.astype(dtype)
         want = x.astype(expected)
         for call in (
@@ -568,13 +634,31 @@ def test_x64_off_static_64_bit_values_stay_exact():
     # Slice bounds are static: int64 bounds (INT64 extremes included) are exact without x64.
     out = ops.slice(x, np.array([INT64_MAX], np.int64), np.array([INT64_MIN], np.int64), None, np.array([-3], np.int64))
     assert_exact(out, np.array([9, 6, 3, 0], np.int32), kind="jax")
-    out = jaxonnx.get_op("Slice", 13)(x, np.array([2**40], np.int64), np.array([-(2**40)], np.int64), np.array([0], np.int64), np.array([-4], np.int64))
+    out = jaxonnx.get_op("Slice", 13)(
+        x,
+        np.array([2**40], np.int64),
+        np.array([-(2**40)], np.int64),
+        np.array([0], np.int64),
+        np.array([-4], np.int64),
+    )
     assert_exact(out, np.array([9, 5, 1], np.int32), kind="jax")
     # numpy inputs stay numpy through the registry: exact 64-bit results, no JAX involved.
-    assert_exact(jaxonnx.get_op("Where", 16)(np.array([True, False, True]), I64, I64[::-1].copy()), np.array([2**40, -3, 7]), kind="numpy")
-    assert_exact(jaxonnx.get_op("Flatten", 13)(I64.astype(np.uint64) + np.uint64(2**63)), (I64.astype(np.uint64) + np.uint64(2**63)).reshape(3, 1), kind="numpy")
+    assert_exact(
+        jaxonnx.get_op("Where", 16)(np.array([True, False, True]), I64, I64[::-1].copy()),
+        np.array([2**40, -3, 7]),
+        kind="numpy",
+    )
+    assert_exact(
+        jaxonnx.get_op("Flatten", 13)(I64.astype(np.uint64) + np.uint64(2**63)),
+        (I64.astype(np.uint64) + np.uint64(2**63)).reshape(3, 1),
+        kind="numpy",
+    )
     # int64 indices that are concrete and in range are used as int32 for JAX data.
-    assert_exact(jaxonnx.get_op("GatherElements", 13)(x, np.array([9, -1, 0], np.int64)), np.array([9, 9, 0], np.int32), kind="jax")
+    assert_exact(
+        jaxonnx.get_op("GatherElements", 13)(x, np.array([9, -1, 0], np.int64)),
+        np.array([9, 9, 0], np.int32),
+        kind="jax",
+    )
     # 32-bit data is unaffected.
     assert_exact(ops.compress(x, np.array([False, True])), np.array([1], np.int32), kind="jax")
     assert jnp.arange(2).dtype == jnp.int32  # the fixture really turned x64 off

@@ -74,8 +74,13 @@ def test_gradients_under_jit_are_torchs(name):
 
         grads = jax.jit(jax.grad(loss, argnums=tuple(range(len(positions)))))(*[inputs[p] for p in positions])
         for input_name, got in zip(entry["differentiable"], grads):
-            np.testing.assert_allclose(np.asarray(got), arrays[f"grad{index}_{input_name}"], rtol=1e-5, atol=1e-6,
-                                       err_msg=f"{name} d/d{input_name} set {index}")
+            np.testing.assert_allclose(
+                np.asarray(got),
+                arrays[f"grad{index}_{input_name}"],
+                rtol=1e-5,
+                atol=1e-6,
+                err_msg=f"{name} d/d{input_name} set {index}",
+            )
 
 
 def test_embedding_bag_under_jit_was_refused_for_its_traced_slice_and_is_a_padded_slice_now():
@@ -95,10 +100,14 @@ def test_embedding_bag_under_jit_was_refused_for_its_traced_slice_and_is_a_padde
 def _slice_model():
     vi = helper.make_tensor_value_info
     graph = helper.make_graph(
-        [helper.make_node("Slice", ["x", "starts", "ends"], ["part"]),
-         helper.make_node("ReduceMax", ["part"], ["top"], keepdims=0)], "g",
+        [
+            helper.make_node("Slice", ["x", "starts", "ends"], ["part"]),
+            helper.make_node("ReduceMax", ["part"], ["top"], keepdims=0),
+        ],
+        "g",
         [vi("x", T.FLOAT, [6]), vi("starts", T.INT64, [1]), vi("ends", T.INT64, [1])],
-        [vi("part", T.FLOAT, None), vi("top", T.FLOAT, None)])
+        [vi("part", T.FLOAT, None), vi("top", T.FLOAT, None)],
+    )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
@@ -114,7 +123,7 @@ def test_a_slice_between_traced_bounds_is_padded_to_its_hint_and_its_reductions_
         part, top = run(X6, *bounds)
         assert np.shape(part) == (6,)
         np.testing.assert_array_equal(np.asarray(part)[: len(want)], want)
-        assert not np.asarray(part)[len(want):].any()  # zeros past the real entries
+        assert not np.asarray(part)[len(want) :].any()  # zeros past the real entries
         if len(want):
             assert float(top) == want.max()  # not the padding's 0, nor x[0] = 5 read past the bounds
 
@@ -123,8 +132,11 @@ def test_a_padded_slice_no_hint_asks_for_is_refused_at_the_graph_output():
     model = jaxonnx.load(_slice_model())
     part, top = model(X6, np.array([1]), np.array([4]))  # eagerly: exact
     np.testing.assert_array_equal(part, X6[1:4])
-    with pytest.raises(jaxonnx.StaticValueError, match=r"Node 'Slice_0' \(Slice-13\) slices between bounds known only "
-                       r"at run time.*graph output 'part'.*size_hints=\{'part': <length>\}"):
+    with pytest.raises(
+        jaxonnx.StaticValueError,
+        match=r"Node 'Slice_0' \(Slice-13\) slices between bounds known only "
+        r"at run time.*graph output 'part'.*size_hints=\{'part': <length>\}",
+    ):
         jax.jit(model)(X6, np.array([1]), np.array([4]))
 
 

@@ -12,7 +12,14 @@ import pytest
 
 import jaxonnx
 from jaxonnx.ops._helpers.pool_cpu import (
-    _reduce_max, _reduce_sum, _slices_max, _slices_sum, max_pool, numpy_window_sum, window_sum)
+    _reduce_max,
+    _reduce_sum,
+    _slices_max,
+    _slices_sum,
+    max_pool,
+    numpy_window_sum,
+    window_sum,
+)
 
 # (channels-last x shape, kernel, strides, (low, high) padding per spatial axis)
 CASES = {
@@ -35,8 +42,12 @@ def _geometry(case, lowest=-np.inf, dilations=None):
     """The window over every axis of the channels-last case (1 on the batch and channels)."""
     _, kernel, strides, padding = CASES[case]
     dilations = dilations or (1,) * len(kernel)
-    geometry = {"window": (1, *kernel, 1), "strides": (1, *strides, 1), "dilations": (1, *dilations, 1),
-                "padding": ((0, 0), *padding, (0, 0))}
+    geometry = {
+        "window": (1, *kernel, 1),
+        "strides": (1, *strides, 1),
+        "dilations": (1, *dilations, 1),
+        "padding": ((0, 0), *padding, (0, 0)),
+    }
     return geometry if lowest is None else {**geometry, "lowest": lowest}
 
 
@@ -51,7 +62,10 @@ def test_slices_equal_reduce_max(case):
 def test_gradient_goes_to_the_first_maximum_as_reduce_window_s(case):
     x = _x(case, np.float64)
     cotangent = np.random.default_rng(1).standard_normal(_reduce_max(x, **_geometry(case)).shape)
-    grads = [jax.jit(jax.grad(lambda x, f=f: jnp.sum(f(x, **_geometry(case)) * cotangent)))(x) for f in (_slices_max, _reduce_max)]
+    grads = [
+        jax.jit(jax.grad(lambda x, f=f: jnp.sum(f(x, **_geometry(case)) * cotangent)))(x)
+        for f in (_slices_max, _reduce_max)
+    ]
     assert np.count_nonzero(x == 0) > 0  # ties exist
     np.testing.assert_array_equal(grads[0], grads[1])
 
@@ -113,10 +127,17 @@ def _check_conv_then_pool(run_onnxruntime, x_shape, pool, seed):
     rng = np.random.default_rng(seed)
     x = rng.standard_normal(x_shape).astype(np.float32)
     w = rng.standard_normal((8, x_shape[1], 3, 3)).astype(np.float32)
-    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]), helper.make_node("Relu", ["c"], ["r"]), pool]
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c"], ["r"]),
+        pool,
+    ]
     graph = helper.make_graph(
-        nodes, "pool", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [numpy_helper.from_array(w, "w")],
+        nodes,
+        "pool",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(w, "w")],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)])
     (expected,) = run_onnxruntime(model, {"x": x})
@@ -133,8 +154,16 @@ def test_average_pool_op_in_a_model_matches_onnxruntime(run_onnxruntime, count_i
     padding counted."""
     from onnx import helper
 
-    pool = helper.make_node("AveragePool", ["r"], ["y"], kernel_shape=[3, 3], strides=[2, 1], pads=[1, 1, 0, 1],
-                            ceil_mode=1, count_include_pad=count_include_pad)
+    pool = helper.make_node(
+        "AveragePool",
+        ["r"],
+        ["y"],
+        kernel_shape=[3, 3],
+        strides=[2, 1],
+        pads=[1, 1, 0, 1],
+        ceil_mode=1,
+        count_include_pad=count_include_pad,
+    )
     _check_conv_then_pool(run_onnxruntime, (2, 3, 9, 10), pool, seed=4)
 
 
@@ -143,5 +172,7 @@ def test_max_pool_op_in_a_model_matches_onnxruntime(run_onnxruntime):
     and the gradient equals that of ONNX's layout (reduce_window's first-max rule)."""
     from onnx import helper
 
-    pool = helper.make_node("MaxPool", ["r"], ["y"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 0, 1, 0], ceil_mode=1)
+    pool = helper.make_node(
+        "MaxPool", ["r"], ["y"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 0, 1, 0], ceil_mode=1
+    )
     _check_conv_then_pool(run_onnxruntime, (2, 3, 11, 10), pool, seed=3)

@@ -44,12 +44,20 @@ def _single_op_model(op_type, inputs, attributes=None, opset=21, outputs=1, wide
     names = [f"in{i}" if x is not None else "" for i, x in enumerate(inputs)]
     feed = {n: np.asarray(x) for n, x in zip(names, inputs) if n and np.asarray(x).dtype.isbuiltin == 1}
     initializers = [numpy_helper.from_array(np.asarray(x), n) for n, x in zip(names, inputs) if n and n not in feed]
-    values = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(x.dtype), x.shape) for n, x in feed.items()]
+    values = [
+        helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(x.dtype), x.shape) for n, x in feed.items()
+    ]
     out_names = [f"out{i}" for i in range(outputs)]
-    nodes = [helper.make_node(op_type, names, [f"raw{i}" if widened else o for i, o in enumerate(out_names)], **(attributes or {}))]
+    nodes = [
+        helper.make_node(
+            op_type, names, [f"raw{i}" if widened else o for i, o in enumerate(out_names)], **(attributes or {})
+        )
+    ]
     if widened:
         nodes += [helper.make_node("Cast", [f"raw{i}"], [o], to=widened) for i, o in enumerate(out_names)]
-    graph = helper.make_graph(nodes, op_type, values, [helper.make_empty_tensor_value_info(o) for o in out_names], initializers)
+    graph = helper.make_graph(
+        nodes, op_type, values, [helper.make_empty_tensor_value_info(o) for o in out_names], initializers
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     model.ir_version = 10
     return model, feed
@@ -66,8 +74,10 @@ def _assert_same(actual, expected):
     actual, expected = np.asarray(actual), np.asarray(expected)
     assert actual.dtype == expected.dtype and actual.shape == expected.shape, (actual.dtype, expected.dtype)
     # ml_dtypes values (float8, int4) by their bytes: NaN == NaN, and -0.0 != 0.0.
-    np.testing.assert_array_equal(actual.view(np.uint8) if actual.dtype.isbuiltin != 1 else actual,
-                                  expected.view(np.uint8) if expected.dtype.isbuiltin != 1 else expected)
+    np.testing.assert_array_equal(
+        actual.view(np.uint8) if actual.dtype.isbuiltin != 1 else actual,
+        expected.view(np.uint8) if expected.dtype.isbuiltin != 1 else expected,
+    )
 
 
 # Single ops against onnxruntime: exactly equal, rounding ties included.
@@ -76,45 +86,139 @@ _SCALE = np.float32(0.25)
 _ORT_CASES = {
     "quantize_uint8": ("QuantizeLinear", [_with_ties(0.25, (4, 6)), _SCALE, np.uint8(100)], {}),
     "quantize_int8_no_zero_point": ("QuantizeLinear", [_with_ties(0.25, (4, 6)), _SCALE, np.int8(0)], {}),
-    "quantize_nan_and_inf": ("QuantizeLinear", [np.array([np.nan, -np.nan, np.inf, -np.inf, 1.0], np.float32), _SCALE, np.int8(3)], {}),
-    "quantize_per_axis": ("QuantizeLinear", [_with_ties(0.5, (4, 6)), np.array([0.5, 0.25, 1.0, 0.125], np.float32),
-                                             np.array([0, 10, -10, 127], np.int8)], {"axis": 0}),
-    "quantize_blocked": ("QuantizeLinear", [_with_ties(0.5, (4, 6)), np.full((4, 2), 0.5, np.float32),
-                                            np.array([[0, 1], [2, 3], [4, 5], [6, 7]], np.uint8)], {"axis": 1, "block_size": 3}),
+    "quantize_nan_and_inf": (
+        "QuantizeLinear",
+        [np.array([np.nan, -np.nan, np.inf, -np.inf, 1.0], np.float32), _SCALE, np.int8(3)],
+        {},
+    ),
+    "quantize_per_axis": (
+        "QuantizeLinear",
+        [_with_ties(0.5, (4, 6)), np.array([0.5, 0.25, 1.0, 0.125], np.float32), np.array([0, 10, -10, 127], np.int8)],
+        {"axis": 0},
+    ),
+    "quantize_blocked": (
+        "QuantizeLinear",
+        [
+            _with_ties(0.5, (4, 6)),
+            np.full((4, 2), 0.5, np.float32),
+            np.array([[0, 1], [2, 3], [4, 5], [6, 7]], np.uint8),
+        ],
+        {"axis": 1, "block_size": 3},
+    ),
     "quantize_int16": ("QuantizeLinear", [_with_ties(0.25, (4, 6), -40000, 40000), _SCALE, np.int16(-7)], {}),
     "quantize_uint16": ("QuantizeLinear", [_with_ties(0.25, (4, 6), -40000, 80000), _SCALE, np.uint16(7)], {}),
     "quantize_int4": ("QuantizeLinear", [_with_ties(0.25, (4, 6), -10, 10), _SCALE, np.array(1, ml_dtypes.int4)], {}),
     "quantize_uint4": ("QuantizeLinear", [_with_ties(0.25, (4, 6), -10, 20), _SCALE, np.array(3, ml_dtypes.uint4)], {}),
-    "quantize_e4m3fn_float8": ("QuantizeLinear", [_rng.standard_normal((4, 6)).astype(np.float32) * 300, np.float32(0.5),
-                                                 np.zeros((), ml_dtypes.float8_e4m3fn)], {}),
-    "quantize_e5m2_float8": ("QuantizeLinear", [_rng.standard_normal((4, 6)).astype(np.float32) * 1e5, np.float32(0.5),
-                                               np.zeros((), ml_dtypes.float8_e5m2)], {}),
-    "dequantize_uint8": ("DequantizeLinear", [_rng.integers(0, 256, (4, 6)).astype(np.uint8), np.float32(0.1), np.uint8(3)], {}),
-    "dequantize_per_axis": ("DequantizeLinear", [_rng.integers(-128, 128, (4, 6)).astype(np.int8),
-                                                 np.array([0.1, 0.2, 0.3, 0.4], np.float32), np.array([1, 2, 3, 4], np.int8)], {"axis": 0}),
-    "dequantize_int32": ("DequantizeLinear", [_rng.integers(-2**30, 2**30, (4, 6)).astype(np.int32), np.float32(1e-3)], {}),
-    "dequantize_blocked_int4": ("DequantizeLinear", [_rng.integers(-8, 8, (4, 6)).astype(ml_dtypes.int4),
-                                                     np.full((4, 2), 0.3, np.float32), np.ones((4, 2), ml_dtypes.int4)],
-                                {"axis": 1, "block_size": 3}),
-    "dequantize_float8": ("DequantizeLinear", [(_rng.standard_normal((4, 6)) * 10).astype(ml_dtypes.float8_e4m3fn), np.float32(0.7)], {}),
+    "quantize_e4m3fn_float8": (
+        "QuantizeLinear",
+        [_rng.standard_normal((4, 6)).astype(np.float32) * 300, np.float32(0.5), np.zeros((), ml_dtypes.float8_e4m3fn)],
+        {},
+    ),
+    "quantize_e5m2_float8": (
+        "QuantizeLinear",
+        [_rng.standard_normal((4, 6)).astype(np.float32) * 1e5, np.float32(0.5), np.zeros((), ml_dtypes.float8_e5m2)],
+        {},
+    ),
+    "dequantize_uint8": (
+        "DequantizeLinear",
+        [_rng.integers(0, 256, (4, 6)).astype(np.uint8), np.float32(0.1), np.uint8(3)],
+        {},
+    ),
+    "dequantize_per_axis": (
+        "DequantizeLinear",
+        [
+            _rng.integers(-128, 128, (4, 6)).astype(np.int8),
+            np.array([0.1, 0.2, 0.3, 0.4], np.float32),
+            np.array([1, 2, 3, 4], np.int8),
+        ],
+        {"axis": 0},
+    ),
+    "dequantize_int32": (
+        "DequantizeLinear",
+        [_rng.integers(-(2**30), 2**30, (4, 6)).astype(np.int32), np.float32(1e-3)],
+        {},
+    ),
+    "dequantize_blocked_int4": (
+        "DequantizeLinear",
+        [
+            _rng.integers(-8, 8, (4, 6)).astype(ml_dtypes.int4),
+            np.full((4, 2), 0.3, np.float32),
+            np.ones((4, 2), ml_dtypes.int4),
+        ],
+        {"axis": 1, "block_size": 3},
+    ),
+    "dequantize_float8": (
+        "DequantizeLinear",
+        [(_rng.standard_normal((4, 6)) * 10).astype(ml_dtypes.float8_e4m3fn), np.float32(0.7)],
+        {},
+    ),
     "dynamic_quantize": ("DynamicQuantizeLinear", [_rng.standard_normal((5, 7)).astype(np.float32) * 3], {}),
     # uint8 x int8 products keep B within 7 bits: onnxruntime's AVX2 kernels (vpmaddubsw) add
     # pairs of products in saturating int16, so full-range B is exact only on CPUs with VNNI;
     # 7-bit weights are what its quantization tool writes for them (reduce_range).
-    "matmul_integer": ("MatMulInteger", [_rng.integers(0, 256, (2, 5, 9)).astype(np.uint8), _rng.integers(-64, 64, (9, 4)).astype(np.int8),
-                                         np.uint8(131), np.array([0, 1, -3, 127], np.int8)], {}),
-    "conv_integer": ("ConvInteger", [_rng.integers(0, 256, (2, 4, 7, 6)).astype(np.uint8), _rng.integers(0, 256, (6, 2, 3, 2)).astype(np.uint8),
-                                     np.uint8(128), np.uint8(120)], {"group": 2, "pads": [1, 0, 2, 1], "strides": [2, 1]}),
-    "qlinear_matmul": ("QLinearMatMul", [_rng.integers(0, 256, (3, 5, 9)).astype(np.uint8), np.float32(0.02), np.uint8(120),
-                                         _rng.integers(0, 256, (9, 4)).astype(np.uint8), np.float32(0.01), np.uint8(128),
-                                         np.float32(0.05), np.uint8(125)], {}),
-    "qlinear_matmul_int8": ("QLinearMatMul", [_rng.integers(-128, 128, (5, 9)).astype(np.int8), np.float32(0.02), np.int8(1),
-                                              _rng.integers(-128, 128, (9, 4)).astype(np.int8), np.float32(0.01), np.int8(0),
-                                              np.float32(0.02), np.int8(-5)], {}),
-    "qlinear_conv": ("QLinearConv", [_rng.integers(0, 256, (1, 3, 8, 7)).astype(np.uint8), np.float32(0.02), np.uint8(128),
-                                     _rng.integers(-64, 64, (4, 3, 3, 3)).astype(np.int8), np.array([0.01, 0.02, 0.005, 0.03], np.float32),
-                                     np.zeros(4, np.int8), np.float32(0.2), np.uint8(130), _rng.integers(-3000, 3000, (4,)).astype(np.int32)],
-                     {"pads": [1, 1, 1, 1], "strides": [1, 2]}),
+    "matmul_integer": (
+        "MatMulInteger",
+        [
+            _rng.integers(0, 256, (2, 5, 9)).astype(np.uint8),
+            _rng.integers(-64, 64, (9, 4)).astype(np.int8),
+            np.uint8(131),
+            np.array([0, 1, -3, 127], np.int8),
+        ],
+        {},
+    ),
+    "conv_integer": (
+        "ConvInteger",
+        [
+            _rng.integers(0, 256, (2, 4, 7, 6)).astype(np.uint8),
+            _rng.integers(0, 256, (6, 2, 3, 2)).astype(np.uint8),
+            np.uint8(128),
+            np.uint8(120),
+        ],
+        {"group": 2, "pads": [1, 0, 2, 1], "strides": [2, 1]},
+    ),
+    "qlinear_matmul": (
+        "QLinearMatMul",
+        [
+            _rng.integers(0, 256, (3, 5, 9)).astype(np.uint8),
+            np.float32(0.02),
+            np.uint8(120),
+            _rng.integers(0, 256, (9, 4)).astype(np.uint8),
+            np.float32(0.01),
+            np.uint8(128),
+            np.float32(0.05),
+            np.uint8(125),
+        ],
+        {},
+    ),
+    "qlinear_matmul_int8": (
+        "QLinearMatMul",
+        [
+            _rng.integers(-128, 128, (5, 9)).astype(np.int8),
+            np.float32(0.02),
+            np.int8(1),
+            _rng.integers(-128, 128, (9, 4)).astype(np.int8),
+            np.float32(0.01),
+            np.int8(0),
+            np.float32(0.02),
+            np.int8(-5),
+        ],
+        {},
+    ),
+    "qlinear_conv": (
+        "QLinearConv",
+        [
+            _rng.integers(0, 256, (1, 3, 8, 7)).astype(np.uint8),
+            np.float32(0.02),
+            np.uint8(128),
+            _rng.integers(-64, 64, (4, 3, 3, 3)).astype(np.int8),
+            np.array([0.01, 0.02, 0.005, 0.03], np.float32),
+            np.zeros(4, np.int8),
+            np.float32(0.2),
+            np.uint8(130),
+            _rng.integers(-3000, 3000, (4,)).astype(np.int32),
+        ],
+        {"pads": [1, 1, 1, 1], "strides": [1, 2]},
+    ),
 }
 
 
@@ -123,7 +227,9 @@ def test_single_op_equals_onnxruntime(case, run_onnxruntime):
     op_type, inputs, attributes = _ORT_CASES[case]
     outputs = 3 if op_type == "DynamicQuantizeLinear" else 1
     widened = {"float8": TensorProto.FLOAT, "int4": TensorProto.INT8, "uint4": TensorProto.UINT8}
-    widened = next((code for name, code in widened.items() if op_type == "QuantizeLinear" and case.endswith(name)), None)
+    widened = next(
+        (code for name, code in widened.items() if op_type == "QuantizeLinear" and case.endswith(name)), None
+    )
     model, feed = _single_op_model(op_type, inputs, attributes, outputs=outputs, widened=widened)
     expected = run_onnxruntime(model, feed)
     loaded = jaxonnx.load(model)
@@ -138,8 +244,10 @@ def test_single_op_equals_onnxruntime(case, run_onnxruntime):
 def _float_model(opset=17):
     rng = np.random.default_rng(5)
     weights = {
-        "W1": rng.standard_normal((4, 3, 3, 3)) * 0.3, "B1": rng.standard_normal(4) * 0.1,
-        "W2": rng.standard_normal((4 * 6 * 6, 16)) * 0.1, "B2": rng.standard_normal(16) * 0.1,
+        "W1": rng.standard_normal((4, 3, 3, 3)) * 0.3,
+        "B1": rng.standard_normal(4) * 0.1,
+        "W2": rng.standard_normal((4 * 6 * 6, 16)) * 0.1,
+        "B2": rng.standard_normal(16) * 0.1,
         "W3": rng.standard_normal((16, 5)) * 0.3,
     }
     nodes = [
@@ -151,7 +259,9 @@ def _float_model(opset=17):
         helper.make_node("MatMul", ["relu2", "W3"], ["Y"]),
     ]
     graph = helper.make_graph(
-        nodes, "small", [helper.make_tensor_value_info("X", TensorProto.FLOAT, [2, 3, 8, 8])],
+        nodes,
+        "small",
+        [helper.make_tensor_value_info("X", TensorProto.FLOAT, [2, 3, 8, 8])],
         [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [2, 5])],
         [numpy_helper.from_array(v.astype(np.float32), n) for n, v in weights.items()],
     )
@@ -166,9 +276,18 @@ _QUANTIZATIONS = {
     "dynamic": {},
     "dynamic_per_channel_int8": {"per_channel": True, "weight_type": "QInt8"},
     "qdq": {"quant_format": "QDQ"},
-    "qdq_per_channel_int8": {"quant_format": "QDQ", "per_channel": True, "activation_type": "QInt8", "weight_type": "QInt8"},
+    "qdq_per_channel_int8": {
+        "quant_format": "QDQ",
+        "per_channel": True,
+        "activation_type": "QInt8",
+        "weight_type": "QInt8",
+    },
     "qoperator": {"quant_format": "QOperator", "op_types_to_quantize": ["Conv", "MatMul"]},
-    "qoperator_per_channel": {"quant_format": "QOperator", "op_types_to_quantize": ["Conv", "MatMul"], "per_channel": True},
+    "qoperator_per_channel": {
+        "quant_format": "QOperator",
+        "op_types_to_quantize": ["Conv", "MatMul"],
+        "per_channel": True,
+    },
     "qdq_int4_weights_opset21": {"quant_format": "QDQ", "weight_type": "QInt4"},
     "qdq_uint4_weights_per_channel_opset21": {"quant_format": "QDQ", "weight_type": "QUInt4", "per_channel": True},
     "qdq_16bit": {"quant_format": "QDQ", "activation_type": "QUInt16", "weight_type": "QInt16"},
@@ -204,7 +323,12 @@ def _quantized(kind, tmp_path):
 
 
 _QUANTIZATION_OPS = {
-    "QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "MatMulInteger", "ConvInteger", "QLinearMatMul",
+    "QuantizeLinear",
+    "DequantizeLinear",
+    "DynamicQuantizeLinear",
+    "MatMulInteger",
+    "ConvInteger",
+    "QLinearMatMul",
     "QLinearConv",
 }
 
@@ -259,7 +383,11 @@ def test_quantization_tool_models_equal_onnxruntime(kind, x64, tmp_path, run_onn
                 actual, expected = np.asarray(value), ort[name]
                 if actual.dtype.kind in "iu":
                     apart = np.abs(actual.astype(np.int64) - expected.astype(np.int64))
-                    assert apart.max() <= 1 and apart.sum() <= max(2, apart.size // 100), (name, apart.max(), apart.sum())
+                    assert apart.max() <= 1 and apart.sum() <= max(2, apart.size // 100), (
+                        name,
+                        apart.max(),
+                        apart.sum(),
+                    )
                     if "16" not in kind:
                         _assert_same(actual, expected)
             np.testing.assert_allclose(outputs["Y"], ort["Y"], rtol=0, atol=1e-3 * np.abs(ort["Y"]).max())
@@ -351,7 +479,9 @@ def test_qlinear_matmul_on_float8_dequantizes_as_the_text_says():
     b = (_rng.standard_normal((4, 2)) * 4).astype(ml_dtypes.float8_e5m2)
     a_scale, b_scale, y_scale = np.float32(0.5), np.float32(0.25), np.float32(0.125)
     y_zero = np.zeros((), ml_dtypes.float8_e4m3fn)
-    actual = jaxonnx.ops.qlinear_matmul(a, a_scale, np.zeros((), a.dtype), b, b_scale, np.zeros((), b.dtype), y_scale, y_zero)
+    actual = jaxonnx.ops.qlinear_matmul(
+        a, a_scale, np.zeros((), a.dtype), b, b_scale, np.zeros((), b.dtype), y_scale, y_zero
+    )
     exact = (a.astype(np.float64) @ b.astype(np.float64)) * (0.5 * 0.25 / 0.125)
     expected = np.clip(exact, -448, 448).astype(np.float32).astype(ml_dtypes.float8_e4m3fn)
     _assert_same(actual, expected)
@@ -387,7 +517,9 @@ def test_quantize_linear_has_zero_gradient_by_default(zero_point):
     np.testing.assert_array_equal(jax.jvp(fake_quantize, (x,), (jnp.ones(4),))[1], 0.0)
 
 
-@pytest.mark.parametrize("zero_point", [np.int8(0), np.uint8(128), np.array(2, ml_dtypes.int4)], ids=["int8", "uint8", "int4"])
+@pytest.mark.parametrize(
+    "zero_point", [np.int8(0), np.uint8(128), np.array(2, ml_dtypes.int4)], ids=["int8", "uint8", "int4"]
+)
 def test_straight_through_gives_the_identity_inside_the_range(zero_point):
     scale = jnp.float32(0.5)
     zero = jnp.asarray(zero_point)
@@ -420,7 +552,11 @@ def test_straight_through_for_float8_and_per_axis():
     zero = jnp.zeros(2, jnp.float8_e4m3fn)
     q = quantize_linear(x, scale, zero, axis=1, straight_through=True)
     np.testing.assert_array_equal(q, np.asarray(quantize_linear(x, scale, zero, axis=1), np.float32))
-    grad = jax.grad(lambda x: dequantize_linear(quantize_linear(x, scale, zero, axis=1, straight_through=True), scale, zero, axis=1).sum())(x)
+    grad = jax.grad(
+        lambda x: dequantize_linear(
+            quantize_linear(x, scale, zero, axis=1, straight_through=True), scale, zero, axis=1
+        ).sum()
+    )(x)
     np.testing.assert_array_equal(grad, [[1, 0], [1, 0]])  # 1000 / 2 = 500 > 448: saturated
 
 
@@ -433,15 +569,26 @@ def test_dequantize_gradients_with_respect_to_the_scale():
     cases = [
         (np.float32(0.1), {}, None, diff.sum()),
         (np.linspace(0.1, 0.6, 6, dtype=np.float32), {"axis": 1}, None, diff.sum(axis=0)),
-        (np.linspace(0.1, 0.8, 8, dtype=np.float32).reshape(4, 2), {"axis": 1, "block_size": 3}, zero,
-         (diff - np.repeat(zero, 3, axis=1)).reshape(4, 2, 3).sum(axis=2)),
+        (
+            np.linspace(0.1, 0.8, 8, dtype=np.float32).reshape(4, 2),
+            {"axis": 1, "block_size": 3},
+            zero,
+            (diff - np.repeat(zero, 3, axis=1)).reshape(4, 2, 3).sum(axis=2),
+        ),
     ]
     for scale, kw, z, expected in cases:
         z = None if z is None else jnp.asarray(z)
         grad = jax.grad(lambda s: dequantize_linear(jnp.asarray(x), s, z, **kw).sum())(jnp.asarray(scale))
         np.testing.assert_allclose(grad, expected, rtol=1e-6)
-        check_grads(lambda s: dequantize_linear(jnp.asarray(x), s, z, **kw), (jnp.asarray(scale),), order=1,
-                    modes=("rev", "fwd"), eps=0.1, atol=1e-2, rtol=1e-2)
+        check_grads(
+            lambda s: dequantize_linear(jnp.asarray(x), s, z, **kw),
+            (jnp.asarray(scale),),
+            order=1,
+            modes=("rev", "fwd"),
+            eps=0.1,
+            atol=1e-2,
+            rtol=1e-2,
+        )
 
 
 def test_dynamic_quantize_linear_scale_gradient():
@@ -473,44 +620,103 @@ def test_x64_off(x64_off):
 @pytest.mark.parametrize(
     "call, message",
     [
-        (lambda: jaxonnx.ops.quantize_linear(np.ones((2, 4), np.float32), np.ones(3, np.float32), np.zeros(3, np.uint8)),
-         r"QuantizeLinear-28 got `y_scale` of shape \(3,\) for `x` of shape \(2, 4\) and `axis`=1"),
-        (lambda: jaxonnx.ops.quantize_linear(np.ones((2, 4), np.float32), np.ones(4, np.float32), np.zeros(2, np.uint8)),
-         r"needs `y_zero_point` of the shape of `y_scale` \(4,\), got \(2,\)"),
-        (lambda: jaxonnx.ops.quantize_linear(np.ones((2, 4), np.float32), np.ones((2, 2), np.float32), block_size=1, axis=1),
-         r"got `block_size`=1 for axis 1 of `x` \(size 4\) and 2 blocks in `y_scale`; the accepted range is \[2, 3\]"),
-        (lambda: jaxonnx.ops.quantize_linear(np.ones((2, 4), np.float32), np.ones((2, 2), np.float32), axis=1),
-         r"got `y_scale` of shape \(2, 2\)"),
-        (lambda: jaxonnx.ops.quantize_linear(np.ones(4, np.float32), np.float32(1), np.uint8(0), output_dtype=3),
-         r"got `output_dtype`=3 \(int8\) but `y_zero_point` of type uint8"),
-        (lambda: jaxonnx.ops.quantize_linear(np.ones(4, np.float32), np.float32(1), output_dtype=1),
-         r"got `output_dtype`=1 \(float\); it must be one of"),
-        (lambda: jaxonnx.get_op("QuantizeLinear", 23)(np.ones(4, np.float32), np.float32(1), output_dtype=25),
-         r"QuantizeLinear-23 got `output_dtype`=25 \(uint2\)"),
-        (lambda: jaxonnx.ops.quantize_linear(np.ones(4, np.float32), np.float32(1), precision=6),
-         r"got `precision`=6 \(int32\); it must name a float type"),
-        (lambda: jaxonnx.ops.quantize_linear(np.ones((2, 4), np.float32), np.ones(4, np.float32), axis=2),
-         r"got `axis`=2 for an input of rank 2"),
-        (lambda: jaxonnx.ops.dequantize_linear(np.ones(4, np.uint8), np.array(1.0, ml_dtypes.float8_e8m0fnu)),
-         r"needs `output_dtype` for `x_scale` of type float8e8m0"),
-        (lambda: jaxonnx.ops.dequantize_linear(np.ones(4, np.uint8), np.float32(1), output_dtype=11),
-         r"got `output_dtype`=11 \(double\)"),
-        (lambda: jaxonnx.ops.matmul_integer(np.ones((2, 3), np.uint8), np.ones((3, 2), np.uint8), np.zeros(3, np.uint8)),
-         r"got `a_zero_point` of shape \(3,\) for an operand of shape \(2, 3\)"),
-        (lambda: jaxonnx.ops.matmul_integer(np.ones((2, 3), np.uint8), np.ones((2, 2), np.uint8)),
-         r"cannot multiply `A` of shape \(2, 3\) by `B` of shape \(2, 2\)"),
-        (lambda: jaxonnx.ops.conv_integer(np.ones((1, 1, 3, 3), np.uint8), np.ones((2, 1, 2, 2), np.uint8), np.zeros(2, np.uint8)),
-         r"got `x_zero_point` of shape \(2,\); it must be a scalar"),
-        (lambda: jaxonnx.ops.qlinear_matmul(np.ones((2, 3), np.uint8), np.ones(2, np.float32), np.uint8(0), np.ones((3, 2), np.uint8),
-                                            np.float32(1), np.uint8(0), np.float32(1), np.uint8(0)),
-         r"needs `a_scale` and `a_zero_point` of one shape"),
-        (lambda: jaxonnx.ops.qlinear_conv(np.ones((1, 1, 3, 3), np.uint8), np.float32(1), np.uint8(0), np.ones((2, 1, 2, 2), np.uint8),
-                                          np.ones(3, np.float32), np.uint8(0), np.float32(1), np.uint8(0)),
-         r"got `w_scale` of shape \(3,\); it must be a scalar \(per tensor\) or 2 values"),
-        (lambda: jaxonnx.ops.bit_cast(np.ones(2, np.float32), to=TensorProto.INT16),
-         r"cannot bit-cast `input` of type float \(32 bits\) to int16 \(16 bits\)"),
-        (lambda: jaxonnx.ops.bit_cast(np.ones(2, np.float32), to=TensorProto.STRING),
-         r"cannot bit-cast to string"),
+        (
+            lambda: jaxonnx.ops.quantize_linear(
+                np.ones((2, 4), np.float32), np.ones(3, np.float32), np.zeros(3, np.uint8)
+            ),
+            r"QuantizeLinear-28 got `y_scale` of shape \(3,\) for `x` of shape \(2, 4\) and `axis`=1",
+        ),
+        (
+            lambda: jaxonnx.ops.quantize_linear(
+                np.ones((2, 4), np.float32), np.ones(4, np.float32), np.zeros(2, np.uint8)
+            ),
+            r"needs `y_zero_point` of the shape of `y_scale` \(4,\), got \(2,\)",
+        ),
+        (
+            lambda: jaxonnx.ops.quantize_linear(
+                np.ones((2, 4), np.float32), np.ones((2, 2), np.float32), block_size=1, axis=1
+            ),
+            r"got `block_size`=1 for axis 1 of `x` \(size 4\) and 2 blocks in `y_scale`; the accepted range is \[2, 3\]",
+        ),
+        (
+            lambda: jaxonnx.ops.quantize_linear(np.ones((2, 4), np.float32), np.ones((2, 2), np.float32), axis=1),
+            r"got `y_scale` of shape \(2, 2\)",
+        ),
+        (
+            lambda: jaxonnx.ops.quantize_linear(np.ones(4, np.float32), np.float32(1), np.uint8(0), output_dtype=3),
+            r"got `output_dtype`=3 \(int8\) but `y_zero_point` of type uint8",
+        ),
+        (
+            lambda: jaxonnx.ops.quantize_linear(np.ones(4, np.float32), np.float32(1), output_dtype=1),
+            r"got `output_dtype`=1 \(float\); it must be one of",
+        ),
+        (
+            lambda: jaxonnx.get_op("QuantizeLinear", 23)(np.ones(4, np.float32), np.float32(1), output_dtype=25),
+            r"QuantizeLinear-23 got `output_dtype`=25 \(uint2\)",
+        ),
+        (
+            lambda: jaxonnx.ops.quantize_linear(np.ones(4, np.float32), np.float32(1), precision=6),
+            r"got `precision`=6 \(int32\); it must name a float type",
+        ),
+        (
+            lambda: jaxonnx.ops.quantize_linear(np.ones((2, 4), np.float32), np.ones(4, np.float32), axis=2),
+            r"got `axis`=2 for an input of rank 2",
+        ),
+        (
+            lambda: jaxonnx.ops.dequantize_linear(np.ones(4, np.uint8), np.array(1.0, ml_dtypes.float8_e8m0fnu)),
+            r"needs `output_dtype` for `x_scale` of type float8e8m0",
+        ),
+        (
+            lambda: jaxonnx.ops.dequantize_linear(np.ones(4, np.uint8), np.float32(1), output_dtype=11),
+            r"got `output_dtype`=11 \(double\)",
+        ),
+        (
+            lambda: jaxonnx.ops.matmul_integer(
+                np.ones((2, 3), np.uint8), np.ones((3, 2), np.uint8), np.zeros(3, np.uint8)
+            ),
+            r"got `a_zero_point` of shape \(3,\) for an operand of shape \(2, 3\)",
+        ),
+        (
+            lambda: jaxonnx.ops.matmul_integer(np.ones((2, 3), np.uint8), np.ones((2, 2), np.uint8)),
+            r"cannot multiply `A` of shape \(2, 3\) by `B` of shape \(2, 2\)",
+        ),
+        (
+            lambda: jaxonnx.ops.conv_integer(
+                np.ones((1, 1, 3, 3), np.uint8), np.ones((2, 1, 2, 2), np.uint8), np.zeros(2, np.uint8)
+            ),
+            r"got `x_zero_point` of shape \(2,\); it must be a scalar",
+        ),
+        (
+            lambda: jaxonnx.ops.qlinear_matmul(
+                np.ones((2, 3), np.uint8),
+                np.ones(2, np.float32),
+                np.uint8(0),
+                np.ones((3, 2), np.uint8),
+                np.float32(1),
+                np.uint8(0),
+                np.float32(1),
+                np.uint8(0),
+            ),
+            r"needs `a_scale` and `a_zero_point` of one shape",
+        ),
+        (
+            lambda: jaxonnx.ops.qlinear_conv(
+                np.ones((1, 1, 3, 3), np.uint8),
+                np.float32(1),
+                np.uint8(0),
+                np.ones((2, 1, 2, 2), np.uint8),
+                np.ones(3, np.float32),
+                np.uint8(0),
+                np.float32(1),
+                np.uint8(0),
+            ),
+            r"got `w_scale` of shape \(3,\); it must be a scalar \(per tensor\) or 2 values",
+        ),
+        (
+            lambda: jaxonnx.ops.bit_cast(np.ones(2, np.float32), to=TensorProto.INT16),
+            r"cannot bit-cast `input` of type float \(32 bits\) to int16 \(16 bits\)",
+        ),
+        (lambda: jaxonnx.ops.bit_cast(np.ones(2, np.float32), to=TensorProto.STRING), r"cannot bit-cast to string"),
     ],
 )
 def test_errors_name_the_argument_and_value(call, message):
@@ -524,11 +730,20 @@ def test_load_straight_through_gives_quantization_aware_gradients():
     from onnx import helper, numpy_helper
 
     vi = helper.make_tensor_value_info
-    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"]),
-             helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"])]
-    graph = helper.make_graph(nodes, "qdq", [vi("x", TensorProto.FLOAT, [4])], [vi("y", TensorProto.FLOAT, [4])],
-                              initializer=[numpy_helper.from_array(np.array(0.1, np.float32), "s"),
-                                           numpy_helper.from_array(np.array(0, np.int8), "z")])
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"]),
+        helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "qdq",
+        [vi("x", TensorProto.FLOAT, [4])],
+        [vi("y", TensorProto.FLOAT, [4])],
+        initializer=[
+            numpy_helper.from_array(np.array(0.1, np.float32), "s"),
+            numpy_helper.from_array(np.array(0, np.int8), "z"),
+        ],
+    )
     proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
     x = np.array([0.12, -0.3, 20.0, 1.0], np.float32)
     plain, aware = jaxonnx.load(proto), jaxonnx.load(proto, straight_through=True)

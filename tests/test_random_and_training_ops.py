@@ -138,7 +138,7 @@ def test_the_same_key_draws_the_same_eagerly_and_under_jit_and_another_key_draws
     model = _draws_model()
     first = [np.asarray(v) for v in model(X, LOGITS, rng=KEY)]
     again = [np.asarray(v) for v in model(X, LOGITS, rng=KEY)]
-    jitted = [np.asarray(v) for v in jax.jit(lambda x, l, k: model(x, l, rng=k))(X, LOGITS, KEY)]
+    jitted = [np.asarray(v) for v in jax.jit(lambda x, logits, k: model(x, logits, rng=k))(X, LOGITS, KEY)]
     other = [np.asarray(v) for v in model(X, LOGITS, rng=jax.random.key(1))]
     for name, f, a, j, o in zip("a b seeded u m coin".split(), first, again, jitted, other):
         np.testing.assert_array_equal(a, f, err_msg=name)
@@ -155,8 +155,9 @@ def test_a_node_draws_from_the_callers_key_folded_with_its_position():
 
 
 def test_a_seed_draws_the_same_on_every_call_and_needs_no_key_under_jit():
-    model = jaxonnx.load(_model([helper.make_node("RandomUniform", [], ["y"], shape=[8], seed=11.0)], [],
-                                [vi("y", T.FLOAT, [8])]))
+    model = jaxonnx.load(
+        _model([helper.make_node("RandomUniform", [], ["y"], shape=[8], seed=11.0)], [], [vi("y", T.FLOAT, [8])])
+    )
     first = np.asarray(model()[0])
     np.testing.assert_array_equal(jax.jit(model)()[0], first)
     np.testing.assert_array_equal(model(rng=jax.random.key(5))[0], first)
@@ -182,8 +183,13 @@ def test_shapes_and_types_agree_with_onnxruntime():
         helper.make_node("Bernoulli", ["x"], ["coin"], dtype=T.INT32),
     ]
     inputs = [vi("ints", T.INT64, [3, 1]), vi("x", T.FLOAT, _SHAPE), vi("logits", T.FLOAT, [2, 3])]
-    outputs = [vi("n", T.DOUBLE, [2, 5]), vi("u", T.FLOAT, [3, 1]), vi("nl", T.FLOAT, _SHAPE),
-               vi("m", T.INT64, [2, 4]), vi("coin", T.INT32, _SHAPE)]
+    outputs = [
+        vi("n", T.DOUBLE, [2, 5]),
+        vi("u", T.FLOAT, [3, 1]),
+        vi("nl", T.FLOAT, _SHAPE),
+        vi("m", T.INT64, [2, 4]),
+        vi("coin", T.INT32, _SHAPE),
+    ]
     proto = _model(nodes, inputs, outputs, opset=21)
     feed = {"ints": np.zeros((3, 1), np.int64), "x": X, "logits": LOGITS}
     expected = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feed)
@@ -194,6 +200,7 @@ def test_shapes_and_types_agree_with_onnxruntime():
 
 # ----------------------------------------------------------------------------- training
 
+
 def _optimizer_model(op_type, states, **attributes):
     """One node of ``op_type`` optimizing the tensors w (3,) and b (2, 2): inputs R, T, then
     the values, the gradients and each state of both tensors (the outputs likewise)."""
@@ -203,8 +210,7 @@ def _optimizer_model(op_type, states, **attributes):
     outs = [f"{kind}_{t}_new" for kind in ["X", *states] for t in shapes]
     node = helper.make_node(op_type, ["R", "T", *names], outs, domain=TRAINING, **attributes)
     inputs = [vi("R", T.FLOAT, []), vi("T", T.INT64, [])] + [vi(n, T.FLOAT, shapes[n[-1]]) for n in names]
-    return jaxonnx.load(_model([node], inputs, [vi(o, T.FLOAT, shapes[o.split("_")[1]]) for o in outs],
-                               training=True))
+    return jaxonnx.load(_model([node], inputs, [vi(o, T.FLOAT, shapes[o.split("_")[1]]) for o in outs], training=True))
 
 
 def _loss(params):  # a quadratic bowl with its minimum at w = 1, b = -2
@@ -266,8 +272,9 @@ def test_regularization_and_decay_attributes_follow_the_formulas():
     gr = 0.1 * x + g
     np.testing.assert_allclose(h_new, s1 + gr**2, rtol=1e-12)
     np.testing.assert_allclose(x_new, x - 0.2 / (1 + 2 * 0.5) * gr / (np.sqrt(s1 + gr**2) + 1e-3), rtol=1e-12)
-    x_new, v_new, h_new = jaxonnx.ops.adam(r, t, x, g, s1, s2, alpha=0.7, beta=0.8, epsilon=1e-3,
-                                           norm_coefficient=0.1, norm_coefficient_post=0.05)
+    x_new, v_new, h_new = jaxonnx.ops.adam(
+        r, t, x, g, s1, s2, alpha=0.7, beta=0.8, epsilon=1e-3, norm_coefficient=0.1, norm_coefficient_post=0.05
+    )
     v, h = 0.7 * s1 + 0.3 * gr, 0.8 * s2 + 0.2 * gr**2
     expected = 0.95 * (x - 0.2 * np.sqrt(1 - 0.8**2) / (1 - 0.7**2) * v / (np.sqrt(h) + 1e-3))
     np.testing.assert_allclose(x_new, expected, rtol=1e-12)

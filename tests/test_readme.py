@@ -88,8 +88,15 @@ def test_docs_gradients_example_runs_on_a_single_device():
     )
     env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
     env["JAX_PLATFORMS"] = "cpu"
-    result = subprocess.run([sys.executable, "-c", code], input=_transformations_block(), capture_output=True,
-                            text=True, env=env, timeout=300, check=False)
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        input=_transformations_block(),
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
     assert result.returncode == 0, result.stderr
 
 

@@ -102,7 +102,12 @@ def test_the_readme_examples_need_only_declared_dependencies(tmp_path):
     env = {"PYTHONPATH": f"{ROOT}{os.pathsep}{site}", "PATH": os.environ.get("PATH", ""), "JAX_PLATFORMS": "cpu"}
     result = subprocess.run(
         [sys.executable, "-S", "-c", _RUNNER, str(ROOT)],
-        capture_output=True, text=True, timeout=600, check=False, cwd=tmp_path, env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+        cwd=tmp_path,
+        env=env,
     )
     assert result.returncode == 0 and result.stdout.strip().endswith("ok"), result.stderr[-3000:]
 
@@ -150,7 +155,12 @@ def test_every_import_of_the_library_and_the_tests_is_declared(tmp_path):
     env = {"PYTHONPATH": f"{ROOT}{os.pathsep}{site}", "PATH": os.environ.get("PATH", ""), "JAX_PLATFORMS": "cpu"}
     result = subprocess.run(
         [sys.executable, "-S", "-c", _IMPORTER, *modules],
-        capture_output=True, text=True, timeout=600, check=False, cwd=tmp_path, env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+        cwd=tmp_path,
+        env=env,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.strip().splitlines()[-1] == "missing: none", (

@@ -104,8 +104,11 @@ def computes_64_bit_values(model: jaxonnx.Model, inputs) -> bool:
     left out (``test_the_x64_off_pass_runs_where_the_mode_changes_a_value``)."""
     with jax.enable_x64(True):
         jaxpr = jax.make_jaxpr(model)(*inputs).jaxpr
-    return any(jax.dtypes.canonicalize_dtype(aval.dtype) != _x64_off_dtype(aval.dtype)
-               for aval in _avals(jaxpr) if isinstance(getattr(aval, "dtype", None), np.dtype))
+    return any(
+        jax.dtypes.canonicalize_dtype(aval.dtype) != _x64_off_dtype(aval.dtype)
+        for aval in _avals(jaxpr)
+        if isinstance(getattr(aval, "dtype", None), np.dtype)
+    )
 
 
 def _x64_off_dtype(dtype) -> np.dtype:
@@ -206,7 +209,9 @@ def test_fixtures_are_the_checked_files():
     """Each .onnx, .npz and manifest.json is the file tools/check_model_fixtures.py checked
     (onnxruntime reproduces torch's outputs from it, its manifest entry describes it)."""
     recorded = json.loads((FIXTURES / "sha256.json").read_text())
-    present = sorted(path.name for path in [*FIXTURES.glob("*.onnx"), *FIXTURES.glob("*.npz"), FIXTURES / "manifest.json"])
+    present = sorted(
+        path.name for path in [*FIXTURES.glob("*.onnx"), *FIXTURES.glob("*.npz"), FIXTURES / "manifest.json"]
+    )
     assert sorted(recorded) == present, "files added or removed since tools/check_model_fixtures.py ran; run it again."
     changed = [name for name in present if hashlib.sha256((FIXTURES / name).read_bytes()).hexdigest() != recorded[name]]
     assert not changed, f"changed since tools/check_model_fixtures.py checked them (run it again): {changed}"
@@ -217,8 +222,11 @@ def test_fixture_is_well_conditioned(name):
     """torch's own float32 rounding (against float64) is a small part of the tolerance, so a
     correct float32 implementation passes; the outputs depend on the inputs, so a wrong one fails."""
     checks = fixture(name).entry["checks"]
-    for check in ("torch_float32_vs_float64", "torch_input_gradients_float32_vs_float64",
-                  "torch_param_gradients_float32_vs_float64"):
+    for check in (
+        "torch_float32_vs_float64",
+        "torch_input_gradients_float32_vs_float64",
+        "torch_param_gradients_float32_vs_float64",
+    ):
         assert checks[check] < 0.25, f"{name}: {check} uses {checks[check]:.0%} of the tolerance."
     assert checks["output_spread_over_batch"] > 1e-3
 
@@ -300,7 +308,9 @@ def test_outputs_as_other_platforms_compute_them(name):
 
 def test_platform_dependent_fixtures_are_found():
     """The image models' convolutions and poolings have CPU formulations; the text models have none."""
-    assert {"cnn_dynamo_static", "resnet_torchscript_static", "mobilenet_v3_small_dynamo_static"} <= set(PLATFORM_DEPENDENT)
+    assert {"cnn_dynamo_static", "resnet_torchscript_static", "mobilenet_v3_small_dynamo_static"} <= set(
+        PLATFORM_DEPENDENT
+    )
     assert not {"mlp_dynamo_static", "gpt2_dynamo_static"} & set(PLATFORM_DEPENDENT)
 
 
@@ -327,10 +337,14 @@ def _tiny_model(input_type: int, *, argmax: bool = False) -> onnx.ModelProto:
             helper.make_node("Add", ["out", "positionf"], ["result"]),
         ]
     graph = helper.make_graph(
-        nodes, "tiny", [helper.make_tensor_value_info("x", input_type, [2, 3])],
+        nodes,
+        "tiny",
+        [helper.make_tensor_value_info("x", input_type, [2, 3])],
         [helper.make_tensor_value_info(output, TensorProto.FLOAT, None)],
-        initializer=[numpy_helper.from_array(rng.normal(size=(3, 4)).astype(np.float32), "w"),
-                     numpy_helper.from_array(np.array([2, 4], np.int64), "shape")],
+        initializer=[
+            numpy_helper.from_array(rng.normal(size=(3, 4)).astype(np.float32), "w"),
+            numpy_helper.from_array(np.array([2, 4], np.int64), "shape"),
+        ],
     )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
 
@@ -351,13 +365,21 @@ def test_the_x64_off_pass_runs_where_the_mode_changes_a_value():
     np.testing.assert_array_equal(np.asarray(on[0]), np.asarray(off[0]))
     assert computes_64_bit_values(jaxonnx.load(_tiny_model(TensorProto.INT64)), [jnp.asarray(x.astype(np.int64))])
     assert computes_64_bit_values(jaxonnx.load(_tiny_model(TensorProto.DOUBLE)), [jnp.asarray(x)])
-    assert computes_64_bit_values(jaxonnx.load(_tiny_model(TensorProto.FLOAT, argmax=True)), [jnp.asarray(x, jnp.float32)])
+    assert computes_64_bit_values(
+        jaxonnx.load(_tiny_model(TensorProto.FLOAT, argmax=True)), [jnp.asarray(x, jnp.float32)]
+    )
     # The fixtures: every one whose graph inputs or outputs are 64-bit runs the x64-off pass.
     wide = (TensorProto.INT64, TensorProto.UINT64, TensorProto.DOUBLE)
     declared_64_bit = [
-        name for name in EXPORTED
-        if any(v.type.tensor_type.elem_type in wide
-               for v in (*onnx.load(FIXTURES / f"{name}.onnx").graph.input, *onnx.load(FIXTURES / f"{name}.onnx").graph.output))
+        name
+        for name in EXPORTED
+        if any(
+            v.type.tensor_type.elem_type in wide
+            for v in (
+                *onnx.load(FIXTURES / f"{name}.onnx").graph.input,
+                *onnx.load(FIXTURES / f"{name}.onnx").graph.output,
+            )
+        )
     ]
     assert declared_64_bit and set(declared_64_bit) <= set(X64_OFF_CHANGES)
     assert len(X64_OFF_CHANGES) < len(EXPORTED)

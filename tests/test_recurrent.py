@@ -24,9 +24,12 @@ def _case(op, direction="forward", layout=0, lengths=True, states=True, peephole
     d = 2 if direction == "bidirectional" else 1
     g = GATES[op]
     x = rng.standard_normal((BATCH, SEQ, INPUT) if layout else (SEQ, BATCH, INPUT)).astype(np.float32)
-    feed = {"X": x, "W": rng.standard_normal((d, g * HIDDEN, INPUT)).astype(np.float32) * 0.5,
-            "R": rng.standard_normal((d, g * HIDDEN, HIDDEN)).astype(np.float32) * 0.5,
-            "B": rng.standard_normal((d, 2 * g * HIDDEN)).astype(np.float32) * 0.5}
+    feed = {
+        "X": x,
+        "W": rng.standard_normal((d, g * HIDDEN, INPUT)).astype(np.float32) * 0.5,
+        "R": rng.standard_normal((d, g * HIDDEN, HIDDEN)).astype(np.float32) * 0.5,
+        "B": rng.standard_normal((d, 2 * g * HIDDEN)).astype(np.float32) * 0.5,
+    }
     names = ["X", "W", "R", "B", ""]
     if lengths:
         feed["sequence_lens"] = np.array([5, 2, 4], np.int32)
@@ -52,8 +55,15 @@ CASES = [
     ("LSTM", {"direction": "bidirectional"}),
     ("LSTM", {"direction": "reverse", "peepholes": True}),
     ("LSTM", {"direction": "bidirectional", "input_forget": 1}),
-    ("LSTM", {"clip": 0.7, "activations": ["HardSigmoid", "Relu", "Softsign"], "activation_alpha": [0.3],
-              "activation_beta": [0.4]}),
+    (
+        "LSTM",
+        {
+            "clip": 0.7,
+            "activations": ["HardSigmoid", "Relu", "Softsign"],
+            "activation_alpha": [0.3],
+            "activation_beta": [0.4],
+        },
+    ),
     ("GRU", {"direction": "bidirectional", "linear_before_reset": 1}),
     ("GRU", {"direction": "reverse"}),
     ("GRU", {"activations": ["Sigmoid", "LeakyRelu"], "activation_alpha": [1.0, 0.2], "clip": 1.5}),

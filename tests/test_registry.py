@@ -18,17 +18,21 @@ from jaxonnx._core.dtypes import onnx_type_name
 #: Versions of the default domain that onnx does not define and onnxruntime does
 #: (SimplifiedLayerNormalization-1, its contrib LayerNormalization-1): each declares its schema.
 ONNXRUNTIME_VERSIONS = {
-    (op, version) for op, versions in jaxonnx.supported_ops().items() for version in versions
+    (op, version)
+    for op, versions in jaxonnx.supported_ops().items()
+    for version in versions
     if jaxonnx.get_op(op, version).own_schema is not None
 }
 #: Every registered op of the default domain that onnx defines, from the registry.
-OUR_OPS = tuple(op for op, versions in jaxonnx.supported_ops().items()
-                if any((op, v) not in ONNXRUNTIME_VERSIONS for v in versions))
+OUR_OPS = tuple(
+    op for op, versions in jaxonnx.supported_ops().items() if any((op, v) not in ONNXRUNTIME_VERSIONS for v in versions)
+)
 #: The registered ops of the other domains onnx defines (ai.onnx.ml, ai.onnx.preview, ...):
 #: (domain, op). Domains onnx does not define (com.microsoft) declare their own schemas.
 _ONNX_DOMAINS = {s.domain for s in onnx.defs.get_all_schemas_with_history()} - {""}
 OTHER_DOMAIN_OPS = tuple(
-    (domain, op) for domain in sorted(jaxonnx.REGISTRY.domains() & _ONNX_DOMAINS)
+    (domain, op)
+    for domain in sorted(jaxonnx.REGISTRY.domains() & _ONNX_DOMAINS)
     for op in jaxonnx.supported_ops(domain)
 )
 
@@ -117,7 +121,9 @@ def test_resolution_examples(op, opset, since):
 @pytest.mark.parametrize("op, opset", [("Slice", 0), ("Compress", 8), ("GatherElements", 10), ("Where", 1)])
 def test_an_opset_below_the_first_version_names_op_opset_and_versions(op, opset):
     versions = ", ".join(map(str, onnx_since_versions(op)))
-    with pytest.raises(UnsupportedOpError, match=rf"'{op}' does not exist at opset {opset}; its versions are {versions}"):
+    with pytest.raises(
+        UnsupportedOpError, match=rf"'{op}' does not exist at opset {opset}; its versions are {versions}"
+    ):
         jaxonnx.get_op(op, opset)
 
 
@@ -131,7 +137,9 @@ def test_an_unknown_op_lists_the_supported_ops():
 
 
 def test_an_unknown_domain_is_unsupported():
-    with pytest.raises(UnsupportedOpError, match=r"^The domain 'com.example' is not supported \(op 'Slice'\); jaxonnx has no ops of it"):
+    with pytest.raises(
+        UnsupportedOpError, match=r"^The domain 'com.example' is not supported \(op 'Slice'\); jaxonnx has no ops of it"
+    ):
         jaxonnx.get_op("Slice", 13, domain="com.example")
 
 
@@ -194,7 +202,9 @@ def test_a_newly_registered_op_resolves(scratch_registry):
 
 
 def _all_versions():
-    return [(op, v) for op in ("Compress", "Flatten", "GatherElements", "Slice", "Where") for v in onnx_since_versions(op)]
+    return [
+        (op, v) for op in ("Compress", "Flatten", "GatherElements", "Slice", "Where") for v in onnx_since_versions(op)
+    ]
 
 
 @pytest.mark.parametrize("op, version", _all_versions())
@@ -282,7 +292,9 @@ def test_too_many_inputs():
 )
 def test_unknown_attributes_are_refused_listing_the_known_ones(op, version, inputs, attrs, known):
     (name,) = [k for k in attrs if k not in onnx.defs.get_schema(op, version, "").attributes]
-    with pytest.raises(OnnxValidationError, match=rf"^{op}-{version} has no attribute '{name}'; its attributes are: {known}\.$"):
+    with pytest.raises(
+        OnnxValidationError, match=rf"^{op}-{version} has no attribute '{name}'; its attributes are: {known}\.$"
+    ):
         jaxonnx.get_op(op, version)(*inputs, **attrs)
 
 
@@ -305,11 +317,26 @@ def test_python_values_become_numpy_inputs():
     "op, version, inputs, message",
     [
         ("Slice", 13, [np.zeros(3)], r"^Slice-13 needs at least 3 inputs \(data, starts, ends\), got 1\.$"),
-        ("Slice", 10, [np.zeros(3), np.array([0])], r"^Slice-10 needs at least 3 inputs \(data, starts, ends\), got 2\.$"),
-        ("Where", 16, [np.array([True]), np.zeros(1)], r"^Where-16 needs at least 3 inputs \(condition, X, Y\), got 2\.$"),
+        (
+            "Slice",
+            10,
+            [np.zeros(3), np.array([0])],
+            r"^Slice-10 needs at least 3 inputs \(data, starts, ends\), got 2\.$",
+        ),
+        (
+            "Where",
+            16,
+            [np.array([True]), np.zeros(1)],
+            r"^Where-16 needs at least 3 inputs \(condition, X, Y\), got 2\.$",
+        ),
         ("Compress", 11, [np.zeros(2)], r"^Compress-11 needs at least 2 inputs \(input, condition\), got 1\.$"),
         ("Flatten", 13, [], r"^Flatten-13 needs at least 1 inputs \(input\), got 0\.$"),
-        ("GatherElements", 13, [np.zeros(2)], r"^GatherElements-13 needs at least 2 inputs \(data, indices\), got 1\.$"),
+        (
+            "GatherElements",
+            13,
+            [np.zeros(2)],
+            r"^GatherElements-13 needs at least 2 inputs \(data, indices\), got 1\.$",
+        ),
         (
             "Slice",
             13,
@@ -332,20 +359,104 @@ def test_omitted_optional_inputs_are_fine():
 @pytest.mark.parametrize(
     "op, version, inputs, attrs, message",
     [
-        ("Flatten", 13, [np.zeros((2, 2))], {"axis": 1.0}, r"^Flatten-13 needs an int for the attribute `axis` \(INT\), got 1\.0 \(float\)\.$"),
-        ("Flatten", 13, [np.zeros((2, 2))], {"axis": True}, r"^Flatten-13 needs an int for the attribute `axis` \(INT\), got True \(bool\)\.$"),
-        ("Flatten", 13, [np.zeros((2, 2))], {"axis": "1"}, r"^Flatten-13 needs an int for the attribute `axis` \(INT\), got '1' \(str\)\.$"),
-        ("Compress", 11, [np.zeros(2), np.array([True])], {"axis": [0]}, r"^Compress-11 needs an int for the attribute `axis` \(INT\), got \[0\] \(list\)\.$"),
-        ("GatherElements", 13, [np.zeros(2), np.array([0])], {"axis": np.float32(0)}, r"^GatherElements-13 needs an int for the attribute `axis` \(INT\), got np\.float32\(0\.0\) \(float32\)\.$"),
-        ("Slice", 1, [np.zeros(3)], {"starts": 0, "ends": [1]}, r"^Slice-1 needs a sequence of ints for the attribute `starts` \(INTS\), got 0 \(int\)\.$"),
-        ("Slice", 1, [np.zeros(3)], {"starts": [0.0], "ends": [1]}, r"^Slice-1 needs a sequence of ints for the attribute `starts` \(INTS\), got \[0\.0\] \(list\)\.$"),
-        ("Slice", 1, [np.zeros(3)], {"starts": [0], "ends": [True]}, r"^Slice-1 needs a sequence of ints for the attribute `ends` \(INTS\), got \[True\] \(list\)\.$"),
-        ("Slice", 1, [np.zeros(3)], {"starts": [0], "ends": "1"}, r"^Slice-1 needs a sequence of ints for the attribute `ends` \(INTS\), got '1' \(str\)\.$"),
-        ("Constant", 13, [], {"value": np.zeros(2)}, r"^Constant-13 needs an onnx\.TensorProto for the attribute `value` \(TENSOR\), got array\(\[0\., 0\.\]\) \(ndarray\)\.$"),
-        ("Constant", 13, [], {"value_float": "1"}, r"^Constant-13 needs a float for the attribute `value_float` \(FLOAT\), got '1' \(str\)\.$"),
-        ("Constant", 13, [], {"value_string": 1}, r"^Constant-13 needs a string for the attribute `value_string` \(STRING\), got 1 \(int\)\.$"),
-        ("Constant", 13, [], {"value_strings": "ab"}, r"^Constant-13 needs a sequence of strings for the attribute `value_strings` \(STRINGS\), got 'ab' \(str\)\.$"),
-        ("Constant", 13, [], {"value_floats": [1.0, None]}, r"^Constant-13 needs a sequence of floats for the attribute `value_floats` \(FLOATS\), got \[1\.0, None\] \(list\)\.$"),
+        (
+            "Flatten",
+            13,
+            [np.zeros((2, 2))],
+            {"axis": 1.0},
+            r"^Flatten-13 needs an int for the attribute `axis` \(INT\), got 1\.0 \(float\)\.$",
+        ),
+        (
+            "Flatten",
+            13,
+            [np.zeros((2, 2))],
+            {"axis": True},
+            r"^Flatten-13 needs an int for the attribute `axis` \(INT\), got True \(bool\)\.$",
+        ),
+        (
+            "Flatten",
+            13,
+            [np.zeros((2, 2))],
+            {"axis": "1"},
+            r"^Flatten-13 needs an int for the attribute `axis` \(INT\), got '1' \(str\)\.$",
+        ),
+        (
+            "Compress",
+            11,
+            [np.zeros(2), np.array([True])],
+            {"axis": [0]},
+            r"^Compress-11 needs an int for the attribute `axis` \(INT\), got \[0\] \(list\)\.$",
+        ),
+        (
+            "GatherElements",
+            13,
+            [np.zeros(2), np.array([0])],
+            {"axis": np.float32(0)},
+            r"^GatherElements-13 needs an int for the attribute `axis` \(INT\), got np\.float32\(0\.0\) \(float32\)\.$",
+        ),
+        (
+            "Slice",
+            1,
+            [np.zeros(3)],
+            {"starts": 0, "ends": [1]},
+            r"^Slice-1 needs a sequence of ints for the attribute `starts` \(INTS\), got 0 \(int\)\.$",
+        ),
+        (
+            "Slice",
+            1,
+            [np.zeros(3)],
+            {"starts": [0.0], "ends": [1]},
+            r"^Slice-1 needs a sequence of ints for the attribute `starts` \(INTS\), got \[0\.0\] \(list\)\.$",
+        ),
+        (
+            "Slice",
+            1,
+            [np.zeros(3)],
+            {"starts": [0], "ends": [True]},
+            r"^Slice-1 needs a sequence of ints for the attribute `ends` \(INTS\), got \[True\] \(list\)\.$",
+        ),
+        (
+            "Slice",
+            1,
+            [np.zeros(3)],
+            {"starts": [0], "ends": "1"},
+            r"^Slice-1 needs a sequence of ints for the attribute `ends` \(INTS\), got '1' \(str\)\.$",
+        ),
+        (
+            "Constant",
+            13,
+            [],
+            {"value": np.zeros(2)},
+            r"^Constant-13 needs an onnx\.TensorProto for the attribute `value` \(TENSOR\), got array\(\[0\., 0\.\]\) \(ndarray\)\.$",
+        ),
+        (
+            "Constant",
+            13,
+            [],
+            {"value_float": "1"},
+            r"^Constant-13 needs a float for the attribute `value_float` \(FLOAT\), got '1' \(str\)\.$",
+        ),
+        (
+            "Constant",
+            13,
+            [],
+            {"value_string": 1},
+            r"^Constant-13 needs a string for the attribute `value_string` \(STRING\), got 1 \(int\)\.$",
+        ),
+        (
+            "Constant",
+            13,
+            [],
+            {"value_strings": "ab"},
+            r"^Constant-13 needs a sequence of strings for the attribute `value_strings` \(STRINGS\), got 'ab' \(str\)\.$",
+        ),
+        (
+            "Constant",
+            13,
+            [],
+            {"value_floats": [1.0, None]},
+            r"^Constant-13 needs a sequence of floats for the attribute `value_floats` \(FLOATS\), got \[1\.0, None\] \(list\)\.$",
+        ),
     ],
 )
 def test_attribute_values_of_the_wrong_kind_are_refused(op, version, inputs, attrs, message):
@@ -375,7 +486,9 @@ def test_a_none_attribute_is_not_given():
 
 
 def test_missing_required_attributes_are_refused():
-    with pytest.raises(OnnxValidationError, match=r"^Slice-1 needs the attributes `ends`, `starts`, which were not given\.$"):
+    with pytest.raises(
+        OnnxValidationError, match=r"^Slice-1 needs the attributes `ends`, `starts`, which were not given\.$"
+    ):
         jaxonnx.get_op("Slice", 1)(np.zeros(3))
     with pytest.raises(OnnxValidationError, match=r"^Slice-1 needs the attribute `starts`, which was not given\.$"):
         jaxonnx.get_op("Slice", 1)(np.zeros(3), ends=[1])

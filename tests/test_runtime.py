@@ -28,9 +28,15 @@ def _model(nodes, inputs, outputs, initializers=(), opset=17, functions=(), doma
 def _dropout_model(seed=None):
     attributes = {} if seed is None else {"seed": seed}
     nodes = [helper.make_node("Dropout", ["x", "ratio", "training"], ["y", "mask"], **attributes)]
-    return _model(nodes, [vi("x", T.FLOAT, [64])], [vi("y", T.FLOAT, [64]), vi("mask", T.BOOL, [64])],
-                  [numpy_helper.from_array(np.array(0.5, np.float32), "ratio"),
-                   numpy_helper.from_array(np.array(True), "training")])
+    return _model(
+        nodes,
+        [vi("x", T.FLOAT, [64])],
+        [vi("y", T.FLOAT, [64]), vi("mask", T.BOOL, [64])],
+        [
+            numpy_helper.from_array(np.array(0.5, np.float32), "ratio"),
+            numpy_helper.from_array(np.array(True), "training"),
+        ],
+    )
 
 
 X = np.ones(64, np.float32)
@@ -75,13 +81,20 @@ def test_a_model_with_local_functions_runs_like_onnxruntime():
     scale = onnx.AttributeProto(name="value_float", type=onnx.AttributeProto.FLOAT, ref_attr_name="scale")
     constant = helper.make_node("Constant", [], ["k"])
     constant.attribute.extend([scale])
-    function.node.extend([helper.make_node("Add", ["a", "b"], ["s"]), constant, helper.make_node("Mul", ["s", "k"], ["y"])])
-    nodes = [helper.make_node("ScaledAdd", ["x", "x"], ["t"], domain="local.math", scale=3.0),
-             helper.make_node("ScaledAdd", ["t", "x"], ["y"], domain="local.math")]
-    proto = _model(nodes, [vi("x", T.FLOAT, [3])], [vi("y", T.FLOAT, [3])], functions=[function],
-                   domains=["local.math"])
+    function.node.extend(
+        [helper.make_node("Add", ["a", "b"], ["s"]), constant, helper.make_node("Mul", ["s", "k"], ["y"])]
+    )
+    nodes = [
+        helper.make_node("ScaledAdd", ["x", "x"], ["t"], domain="local.math", scale=3.0),
+        helper.make_node("ScaledAdd", ["t", "x"], ["y"], domain="local.math"),
+    ]
+    proto = _model(
+        nodes, [vi("x", T.FLOAT, [3])], [vi("y", T.FLOAT, [3])], functions=[function], domains=["local.math"]
+    )
     x = np.array([1.0, -2.0, 0.5], np.float32)
-    (expected,) = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    (expected,) = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"]).run(
+        None, {"x": x}
+    )
     model = jaxonnx.load(proto)
     np.testing.assert_allclose(model(x)[0], expected, rtol=1e-6)  # ((x + x) * 3 + x) * 2
     np.testing.assert_allclose(jax.jit(model)(x)[0], expected, rtol=1e-6)
@@ -91,8 +104,12 @@ def test_a_model_with_local_functions_runs_like_onnxruntime():
 
 def test_an_op_without_its_own_module_runs_through_onnxs_function_body():
     # MeanVarianceNormalization is defined in onnx by a function body; a registered op would win.
-    proto = _model([helper.make_node("MeanVarianceNormalization", ["x"], ["y"], axes=[0, 1])],
-                   [vi("x", T.FLOAT, [2, 3])], [vi("y", T.FLOAT, [2, 3])], opset=18)
+    proto = _model(
+        [helper.make_node("MeanVarianceNormalization", ["x"], ["y"], axes=[0, 1])],
+        [vi("x", T.FLOAT, [2, 3])],
+        [vi("y", T.FLOAT, [2, 3])],
+        opset=18,
+    )
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
     model = jaxonnx.load(proto)
     expected = (x - x.mean()) / x.std()
@@ -107,8 +124,12 @@ def test_an_op_without_its_own_module_runs_through_onnxs_function_body():
 def test_sequence_and_optional_values_round_trip_through_the_backend():
     nodes = [helper.make_node("Identity", ["s"], ["t"]), helper.make_node("OptionalHasElement", ["o"], ["has"])]
     optional = helper.make_value_info("o", helper.make_optional_type_proto(helper.make_tensor_type_proto(T.FLOAT, [2])))
-    proto = _model(nodes, [helper.make_tensor_sequence_value_info("s", T.FLOAT, None), optional],
-                   [helper.make_tensor_sequence_value_info("t", T.FLOAT, None), vi("has", T.BOOL, [])], opset=18)
+    proto = _model(
+        nodes,
+        [helper.make_tensor_sequence_value_info("s", T.FLOAT, None), optional],
+        [helper.make_tensor_sequence_value_info("t", T.FLOAT, None), vi("has", T.BOOL, [])],
+        opset=18,
+    )
     items = [np.zeros(2, np.float32), np.ones((1, 3), np.float32)]
     t, has = jaxonnx.backend.run_model(proto, [items, None])
     assert isinstance(t, list) and [a.shape for a in t] == [(2,), (1, 3)] and not has
@@ -120,13 +141,18 @@ def test_sequence_and_optional_values_round_trip_through_the_backend():
 
 
 def test_int64_constants_and_float64_inputs_agree_eagerly_and_jitted_with_x64_off(x64_off):
-    nodes = [helper.make_node("Constant", [], ["one"], value=helper.make_tensor("v", T.INT64, [], [1])),
-             helper.make_node("Equal", ["ids", "one"], ["hit"]),
-             helper.make_node("Mod", ["ids", "two"], ["odd"]),
-             helper.make_node("Mul", ["x", "x"], ["sq"])]
-    proto = _model(nodes, [vi("ids", T.INT64, [4]), vi("x", T.FLOAT, [2])],
-                   [vi("hit", T.BOOL, [4]), vi("odd", T.INT64, [4]), vi("sq", T.FLOAT, [2])],
-                   [numpy_helper.from_array(np.array(2, np.int64), "two")])
+    nodes = [
+        helper.make_node("Constant", [], ["one"], value=helper.make_tensor("v", T.INT64, [], [1])),
+        helper.make_node("Equal", ["ids", "one"], ["hit"]),
+        helper.make_node("Mod", ["ids", "two"], ["odd"]),
+        helper.make_node("Mul", ["x", "x"], ["sq"]),
+    ]
+    proto = _model(
+        nodes,
+        [vi("ids", T.INT64, [4]), vi("x", T.FLOAT, [2])],
+        [vi("hit", T.BOOL, [4]), vi("odd", T.INT64, [4]), vi("sq", T.FLOAT, [2])],
+        [numpy_helper.from_array(np.array(2, np.int64), "two")],
+    )
     with pytest.warns(jaxonnx.X64Warning):
         model = jaxonnx.load(proto)
     ids, x = np.array([1, 2, 3, 1]), np.random.default_rng(0).random(2)  # int64 and float64, as numpy makes them

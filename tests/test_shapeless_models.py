@@ -51,7 +51,11 @@ CASES = {
     "value_info without shape": ([X], [Y], [vi("flat", TensorProto.FLOAT, None)]),
     "value_info without type": ([X], [Y], [_untyped("flat")]),
     "output without type": ([X], [_untyped("y")], []),
-    "symbolic and unknown dims": ([vi("x", TensorProto.FLOAT, ["batch", None, 2])], [vi("y", TensorProto.FLOAT, ["batch", None])], []),
+    "symbolic and unknown dims": (
+        [vi("x", TensorProto.FLOAT, ["batch", None, 2])],
+        [vi("y", TensorProto.FLOAT, ["batch", None])],
+        [],
+    ),
 }
 
 
@@ -90,15 +94,21 @@ def test_symbolic_and_unknown_dims_take_any_length_but_the_rank_is_checked():
     for shape in [(1, 1, 2), (5, 7, 2)]:
         (y,) = model(np.zeros(shape, np.float32))
         assert y.shape == (shape[0], shape[1] * 2)
-    with pytest.raises(jaxonnx.OnnxValidationError, match=r"declared with shape \['batch', None, 2\] but got shape \[2, 3\]"):
+    with pytest.raises(
+        jaxonnx.OnnxValidationError, match=r"declared with shape \['batch', None, 2\] but got shape \[2, 3\]"
+    ):
         model(np.zeros((2, 3), np.float32))
-    with pytest.raises(jaxonnx.OnnxValidationError, match=r"declared with shape \['batch', None, 2\] but got shape \[2, 3, 3\]"):
+    with pytest.raises(
+        jaxonnx.OnnxValidationError, match=r"declared with shape \['batch', None, 2\] but got shape \[2, 3, 3\]"
+    ):
         model(np.zeros((2, 3, 3), np.float32))
 
 
 def test_an_output_with_an_undefined_element_type_and_no_shape_takes_what_the_graph_computes():
     # onnxruntime refuses element type 0 ("Invalid tensor data type 0"); onnx.reference runs it.
-    proto = _flatten_then_identity([X], [vi("y", TensorProto.UNDEFINED, None)], [vi("flat", TensorProto.UNDEFINED, [2, 6])])
+    proto = _flatten_then_identity(
+        [X], [vi("y", TensorProto.UNDEFINED, None)], [vi("flat", TensorProto.UNDEFINED, [2, 6])]
+    )
     x = np.arange(12, dtype=np.float32).reshape(2, 3, 2)
     (expected,) = ReferenceEvaluator(proto).run(None, {"x": x})
     (y,) = jax.jit(jaxonnx.load(proto))(x)
@@ -134,7 +144,9 @@ def test_the_checkers_other_complaints_still_refuse_the_model():
         jaxonnx.load(unsorted)
     # A graph input without a type: the IR requires one, and onnxruntime refuses it too.
     untyped_input = _flatten_then_identity([_untyped("x")], [Y])
-    with pytest.raises(jaxonnx.ModelLoadError, match=r"does not pass onnx's checker: Field 'type' of 'value_info' is required"):
+    with pytest.raises(
+        jaxonnx.ModelLoadError, match=r"does not pass onnx's checker: Field 'type' of 'value_info' is required"
+    ):
         jaxonnx.load(untyped_input)
     # A graph output whose tensor type has no element type field at all.
     no_elem_type = onnx.ValueInfoProto(name="y")

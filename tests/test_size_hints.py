@@ -24,8 +24,13 @@ INTS = {"one": np.array([1], np.int64), "four": np.array(4, np.int64), "minus1":
 
 
 def _model(nodes, outputs):
-    graph = helper.make_graph(nodes, "g", [vi("x", T.FLOAT, [3, 4]), vi("mask", T.BOOL, [3, 4])], outputs,
-                              initializer=[numpy_helper.from_array(v, k) for k, v in INTS.items()])
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [vi("x", T.FLOAT, [3, 4]), vi("mask", T.BOOL, [3, 4])],
+        outputs,
+        initializer=[numpy_helper.from_array(v, k) for k, v in INTS.items()],
+    )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
 
 
@@ -52,8 +57,10 @@ def _both(model):
 
 
 def test_a_boolean_index_and_its_sum_are_the_same_eagerly_and_jitted():
-    proto = _model(BOOLEAN_INDEX + [helper.make_node("ReduceSum", ["selected"], ["total"], keepdims=0)],
-                   [vi("selected", T.FLOAT, None), vi("total", T.FLOAT, [])])
+    proto = _model(
+        BOOLEAN_INDEX + [helper.make_node("ReduceSum", ["selected"], ["total"], keepdims=0)],
+        [vi("selected", T.FLOAT, None), vi("total", T.FLOAT, [])],
+    )
     exact = jaxonnx.load(proto)(X, MASK)
     np.testing.assert_array_equal(exact[0], X[MASK])
     hinted = jaxonnx.load(proto, size_hints={"nz": 8})
@@ -68,22 +75,32 @@ def test_a_boolean_index_and_its_sum_are_the_same_eagerly_and_jitted():
 @pytest.mark.parametrize("reduce", ["ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ArgMax", "ArgMin"])
 def test_a_reduction_over_the_padded_axis_leaves_the_padding_out(reduce):
     # Shifted so that the padding (zeros after the gather, then -5) would win every one of these.
-    nodes = BOOLEAN_INDEX + [helper.make_node("Sub", ["selected", "five"], ["shifted"]),
-                             helper.make_node(reduce, ["shifted"], ["total"], keepdims=0)]
-    graph = helper.make_graph(nodes, "g", [vi("x", T.FLOAT, [3, 4]), vi("mask", T.BOOL, [3, 4])],
-                              [vi("total", T.INT64 if reduce.startswith("Arg") else T.FLOAT, [])],
-                              initializer=[numpy_helper.from_array(np.array(5, np.float32), "five")])
+    nodes = BOOLEAN_INDEX + [
+        helper.make_node("Sub", ["selected", "five"], ["shifted"]),
+        helper.make_node(reduce, ["shifted"], ["total"], keepdims=0),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [vi("x", T.FLOAT, [3, 4]), vi("mask", T.BOOL, [3, 4])],
+        [vi("total", T.INT64 if reduce.startswith("Arg") else T.FLOAT, [])],
+        initializer=[numpy_helper.from_array(np.array(5, np.float32), "five")],
+    )
     proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
     exact = jaxonnx.load(proto)(X, MASK)[0]
-    np.testing.assert_allclose(exact, getattr(np, reduce[6:].lower() if reduce.startswith("Reduce") else reduce.lower())(X[MASK] - 5))
+    np.testing.assert_allclose(
+        exact, getattr(np, reduce[6:].lower() if reduce.startswith("Reduce") else reduce.lower())(X[MASK] - 5)
+    )
     for model in _both(jaxonnx.load(proto, size_hints={"nz": 8})):
         np.testing.assert_allclose(model(X, MASK)[0], exact, rtol=1e-6)
 
 
 def test_flat_index_arithmetic_keeps_the_padding_marked():
     # TorchScript's x[r, c].sum(): Mul and Add compute on the padded indices; the mark stays.
-    proto = _model(FLAT_INDEX + [helper.make_node("ReduceSum", ["selected"], ["total"], keepdims=0)],
-                   [vi("selected", T.FLOAT, None), vi("total", T.FLOAT, [])])
+    proto = _model(
+        FLAT_INDEX + [helper.make_node("ReduceSum", ["selected"], ["total"], keepdims=0)],
+        [vi("selected", T.FLOAT, None), vi("total", T.FLOAT, [])],
+    )
     assert float(jaxonnx.load(proto)(X, MASK)[1]) == float(X[MASK].sum())
     for model in _both(jaxonnx.load(proto, size_hints={"nz": 8})):
         selected, total = model(X, MASK)
@@ -92,8 +109,10 @@ def test_flat_index_arithmetic_keeps_the_padding_marked():
 
 
 def test_a_sum_of_padded_indices_counts_the_real_ones_only():
-    proto = _model([helper.make_node("NonZero", ["mask"], ["nz"]),
-                    helper.make_node("ReduceSum", ["nz"], ["total"], keepdims=0)], [vi("total", T.INT64, [])])
+    proto = _model(
+        [helper.make_node("NonZero", ["mask"], ["nz"]), helper.make_node("ReduceSum", ["nz"], ["total"], keepdims=0)],
+        [vi("total", T.INT64, [])],
+    )
     for model in _both(jaxonnx.load(proto, size_hints={"nz": 8})):
         assert int(model(X, MASK)[0]) == int(np.nonzero(MASK)[0].sum() + np.nonzero(MASK)[1].sum())
 
@@ -109,10 +128,13 @@ def test_gather_and_scatter_treat_padded_indices_as_nothing():
         helper.make_node("Unsqueeze", ["flat", "one"], ["flat_column"]),
         helper.make_node("ScatterND", ["xf", "flat_column", "picked"], ["written"], reduction="add"),
     ]
-    graph = helper.make_graph(nodes, "g", [vi("x", T.FLOAT, [3, 4]), vi("mask", T.BOOL, [3, 4])],
-                              [vi("picked", T.FLOAT, None), vi("written", T.FLOAT, None)],
-                              initializer=[numpy_helper.from_array(v, k) for k, v in
-                                           {**INTS, "zero": np.array([0], np.int64)}.items()])
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [vi("x", T.FLOAT, [3, 4]), vi("mask", T.BOOL, [3, 4])],
+        [vi("picked", T.FLOAT, None), vi("written", T.FLOAT, None)],
+        initializer=[numpy_helper.from_array(v, k) for k, v in {**INTS, "zero": np.array([0], np.int64)}.items()],
+    )
     proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
     hinted = jaxonnx.load(proto, size_hints={"nz": 8, "flat_nz": 6})
     for model in _both(hinted):
@@ -139,12 +161,20 @@ def test_a_product_keeps_padded_rows_marked_and_leaves_them_out_of_a_contraction
         helper.make_node("Transpose", ["shifted"], ["shifted_t"], perm=[1, 0]),
         helper.make_node("MatMul", ["shifted_t", "shifted"], ["gram"]),
     ]
-    initializer = {**INTS, "zero": np.array([0], np.int64), "w": weight, "zeros": np.zeros((3, 2), np.float32),
-                   "half": np.array(0.5, np.float32)}
+    initializer = {
+        **INTS,
+        "zero": np.array([0], np.int64),
+        "w": weight,
+        "zeros": np.zeros((3, 2), np.float32),
+        "half": np.array(0.5, np.float32),
+    }
     graph = helper.make_graph(
-        nodes, "g", [vi("x", T.FLOAT, [3, 4]), vi("routed", T.BOOL, [3])],
+        nodes,
+        "g",
+        [vi("x", T.FLOAT, [3, 4]), vi("routed", T.BOOL, [3])],
         [vi("out", T.FLOAT, None), vi("gram", T.FLOAT, None)],
-        initializer=[numpy_helper.from_array(v, k) for k, v in initializer.items()])
+        initializer=[numpy_helper.from_array(v, k) for k, v in initializer.items()],
+    )
     proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
     routed = np.array([True, False, True])
     picked = X[routed]
@@ -169,11 +199,19 @@ def test_a_product_of_a_value_with_itself_keeps_its_rows_and_columns_marked():
         helper.make_node("MatMul", ["outer", "outer"], ["square"]),
         helper.make_node("ReduceSum", ["square", "zero"], ["column_sums"], keepdims=0),  # over the marked rows
     ]
-    initializer = {**INTS, "zero": np.array([0], np.int64), "first": np.array(0, np.int64),
-                   "half": np.array(0.5, np.float32)}
+    initializer = {
+        **INTS,
+        "zero": np.array([0], np.int64),
+        "first": np.array(0, np.int64),
+        "half": np.array(0.5, np.float32),
+    }
     graph = helper.make_graph(
-        nodes, "g", [vi("x", T.FLOAT, [3, 4]), vi("routed", T.BOOL, [3])], [vi("column_sums", T.FLOAT, None)],
-        initializer=[numpy_helper.from_array(v, k) for k, v in initializer.items()])
+        nodes,
+        "g",
+        [vi("x", T.FLOAT, [3, 4]), vi("routed", T.BOOL, [3])],
+        [vi("column_sums", T.FLOAT, None)],
+        initializer=[numpy_helper.from_array(v, k) for k, v in initializer.items()],
+    )
     proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
     routed = np.array([True, False, True])
     v = X[routed, 0] + 0.5
@@ -188,16 +226,24 @@ def test_the_shape_of_a_padded_value_builds_marked_values():
     # count are real; their sums and the graph output `n` itself are the real values.
     nodes = BOOLEAN_INDEX + [
         helper.make_node("Shape", ["selected"], ["n"]),
-        helper.make_node("ConstantOfShape", ["n"], ["ones"], value=numpy_helper.from_array(np.array([1.0], np.float32))),
+        helper.make_node(
+            "ConstantOfShape", ["n"], ["ones"], value=numpy_helper.from_array(np.array([1.0], np.float32))
+        ),
         helper.make_node("ReduceSum", ["ones"], ["count"], keepdims=0),
         helper.make_node("Squeeze", ["n"], ["n_scalar"]),
         helper.make_node("Range", ["start", "n_scalar", "step"], ["positions"]),
         helper.make_node("ReduceSum", ["positions"], ["position_sum"], keepdims=0),
     ]
-    graph = helper.make_graph(nodes, "g", [vi("x", T.FLOAT, [3, 4]), vi("mask", T.BOOL, [3, 4])],
-                              [vi("n", T.INT64, [1]), vi("count", T.FLOAT, []), vi("position_sum", T.INT64, [])],
-                              initializer=[numpy_helper.from_array(np.array(0, np.int64), "start"),
-                                           numpy_helper.from_array(np.array(1, np.int64), "step")])
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [vi("x", T.FLOAT, [3, 4]), vi("mask", T.BOOL, [3, 4])],
+        [vi("n", T.INT64, [1]), vi("count", T.FLOAT, []), vi("position_sum", T.INT64, [])],
+        initializer=[
+            numpy_helper.from_array(np.array(0, np.int64), "start"),
+            numpy_helper.from_array(np.array(1, np.int64), "step"),
+        ],
+    )
     proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
     real = int(MASK.sum())
     for model in [jaxonnx.load(proto), *_both(jaxonnx.load(proto, size_hints={"nz": 8}))]:
@@ -206,11 +252,17 @@ def test_the_shape_of_a_padded_value_builds_marked_values():
 
 
 def test_top_k_ranks_the_padding_last():
-    nodes = BOOLEAN_INDEX + [helper.make_node("Neg", ["selected"], ["negated"]),  # the padding (0) would rank first
-                             helper.make_node("TopK", ["negated", "three"], ["values", "indices"])]
-    graph = helper.make_graph(nodes, "g", [vi("x", T.FLOAT, [3, 4]), vi("mask", T.BOOL, [3, 4])],
-                              [vi("values", T.FLOAT, None), vi("indices", T.INT64, None)],
-                              initializer=[numpy_helper.from_array(np.array([3], np.int64), "three")])
+    nodes = BOOLEAN_INDEX + [
+        helper.make_node("Neg", ["selected"], ["negated"]),  # the padding (0) would rank first
+        helper.make_node("TopK", ["negated", "three"], ["values", "indices"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [vi("x", T.FLOAT, [3, 4]), vi("mask", T.BOOL, [3, 4])],
+        [vi("values", T.FLOAT, None), vi("indices", T.INT64, None)],
+        initializer=[numpy_helper.from_array(np.array([3], np.int64), "three")],
+    )
     proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
     for model in _both(jaxonnx.load(proto, size_hints={"nz": 8})):
         values, indices = model(X, MASK)
@@ -218,29 +270,58 @@ def test_top_k_ranks_the_padding_last():
         np.testing.assert_array_equal(indices, [0, 1, 2])
 
 
-@pytest.mark.parametrize("node, message", [
-    (helper.make_node("Softmax", ["selected"], ["out"], axis=0), r"has no rule for padded entries \(its contract sets no `padding`\)"),
-    (helper.make_node("CumSum", ["selected", "zero"], ["out"]), r"has no rule for padded entries \(its contract sets no `padding`\)"),
-])
+@pytest.mark.parametrize(
+    "node, message",
+    [
+        (
+            helper.make_node("Softmax", ["selected"], ["out"], axis=0),
+            r"has no rule for padded entries \(its contract sets no `padding`\)",
+        ),
+        (
+            helper.make_node("CumSum", ["selected", "zero"], ["out"]),
+            r"has no rule for padded entries \(its contract sets no `padding`\)",
+        ),
+    ],
+)
 def test_an_op_without_a_padding_rule_is_refused_naming_the_node(node, message):
-    graph = helper.make_graph(BOOLEAN_INDEX + [node], "g", [vi("x", T.FLOAT, [3, 4]), vi("mask", T.BOOL, [3, 4])],
-                              [vi("out", T.FLOAT, None)],
-                              initializer=[numpy_helper.from_array(np.array(0, np.int64), "zero")])
+    graph = helper.make_graph(
+        BOOLEAN_INDEX + [node],
+        "g",
+        [vi("x", T.FLOAT, [3, 4]), vi("mask", T.BOOL, [3, 4])],
+        [vi("out", T.FLOAT, None)],
+        initializer=[numpy_helper.from_array(np.array(0, np.int64), "zero")],
+    )
     proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
     for model in _both(jaxonnx.load(proto, size_hints={"nz": 8})):
-        with pytest.raises(jaxonnx.OnnxValidationError, match=rf"The size-hinted output 'nz' \(of node 'NonZero_0'\) is "
-                           rf"padded past its real length, and its padding reaches node '{node.op_type}_3' "
-                           rf"\({node.op_type}-\d+\), which {message}: the result would be silently wrong"):
+        with pytest.raises(
+            jaxonnx.OnnxValidationError,
+            match=rf"The size-hinted output 'nz' \(of node 'NonZero_0'\) is "
+            rf"padded past its real length, and its padding reaches node '{node.op_type}_3' "
+            rf"\({node.op_type}-\d+\), which {message}: the result would be silently wrong",
+        ):
             model(X, MASK)
 
 
 def _if_model(condition, then_nodes, else_nodes, outputs, initializers=(), before=()):
-    branches = {name: helper.make_graph(nodes, name, [], [vi("inner", T.FLOAT, None)])
-                for name, nodes in (("then_branch", then_nodes), ("else_branch", else_nodes))}
-    nodes = BOOLEAN_INDEX + list(before) + [helper.make_node("If", [condition], ["out"], **branches),
-                             helper.make_node("ReduceSum", ["out"], ["total"], keepdims=0)]
-    graph = helper.make_graph(nodes, "g", [vi("x", T.FLOAT, [3, 4]), vi("mask", T.BOOL, [3, 4]), vi("flag", T.BOOL, [])],
-                              [vi(o, T.FLOAT, None) for o in outputs], initializer=list(initializers))
+    branches = {
+        name: helper.make_graph(nodes, name, [], [vi("inner", T.FLOAT, None)])
+        for name, nodes in (("then_branch", then_nodes), ("else_branch", else_nodes))
+    }
+    nodes = (
+        BOOLEAN_INDEX
+        + list(before)
+        + [
+            helper.make_node("If", [condition], ["out"], **branches),
+            helper.make_node("ReduceSum", ["out"], ["total"], keepdims=0),
+        ]
+    )
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [vi("x", T.FLOAT, [3, 4]), vi("mask", T.BOOL, [3, 4]), vi("flag", T.BOOL, [])],
+        [vi(o, T.FLOAT, None) for o in outputs],
+        initializer=list(initializers),
+    )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
 
 
@@ -248,9 +329,15 @@ def _if_model(condition, then_nodes, else_nodes, outputs, initializers=(), befor
 def test_marks_follow_a_padded_value_into_an_if_and_out_of_it(flag):
     # then: the selected values doubled; else: their maximum, broadcast (a reduction inside
     # the branch leaves the padding out). Under jit the flag is traced (lax.cond).
-    proto = _if_model("flag", [helper.make_node("Add", ["selected", "selected"], ["inner"])],
-                      [helper.make_node("ReduceMax", ["selected"], ["top"], keepdims=1),
-                       helper.make_node("Mul", ["selected", "top"], ["inner"])], ["out", "total"])
+    proto = _if_model(
+        "flag",
+        [helper.make_node("Add", ["selected", "selected"], ["inner"])],
+        [
+            helper.make_node("ReduceMax", ["selected"], ["top"], keepdims=1),
+            helper.make_node("Mul", ["selected", "top"], ["inner"]),
+        ],
+        ["out", "total"],
+    )
     want = X[MASK] * 2 if flag else X[MASK] * X[MASK].max()
     exact, exact_total = jaxonnx.load(proto)(X, MASK, np.array(flag))
     np.testing.assert_array_equal(exact, want)
@@ -264,10 +351,18 @@ def test_an_if_on_a_padded_length_follows_the_real_length():
     # TorchScript's `if x.numel() == 0: empty else: x` (torchvision's batched_nms): the hinted
     # length is never 0, the real one is when nothing is selected.
     empty = numpy_helper.from_array(np.zeros(0, np.float32))
-    nodes_before = [helper.make_node("Size", ["selected"], ["numel"]), helper.make_node("Equal", ["numel", "zero"], ["none"])]
-    proto = _if_model("none", [helper.make_node("Constant", [], ["inner"], value=empty)],
-                      [helper.make_node("Mul", ["selected", "selected"], ["inner"])], ["out", "total"],
-                      [numpy_helper.from_array(np.array(0, np.int64), "zero")], before=nodes_before)
+    nodes_before = [
+        helper.make_node("Size", ["selected"], ["numel"]),
+        helper.make_node("Equal", ["numel", "zero"], ["none"]),
+    ]
+    proto = _if_model(
+        "none",
+        [helper.make_node("Constant", [], ["inner"], value=empty)],
+        [helper.make_node("Mul", ["selected", "selected"], ["inner"])],
+        ["out", "total"],
+        [numpy_helper.from_array(np.array(0, np.int64), "zero")],
+        before=nodes_before,
+    )
     for mask in (MASK, np.zeros_like(MASK)):
         want = X[mask] ** 2
         for model in _both(jaxonnx.load(proto, size_hints={"nz": 8})):
@@ -280,17 +375,31 @@ def test_an_if_on_a_padded_length_follows_the_real_length():
 def test_a_loop_body_reads_a_padded_value_marked_and_its_reduction_leaves_the_padding_out():
     # Each iteration adds the selected values' maximum (ReduceMax inside the body, over the
     # outer padded value) to the carried total; under jit the body runs as a lax.scan.
-    body = helper.make_graph([helper.make_node("Identity", ["cond_in"], ["cond_out"]),
-                              helper.make_node("ReduceMax", ["negated"], ["top"], keepdims=0),
-                              helper.make_node("Add", ["total_in", "top"], ["total_out"])], "body",
-                             [vi("i", T.INT64, []), vi("cond_in", T.BOOL, []), vi("total_in", T.FLOAT, [])],
-                             [vi("cond_out", T.BOOL, []), vi("total_out", T.FLOAT, [])])
-    nodes = BOOLEAN_INDEX + [helper.make_node("Neg", ["selected"], ["negated"]),
-                             helper.make_node("Loop", ["trips", "", "start"], ["total"], body=body)]
+    body = helper.make_graph(
+        [
+            helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+            helper.make_node("ReduceMax", ["negated"], ["top"], keepdims=0),
+            helper.make_node("Add", ["total_in", "top"], ["total_out"]),
+        ],
+        "body",
+        [vi("i", T.INT64, []), vi("cond_in", T.BOOL, []), vi("total_in", T.FLOAT, [])],
+        [vi("cond_out", T.BOOL, []), vi("total_out", T.FLOAT, [])],
+    )
+    nodes = BOOLEAN_INDEX + [
+        helper.make_node("Neg", ["selected"], ["negated"]),
+        helper.make_node("Loop", ["trips", "", "start"], ["total"], body=body),
+    ]
     # The maximum of negative values: never the padding's 0.
-    graph = helper.make_graph(nodes, "g", [vi("x", T.FLOAT, [3, 4]), vi("mask", T.BOOL, [3, 4])], [vi("total", T.FLOAT, None)],
-                              initializer=[numpy_helper.from_array(np.array(3, np.int64), "trips"),
-                                           numpy_helper.from_array(np.array(0, np.float32), "start")])
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [vi("x", T.FLOAT, [3, 4]), vi("mask", T.BOOL, [3, 4])],
+        [vi("total", T.FLOAT, None)],
+        initializer=[
+            numpy_helper.from_array(np.array(3, np.int64), "trips"),
+            numpy_helper.from_array(np.array(0, np.float32), "start"),
+        ],
+    )
     proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
     want = 3 * (-X[MASK]).max()
     for model in _both(jaxonnx.load(proto, size_hints={"nz": 8})):
@@ -299,18 +408,31 @@ def test_a_loop_body_reads_a_padded_value_marked_and_its_reduction_leaves_the_pa
 
 
 def test_a_loop_whose_body_returns_a_padded_value_is_refused():
-    body = helper.make_graph([helper.make_node("Identity", ["cond_in"], ["cond_out"]),
-                              helper.make_node("Identity", ["selected"], ["scan_out"])], "body",
-                             [vi("i", T.INT64, []), vi("cond_in", T.BOOL, [])],
-                             [vi("cond_out", T.BOOL, []), vi("scan_out", T.FLOAT, None)])
+    body = helper.make_graph(
+        [
+            helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+            helper.make_node("Identity", ["selected"], ["scan_out"]),
+        ],
+        "body",
+        [vi("i", T.INT64, []), vi("cond_in", T.BOOL, [])],
+        [vi("cond_out", T.BOOL, []), vi("scan_out", T.FLOAT, None)],
+    )
     nodes = BOOLEAN_INDEX + [helper.make_node("Loop", ["trips", ""], ["out"], body=body)]
-    graph = helper.make_graph(nodes, "g", [vi("x", T.FLOAT, [3, 4]), vi("mask", T.BOOL, [3, 4])], [vi("out", T.FLOAT, None)],
-                              initializer=[numpy_helper.from_array(np.array(2, np.int64), "trips")])
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [vi("x", T.FLOAT, [3, 4]), vi("mask", T.BOOL, [3, 4])],
+        [vi("out", T.FLOAT, None)],
+        initializer=[numpy_helper.from_array(np.array(2, np.int64), "trips")],
+    )
     proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
     np.testing.assert_array_equal(jaxonnx.load(proto)(X, MASK)[0], np.stack([X[MASK]] * 2))
     for model in _both(jaxonnx.load(proto, size_hints={"nz": 8})):
-        with pytest.raises(jaxonnx.OnnxValidationError, match=r"reaches node 'Loop_3' \(Loop-\d+\), which computes its "
-                           r"outputs from its subgraph's padded outputs"):
+        with pytest.raises(
+            jaxonnx.OnnxValidationError,
+            match=r"reaches node 'Loop_3' \(Loop-\d+\), which computes its "
+            r"outputs from its subgraph's padded outputs",
+        ):
             model(X, MASK)
 
 
@@ -323,23 +445,33 @@ def _ssdlite_postprocess():
     symbolic writes it."""
     ints = {"ax0": [0], "ax1": [1], "ax01": [0, 1], "max_out": [10], "col": [2], "col_end": [3], "zero": 0}
     initializers = [numpy_helper.from_array(np.asarray(v, np.int64), k) for k, v in ints.items()]
-    initializers += [numpy_helper.from_array(np.asarray(v, np.float32), k)
-                     for k, v in {"thr": 0.3, "iou": [0.2], "one": 1.0}.items()]
-    else_branch = helper.make_graph([
-        helper.make_node("ReduceMax", ["boxes"], ["max_coordinate"], keepdims=0),
-        helper.make_node("Add", ["max_coordinate", "one"], ["step"]),
-        helper.make_node("Cast", ["labels"], ["label_values"], to=T.FLOAT),
-        helper.make_node("Mul", ["label_values", "step"], ["offsets"]),
-        helper.make_node("Unsqueeze", ["offsets", "ax1"], ["offset_columns"]),
-        helper.make_node("Add", ["boxes", "offset_columns"], ["boxes_for_nms"]),
-        helper.make_node("Unsqueeze", ["boxes_for_nms", "ax0"], ["boxes3"]),
-        helper.make_node("Unsqueeze", ["scores", "ax01"], ["scores3"]),
-        helper.make_node("NonMaxSuppression", ["boxes3", "scores3", "max_out", "iou"], ["selected_rows"]),
-        helper.make_node("Slice", ["selected_rows", "col", "col_end", "ax1"], ["box_column"]),
-        helper.make_node("Squeeze", ["box_column", "ax1"], ["picked"]),
-    ], "nms", [], [vi("picked", T.INT64, None)])
-    then_branch = helper.make_graph([helper.make_node("Constant", [], ["none"], value=numpy_helper.from_array(
-        np.zeros(0, np.int64)))], "empty", [], [vi("none", T.INT64, None)])
+    initializers += [
+        numpy_helper.from_array(np.asarray(v, np.float32), k) for k, v in {"thr": 0.3, "iou": [0.2], "one": 1.0}.items()
+    ]
+    else_branch = helper.make_graph(
+        [
+            helper.make_node("ReduceMax", ["boxes"], ["max_coordinate"], keepdims=0),
+            helper.make_node("Add", ["max_coordinate", "one"], ["step"]),
+            helper.make_node("Cast", ["labels"], ["label_values"], to=T.FLOAT),
+            helper.make_node("Mul", ["label_values", "step"], ["offsets"]),
+            helper.make_node("Unsqueeze", ["offsets", "ax1"], ["offset_columns"]),
+            helper.make_node("Add", ["boxes", "offset_columns"], ["boxes_for_nms"]),
+            helper.make_node("Unsqueeze", ["boxes_for_nms", "ax0"], ["boxes3"]),
+            helper.make_node("Unsqueeze", ["scores", "ax01"], ["scores3"]),
+            helper.make_node("NonMaxSuppression", ["boxes3", "scores3", "max_out", "iou"], ["selected_rows"]),
+            helper.make_node("Slice", ["selected_rows", "col", "col_end", "ax1"], ["box_column"]),
+            helper.make_node("Squeeze", ["box_column", "ax1"], ["picked"]),
+        ],
+        "nms",
+        [],
+        [vi("picked", T.INT64, None)],
+    )
+    then_branch = helper.make_graph(
+        [helper.make_node("Constant", [], ["none"], value=numpy_helper.from_array(np.zeros(0, np.int64)))],
+        "empty",
+        [],
+        [vi("none", T.INT64, None)],
+    )
     nodes = [
         helper.make_node("Greater", ["scores_all", "thr"], ["keep"]),
         helper.make_node("NonZero", ["keep"], ["nz"]),
@@ -354,9 +486,13 @@ def _ssdlite_postprocess():
         helper.make_node("Gather", ["scores", "kept"], ["kept_scores"], axis=0),
         helper.make_node("ReduceSum", ["kept_scores"], ["total"], keepdims=0),
     ]
-    graph = helper.make_graph(nodes, "ssdlite_postprocess", [
-        vi("boxes_all", T.FLOAT, [8, 4]), vi("scores_all", T.FLOAT, [8]), vi("labels_all", T.INT64, [8])],
-        [vi(n, T.FLOAT, None) for n in ("kept_boxes", "kept_scores", "total")], initializer=initializers)
+    graph = helper.make_graph(
+        nodes,
+        "ssdlite_postprocess",
+        [vi("boxes_all", T.FLOAT, [8, 4]), vi("scores_all", T.FLOAT, [8]), vi("labels_all", T.INT64, [8])],
+        [vi(n, T.FLOAT, None) for n in ("kept_boxes", "kept_scores", "total")],
+        initializer=initializers,
+    )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
@@ -379,7 +515,7 @@ def test_ssdlite_postprocessing_runs_nms_in_an_if_on_padded_boxes_as_onnxruntime
             assert np.shape(kept_scores) == (8,)
             np.testing.assert_array_equal(np.asarray(kept_boxes)[: len(want[0])], want[0])
             np.testing.assert_array_equal(np.asarray(kept_scores)[: len(want[1])], want[1])
-            assert not np.asarray(kept_scores)[len(want[1]):].any()  # the padding never reads a real box
+            assert not np.asarray(kept_scores)[len(want[1]) :].any()  # the padding never reads a real box
             np.testing.assert_allclose(total, want[2], rtol=1e-6)
         # Eagerly without a hint on NMS: its exact rows, those naming a padded box dropped.
         kept_boxes, kept_scores, total = jaxonnx.load(proto, size_hints={"nz": 8})(boxes, case, labels)
@@ -396,8 +532,13 @@ LABELS = np.array([3, 1, 3, 7, 1, 3], np.int64)
 
 def _unique_model(extra_nodes, outputs, sorted=0):
     nodes = [helper.make_node("Unique", ["labels"], ["y", "first", "inverse", "counts"], sorted=sorted), *extra_nodes]
-    graph = helper.make_graph(nodes, "g", [vi("labels", T.INT64, [6])], outputs,
-                              initializer=[numpy_helper.from_array(np.arange(10, 70, 10, dtype=np.float32), "table")])
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [vi("labels", T.INT64, [6])],
+        outputs,
+        initializer=[numpy_helper.from_array(np.arange(10, 70, 10, dtype=np.float32), "table")],
+    )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
 
 
@@ -416,8 +557,11 @@ def test_unique_with_a_hint_is_the_same_eagerly_and_jitted():
 
 def test_unique_without_a_hint_under_jit_says_how_to_give_one():
     model = jaxonnx.load(_unique_model([], [vi("y", T.INT64, None)]))
-    with pytest.raises(jaxonnx.StaticValueError, match=r"Unique-11.*number of unique values is unknown at trace time"
-                       r".*size_hints=\{'y': <length>\}"):
+    with pytest.raises(
+        jaxonnx.StaticValueError,
+        match=r"Unique-11.*number of unique values is unknown at trace time"
+        r".*size_hints=\{'y': <length>\}",
+    ):
         jax.jit(model)(LABELS)
 
 
@@ -433,9 +577,19 @@ def test_unique_padding_is_left_out_of_sums_and_reads_zeros():
         helper.make_node("ReduceMean", ["counts"], ["count_mean"], keepdims=0),  # divides by the real count
         helper.make_node("Gather", ["table", "counts"], ["by_count"]),  # zero padding as indices: marked, reads zeros
     ]
-    proto = _unique_model(nodes, [vi("y_sum", T.INT64, []), vi("count_sum", T.INT64, []), vi("picked_sum", T.FLOAT, []),
-                                  vi("per_label", T.FLOAT, None), vi("twice", T.INT64, None), vi("first_sum", T.INT64, []),
-                                  vi("count_mean", T.INT64, []), vi("by_count", T.FLOAT, None)])
+    proto = _unique_model(
+        nodes,
+        [
+            vi("y_sum", T.INT64, []),
+            vi("count_sum", T.INT64, []),
+            vi("picked_sum", T.FLOAT, []),
+            vi("per_label", T.FLOAT, None),
+            vi("twice", T.INT64, None),
+            vi("first_sum", T.INT64, []),
+            vi("count_mean", T.INT64, []),
+            vi("by_count", T.FLOAT, None),
+        ],
+    )
     for model in [jaxonnx.load(proto), *_both(jaxonnx.load(proto, size_hints={"counts": 5}))]:
         y_sum, count_sum, picked_sum, per_label, twice, first_sum, count_mean, by_count = model(LABELS)
         assert int(y_sum) == 11 and int(count_sum) == 6 and float(picked_sum) == 10 + 20 + 40
@@ -461,7 +615,7 @@ def _real_part(got, want):
     if got.shape == want.shape:
         return got, None
     assert got.shape[1:] == want.shape[1:] and got.shape[0] >= want.shape[0], (got.shape, want.shape)
-    return got[: want.shape[0]], got[want.shape[0]:]
+    return got[: want.shape[0]], got[want.shape[0] :]
 
 
 @pytest.mark.parametrize("x64", [True, False], ids=["x64", "x32"])

@@ -47,8 +47,10 @@ def test_stft_exports_match_onnxruntime_and_torch(exporter, jit, x64, run_onnxru
         run = jax.jit(model) if jit else model
         spectrum, log_magnitude = run(signal)
     assert spectrum.shape == (2, 59, 9, 2) and spectrum.dtype == np.float32
-    for actual, onnxruntime_value, torch_value in ((spectrum, ort_spectrum, DATA["spectrum"]),
-                                                    (log_magnitude, ort_log, DATA["log_magnitude"])):
+    for actual, onnxruntime_value, torch_value in (
+        (spectrum, ort_spectrum, DATA["spectrum"]),
+        (log_magnitude, ort_log, DATA["log_magnitude"]),
+    ):
         np.testing.assert_allclose(np.asarray(actual), onnxruntime_value, rtol=1e-4, atol=2e-5)
         np.testing.assert_allclose(np.asarray(actual), torch_value, rtol=1e-4, atol=2e-5)
 

@@ -19,12 +19,14 @@ from onnx.reference import ReferenceEvaluator
 import jaxonnx
 from jaxonnx import OnnxTypeError, OnnxValidationError, StaticValueError, UnsupportedOpError
 
+
 def _model(op_type, input_types, output_types, opset=21, **attributes):
     inputs = [f"x{i}" for i in range(len(input_types))]
     outputs = [f"y{i}" for i in range(len(output_types))]
     node = helper.make_node(op_type, inputs, outputs, **attributes)
     graph = helper.make_graph(
-        [node], op_type,
+        [node],
+        op_type,
         [helper.make_tensor_value_info(n, t, None) for n, t in zip(inputs, input_types)],
         [helper.make_tensor_value_info(n, t, None) for n, t in zip(outputs, output_types)],
     )
@@ -61,15 +63,20 @@ def _against_onnxruntime(run_onnxruntime, op_type, inputs, input_types, output_t
 _TEXTS = _strings("héllo", "hello", "abc123", "ABC", "x@gmail.com", "", "١٢٣", "a b", shape=(2, 4))
 
 
-@pytest.mark.parametrize("pattern", [r"\w+", r"[[:alpha:]]+", r"\pL+", r"(?i)abc", r"\d*", r"a\b.\bb",
-                                     r"(\W|^)[\w.\-]{0,25}@(yahoo|gmail)\.com(\W|$)"])
+@pytest.mark.parametrize(
+    "pattern",
+    [r"\w+", r"[[:alpha:]]+", r"\pL+", r"(?i)abc", r"\d*", r"a\b.\bb", r"(\W|^)[\w.\-]{0,25}@(yahoo|gmail)\.com(\W|$)"],
+)
 def test_regex_full_match_is_re2(run_onnxruntime, pattern):
-    _against_onnxruntime(run_onnxruntime, "RegexFullMatch", [_TEXTS], [TensorProto.STRING], [TensorProto.BOOL],
-                         pattern=pattern)
+    _against_onnxruntime(
+        run_onnxruntime, "RegexFullMatch", [_TEXTS], [TensorProto.STRING], [TensorProto.BOOL], pattern=pattern
+    )
 
 
 def test_regex_full_match_refuses_what_re2_lacks_and_names_the_missing_package(monkeypatch):
-    with pytest.raises(OnnxValidationError, match=r"RegexFullMatch-20 got `pattern`='\(\?=a\)a', which is not valid RE2"):
+    with pytest.raises(
+        OnnxValidationError, match=r"RegexFullMatch-20 got `pattern`='\(\?=a\)a', which is not valid RE2"
+    ):
         jaxonnx.ops.regex_full_match(_strings("a"), pattern="(?=a)a")  # a lookahead: Python's re, not RE2
     from jaxonnx.ops._string import regex_full_match as module
 
@@ -91,11 +98,26 @@ def test_string_concat_broadcasts_as_onnxruntime(run_onnxruntime, shapes):
 _SPLIT_TEXTS = _strings("a-b--c-", "-", "d e  f g ", " ", "\u00e9-\u4e2d-x", "no", shape=(3, 2))
 
 
-@pytest.mark.parametrize("attributes", [{"delimiter": "-"}, {"delimiter": "-", "maxsplit": 1}, {"delimiter": "--"},
-                                        {}, {"maxsplit": 1}, {"delimiter": "", "maxsplit": -1}])
+@pytest.mark.parametrize(
+    "attributes",
+    [
+        {"delimiter": "-"},
+        {"delimiter": "-", "maxsplit": 1},
+        {"delimiter": "--"},
+        {},
+        {"maxsplit": 1},
+        {"delimiter": "", "maxsplit": -1},
+    ],
+)
 def test_string_split_matches_onnxruntime(run_onnxruntime, attributes):
-    _against_onnxruntime(run_onnxruntime, "StringSplit", [_SPLIT_TEXTS], [TensorProto.STRING],
-                         [TensorProto.STRING, TensorProto.INT64], **attributes)
+    _against_onnxruntime(
+        run_onnxruntime,
+        "StringSplit",
+        [_SPLIT_TEXTS],
+        [TensorProto.STRING],
+        [TensorProto.STRING, TensorProto.INT64],
+        **attributes,
+    )
 
 
 def test_string_split_where_onnxruntime_departs_from_the_text():
@@ -112,10 +134,19 @@ def test_string_split_where_onnxruntime_departs_from_the_text():
 
 
 _NORMALIZER_CASES = [
-    (_strings("Monday", "monday", "MONDAY x", "Straße", "ǅ", "ß", "ΣΑΣ", "ᾳ"), {"case_change_action": "UPPER", "stopwords": ["monday"]}),
-    (_strings("Monday", "monday", "MONDAY x", "Straße", "ǅ", "Ǆ", "ΣΑΣ", "İ"), {"case_change_action": "LOWER", "stopwords": ["MONDAY"]}),
+    (
+        _strings("Monday", "monday", "MONDAY x", "Straße", "ǅ", "ß", "ΣΑΣ", "ᾳ"),
+        {"case_change_action": "UPPER", "stopwords": ["monday"]},
+    ),
+    (
+        _strings("Monday", "monday", "MONDAY x", "Straße", "ǅ", "Ǆ", "ΣΑΣ", "İ"),
+        {"case_change_action": "LOWER", "stopwords": ["MONDAY"]},
+    ),
     (_strings("Monday", "Straße", "STRASSE", shape=(1, 3)), {"stopwords": ["strasse", "MONDAY"]}),
-    (_strings("Monday", "monday", shape=(1, 2)), {"stopwords": ["monday"], "is_case_sensitive": 1, "case_change_action": "UPPER"}),
+    (
+        _strings("Monday", "monday", shape=(1, 2)),
+        {"stopwords": ["monday"], "is_case_sensitive": 1, "case_change_action": "UPPER"},
+    ),
     (_strings("a", "A"), {"stopwords": ["a"], "case_change_action": "LOWER"}),
     (_strings("a", "A", shape=(1, 2)), {"stopwords": ["A"]}),
 ]
@@ -125,8 +156,16 @@ _NORMALIZER_CASES = [
 def test_string_normalizer_matches_onnxruntime(run_onnxruntime, X, attributes):
     # onnxruntime builds a C++ locale: C.UTF-8 is there without language packs.
     try:
-        _against_onnxruntime(run_onnxruntime, "StringNormalizer", [X], [TensorProto.STRING], [TensorProto.STRING],
-                             opset=10, locale="C.UTF-8", **attributes)
+        _against_onnxruntime(
+            run_onnxruntime,
+            "StringNormalizer",
+            [X],
+            [TensorProto.STRING],
+            [TensorProto.STRING],
+            opset=10,
+            locale="C.UTF-8",
+            **attributes,
+        )
     except Exception as error:  # noqa: BLE001 - only onnxruntime's missing locale is skipped
         if "Failed to construct locale" not in str(error):
             raise
@@ -138,7 +177,9 @@ def test_string_normalizer_turkish_i_and_shape_rules():
     assert jaxonnx.ops.string_normalizer(words, case_change_action="UPPER", locale="tr_TR").tolist() == ["İI", "Iİ"]
     assert jaxonnx.ops.string_normalizer(words, case_change_action="LOWER", locale="az").tolist() == ["iı", "ıi"]
     assert jaxonnx.ops.string_normalizer(words, case_change_action="UPPER").tolist() == ["II", "Iİ"]
-    with pytest.raises(OnnxValidationError, match=r"StringNormalizer-10 takes `X` of shape \[C\] or \[1, C\], got shape \(2, 2\)"):
+    with pytest.raises(
+        OnnxValidationError, match=r"StringNormalizer-10 takes `X` of shape \[C\] or \[1, C\], got shape \(2, 2\)"
+    ):
         jaxonnx.ops.string_normalizer(_strings("a", "b", "c", "d", shape=(2, 2)))
     with pytest.raises(OnnxValidationError, match="`case_change_action`='lower'"):
         jaxonnx.ops.string_normalizer(words, case_change_action="lower")
@@ -164,11 +205,18 @@ def test_tf_idf_vectorizer_matches_onnxruntime_on_random_pools_eager_and_jitted(
     pool, counts = _random_pool(rng, np.arange(7), (4, 6, 5))
     size = 15
     for low, high, skips in [(1, 3, 3), (2, 3, 0), (2, 2, 5), (3, 3, 2), (1, 1, 2)]:
-        attributes = dict(mode=mode, min_gram_length=low, max_gram_length=high, max_skip_count=skips,
-                          ngram_counts=counts, ngram_indexes=list(range(size)), pool_int64s=[int(t) for t in pool],
-                          # Quarters: onnxruntime adds a weight once per occurrence where the
-                          # text multiplies; with these both are exact.
-                          weights=(rng.integers(1, 16, size) / 4).tolist())
+        attributes = dict(
+            mode=mode,
+            min_gram_length=low,
+            max_gram_length=high,
+            max_skip_count=skips,
+            ngram_counts=counts,
+            ngram_indexes=list(range(size)),
+            pool_int64s=[int(t) for t in pool],
+            # Quarters: onnxruntime adds a weight once per occurrence where the
+            # text multiplies; with these both are exact.
+            weights=(rng.integers(1, 16, size) / 4).tolist(),
+        )
         model = _model("TfIdfVectorizer", [TensorProto.INT64], [TensorProto.FLOAT], **attributes)
         (expected,) = run_onnxruntime(model, {"x0": X})
         # numpy inputs compute in numpy (as values known at trace time do): the same walk.
@@ -181,27 +229,58 @@ def test_tf_idf_vectorizer_matches_onnxruntime_on_random_pools_eager_and_jitted(
 
 def test_tf_idf_vectorizer_strings_match_onnxruntime(run_onnxruntime):
     X = _strings("to", "be", "or", "not", "to", "be", "x", "", "be", "to", "be", "to", shape=(2, 6))
-    attributes = dict(mode="TFIDF", min_gram_length=1, max_gram_length=3, max_skip_count=1, ngram_counts=[0, 2, 6],
-                      ngram_indexes=list(range(7)), weights=[1.0, 2.0, 0.5, 0.25, 3.0, 4.0, 1.5],
-                      pool_strings=["be", "to", "to", "be", "be", "to", "to", "be", "or", "be", "to", "be",
-                                    "or", "not", "to"])
-    _against_onnxruntime(run_onnxruntime, "TfIdfVectorizer", [X], [TensorProto.STRING], [TensorProto.FLOAT], **attributes)
+    attributes = dict(
+        mode="TFIDF",
+        min_gram_length=1,
+        max_gram_length=3,
+        max_skip_count=1,
+        ngram_counts=[0, 2, 6],
+        ngram_indexes=list(range(7)),
+        weights=[1.0, 2.0, 0.5, 0.25, 3.0, 4.0, 1.5],
+        pool_strings=["be", "to", "to", "be", "be", "to", "to", "be", "or", "be", "to", "be", "or", "not", "to"],
+    )
+    _against_onnxruntime(
+        run_onnxruntime, "TfIdfVectorizer", [X], [TensorProto.STRING], [TensorProto.FLOAT], **attributes
+    )
 
 
 def test_tf_idf_vectorizer_weights_follow_the_pool_and_ints_outside_the_input_type_never_match():
     # The text: `weights[i]` scales the pool's i-th n-gram, whose coordinate is ngram_indexes[i].
-    y = _TF_IDF(np.array([5, 6, 5], np.int64), mode="TFIDF", min_gram_length=1, max_gram_length=1,
-                                      max_skip_count=0, ngram_counts=[0], ngram_indexes=[2, 0, 1],
-                                      pool_int64s=[5, 6, 7], weights=[10.0, 20.0, 30.0])
+    y = _TF_IDF(
+        np.array([5, 6, 5], np.int64),
+        mode="TFIDF",
+        min_gram_length=1,
+        max_gram_length=1,
+        max_skip_count=0,
+        ngram_counts=[0],
+        ngram_indexes=[2, 0, 1],
+        pool_int64s=[5, 6, 7],
+        weights=[10.0, 20.0, 30.0],
+    )
     np.testing.assert_array_equal(y, np.array([20.0, 0.0, 20.0], np.float32))
-    y = _TF_IDF(np.array([-1, 7], np.int32), mode="TF", min_gram_length=1, max_gram_length=1,
-                                      max_skip_count=0, ngram_counts=[0], ngram_indexes=[0, 1], pool_int64s=[2**32 - 1, 7])
+    y = _TF_IDF(
+        np.array([-1, 7], np.int32),
+        mode="TF",
+        min_gram_length=1,
+        max_gram_length=1,
+        max_skip_count=0,
+        ngram_counts=[0],
+        ngram_indexes=[0, 1],
+        pool_int64s=[2**32 - 1, 7],
+    )
     np.testing.assert_array_equal(y, np.array([0.0, 1.0], np.float32))
 
 
 def test_tf_idf_vectorizer_refuses_attributes_outside_the_text():
-    base = dict(mode="TF", min_gram_length=1, max_gram_length=2, max_skip_count=0, ngram_counts=[0, 2],
-                ngram_indexes=[0, 1, 2], pool_int64s=[1, 2, 1, 2])
+    base = dict(
+        mode="TF",
+        min_gram_length=1,
+        max_gram_length=2,
+        max_skip_count=0,
+        ngram_counts=[0, 2],
+        ngram_indexes=[0, 1, 2],
+        pool_int64s=[1, 2, 1, 2],
+    )
     X = np.array([1, 2], np.int64)
     assert _TF_IDF(X, **base).tolist() == [1.0, 1.0, 1.0]
     with pytest.raises(OnnxValidationError, match="got 3 pool items for the 2-grams .* not a multiple of 2"):
@@ -224,8 +303,12 @@ def test_strings_never_enter_jax_jit():
         jax.jit(concat)(_strings("a"), _strings("b"))
     cast = helper.make_node("Cast", ["x0"], ["s"], to=TensorProto.STRING)
     split = helper.make_node("StringSplit", ["s"], ["y0", "y1"])
-    graph = helper.make_graph([cast, split], "g", [helper.make_tensor_value_info("x0", TensorProto.INT64, [2])],
-                              [helper.make_tensor_value_info("y1", TensorProto.INT64, [2])])
+    graph = helper.make_graph(
+        [cast, split],
+        "g",
+        [helper.make_tensor_value_info("x0", TensorProto.INT64, [2])],
+        [helper.make_tensor_value_info("y1", TensorProto.INT64, [2])],
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
     model.ir_version = 9
     loaded = jaxonnx.load(model)
@@ -240,12 +323,21 @@ def test_strings_never_enter_jax_jit():
 @pytest.mark.parametrize("encoder", ["LabelEncoder", "CategoryMapper"])
 def test_numbers_encoded_as_strings_inside_the_graph_run_eagerly(encoder):
     # skl2onnx-like: int64 labels become strings inside, the graph's output is a match.
-    attributes = ({"keys_int64s": [1, 2], "values_strings": ["cat", "dog"], "default_string": "?"}
-                  if encoder == "LabelEncoder" else {"cats_int64s": [1, 2], "cats_strings": ["cat", "dog"]})
-    nodes = [helper.make_node(encoder, ["x0"], ["s"], domain="ai.onnx.ml", **attributes),
-             helper.make_node("RegexFullMatch", ["s"], ["y0"], pattern="c.*")]
-    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x0", TensorProto.INT64, [3])],
-                              [helper.make_tensor_value_info("y0", TensorProto.BOOL, [3])])
+    attributes = (
+        {"keys_int64s": [1, 2], "values_strings": ["cat", "dog"], "default_string": "?"}
+        if encoder == "LabelEncoder"
+        else {"cats_int64s": [1, 2], "cats_strings": ["cat", "dog"]}
+    )
+    nodes = [
+        helper.make_node(encoder, ["x0"], ["s"], domain="ai.onnx.ml", **attributes),
+        helper.make_node("RegexFullMatch", ["s"], ["y0"], pattern="c.*"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x0", TensorProto.INT64, [3])],
+        [helper.make_tensor_value_info("y0", TensorProto.BOOL, [3])],
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20), helper.make_opsetid("ai.onnx.ml", 3)])
     model.ir_version = 9
     loaded = jaxonnx.load(model)
@@ -269,8 +361,11 @@ def _photo():
     return Image.fromarray(pixels, "RGB")
 
 
-@pytest.mark.parametrize("format, options", [("PNG", {}), ("JPEG", {"quality": 80}), ("PNG", {"mode": "RGBA"})],
-                         ids=["png", "jpeg", "png-rgba"])
+@pytest.mark.parametrize(
+    "format, options",
+    [("PNG", {}), ("JPEG", {"quality": 80}), ("PNG", {"mode": "RGBA"})],
+    ids=["png", "jpeg", "png-rgba"],
+)
 @pytest.mark.parametrize("pixel_format", ["RGB", "BGR", "Grayscale"])
 def test_image_decoder_matches_onnx_reference(format, options, pixel_format):
     image = _photo()
@@ -288,9 +383,12 @@ def test_image_decoder_matches_onnx_reference(format, options, pixel_format):
         (expected,) = ReferenceEvaluator(model).run(None, {"x0": stream})
     np.testing.assert_array_equal(got, expected)
     if format == "PNG":  # lossless: the very pixels
-        np.testing.assert_array_equal(got[:, :, :3] if pixel_format != "Grayscale" else got,
-                                      {"RGB": np.asarray(_photo()), "BGR": np.asarray(_photo())[:, :, ::-1]}.get(
-                                          pixel_format, np.asarray(_photo().convert("L"))[:, :, None]))
+        np.testing.assert_array_equal(
+            got[:, :, :3] if pixel_format != "Grayscale" else got,
+            {"RGB": np.asarray(_photo()), "BGR": np.asarray(_photo())[:, :, ::-1]}.get(
+                pixel_format, np.asarray(_photo().convert("L"))[:, :, None]
+            ),
+        )
 
 
 def test_image_decoder_in_a_model_runs_op_by_op_and_refuses_a_traced_stream():

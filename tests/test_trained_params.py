@@ -37,8 +37,12 @@ def _constant_weights_model() -> onnx.ModelProto:
         helper.make_node("MatMul", ["x", "w"], ["h"]),
         helper.make_node("Add", ["h", "b"], ["y"]),
     ]
-    graph = helper.make_graph(nodes, "paddle_like", [helper.make_tensor_value_info("x", T.FLOAT, ["n", 4])],
-                              [helper.make_tensor_value_info("y", T.FLOAT, ["n", 3])])
+    graph = helper.make_graph(
+        nodes,
+        "paddle_like",
+        [helper.make_tensor_value_info("x", T.FLOAT, ["n", 4])],
+        [helper.make_tensor_value_info("y", T.FLOAT, ["n", 3])],
+    )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
@@ -109,8 +113,13 @@ def test_params_all_params_and_initializers_are_the_trained_leaves(name):
 def test_calls_compute_with_the_trained_weights(name):
     original, trained, x, _ = _trained(name)
     expected = original.apply(trained.params, x)[0]
-    for actual in (trained(x)[0], trained.apply({}, x)[0], trained.run(None, {trained.input_names[0]: x})[0],
-                   jax.jit(lambda m, v: m(v))(trained, x)[0], jax.jit(lambda v: trained.apply({}, v))(x)[0]):
+    for actual in (
+        trained(x)[0],
+        trained.apply({}, x)[0],
+        trained.run(None, {trained.input_names[0]: x})[0],
+        jax.jit(lambda m, v: m(v))(trained, x)[0],
+        jax.jit(lambda v: trained.apply({}, v))(x)[0],
+    ):
         np.testing.assert_allclose(np.asarray(actual), np.asarray(expected), rtol=1e-6, atol=1e-6)
     assert not np.allclose(np.asarray(trained(x)[0]), np.asarray(original(x)[0]))
     # Under jit, `params` of the traced model are its leaves (the tracers it computes with).
@@ -157,8 +166,12 @@ def test_trained_weights_with_x64_off(name, x64_off, tmp_path):
     leaves = _leaves_by_name(trained)
     assert all(v.dtype == np.float32 for v in leaves.values())
     _assert_same(trained.params, leaves)
-    np.testing.assert_allclose(np.asarray(jax.jit(lambda m, v: m(v))(trained, x)[0]),
-                               np.asarray(original.apply(leaves, x)[0]), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(
+        np.asarray(jax.jit(lambda m, v: m(v))(trained, x)[0]),
+        np.asarray(original.apply(leaves, x)[0]),
+        rtol=1e-6,
+        atol=1e-6,
+    )
     trained.save(tmp_path / "trained.onnx")
     _assert_same(_load(tmp_path / "trained.onnx").params, leaves)
     _assert_same(pickle.loads(pickle.dumps(trained)).params, leaves)

@@ -29,6 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 import onnx
 import pytest
+from _models import mixed_inputs, mixed_model
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 from jax.test_util import check_grads
@@ -36,7 +37,6 @@ from onnx import helper
 from onnx.reference import ReferenceEvaluator
 
 import jaxonnx
-from _models import mixed_inputs, mixed_model
 
 INT64_MIN = np.iinfo(np.int64).min
 INT64_MAX = np.iinfo(np.int64).max
@@ -60,9 +60,7 @@ class Case:
 
     @property
     def diff(self) -> tuple[int, ...]:
-        return tuple(
-            i for i, a in enumerate(self.args) if a is not None and np.issubdtype(a.dtype, np.floating)
-        )
+        return tuple(i for i, a in enumerate(self.args) if a is not None and np.issubdtype(a.dtype, np.floating))
 
     def primals(self) -> tuple[jax.Array, ...]:
         return tuple(jnp.asarray(self.args[i]) for i in self.diff)
@@ -188,8 +186,10 @@ def _pad_cases(version):
     x = _normal(2, 3, 4)
     if version <= 2:  # pads are an attribute; value-free modes only (a constant is no input here)
         key = "paddings" if version == 1 else "pads"
-        return [Case("reflect", (x,), {key: [1, 2, 0, 1, 0, 3], "mode": "reflect"}),
-                Case("edge", (x,), {key: [0, 0, 2, 1, 3, 0], "mode": "edge"})]
+        return [
+            Case("reflect", (x,), {key: [1, 2, 0, 1, 0, 3], "mode": "reflect"}),
+            Case("edge", (x,), {key: [0, 0, 2, 1, 3, 0], "mode": "edge"}),
+        ]
     cases = [
         Case("constant_value", (x, _i64(1, 0, 2, 0, 1, 1), np.array(-0.5))),
         Case("reflect", (x, _i64(1, 2, 3, 1, 1, 2)), dict(mode="reflect")),
@@ -281,7 +281,7 @@ def _onnx_elem_type(dtype) -> int:
     return helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _reference_model(op_type: str, version: int, case: Case) -> onnx.ModelProto:
     names = [f"in{i}" if a is not None else "" for i, a in enumerate(case.args)]
     while names and not names[-1]:
@@ -293,9 +293,7 @@ def _reference_model(op_type: str, version: int, case: Case) -> onnx.ModelProto:
         attrs["axis"] += case.args[0].ndim
     node = helper.make_node(op_type, names, ["out"], **attrs)
     inputs = [
-        helper.make_tensor_value_info(n, _onnx_elem_type(a.dtype), a.shape)
-        for n, a in zip(names, case.args)
-        if n
+        helper.make_tensor_value_info(n, _onnx_elem_type(a.dtype), a.shape) for n, a in zip(names, case.args) if n
     ]
     output = helper.make_tensor_value_info("out", onnx.TensorProto.UNDEFINED, None)
     graph = helper.make_graph([node], "one_op", inputs, [output])
@@ -532,9 +530,7 @@ def test_vmap_where(version, in_axes):
     y = rng.normal(size=(3, 2, 1))
     args = (condition, x, y)
     vmapped = jax.vmap(op, in_axes=in_axes)(*(jnp.asarray(a) for a in args))
-    loop = np.stack(
-        [op(*(jnp.asarray(a[k] if axis == 0 else a) for a, axis in zip(args, in_axes))) for k in range(3)]
-    )
+    loop = np.stack([op(*(jnp.asarray(a[k] if axis == 0 else a) for a, axis in zip(args, in_axes))) for k in range(3)])
     np.testing.assert_array_equal(vmapped, loop)
 
 

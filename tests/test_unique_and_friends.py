@@ -37,16 +37,29 @@ def _model(op_type, inputs, outputs, opset, **attributes):
 def _assert_same(actual, expected):
     for a, e in zip(actual, expected):
         a, e = np.asarray(a), np.asarray(e)
-        assert a.shape == e.shape and (a.dtype == e.dtype or e.dtype.kind in "OUS"), (a.shape, e.shape, a.dtype, e.dtype)
+        assert a.shape == e.shape and (a.dtype == e.dtype or e.dtype.kind in "OUS"), (
+            a.shape,
+            e.shape,
+            a.dtype,
+            e.dtype,
+        )
         np.testing.assert_array_equal(a, e)
 
 
 _REPEATS = np.array([[2.5, -1.0, 2.5, 0.0], [-0.0, 7.0, -1.0, 2.5], [2.5, -1.0, 2.5, 0.0]], np.float32)
 
 
-@pytest.mark.parametrize("attributes", [
-    {}, {"sorted": 0}, {"axis": 0}, {"axis": 0, "sorted": 0}, {"axis": -1}, {"axis": 1, "sorted": 0},
-])
+@pytest.mark.parametrize(
+    "attributes",
+    [
+        {},
+        {"sorted": 0},
+        {"axis": 0},
+        {"axis": 0, "sorted": 0},
+        {"axis": -1},
+        {"axis": 1, "sorted": 0},
+    ],
+)
 def test_unique_matches_onnxruntime_and_jit_with_a_size_matches_eager(attributes, run_onnxruntime):
     model = _model("Unique", {"x": _REPEATS}, ["y", "indices", "inverse", "counts"], 11, **attributes)
     expected = run_onnxruntime(model, {"x": _REPEATS})
@@ -85,11 +98,18 @@ def test_unique_gradient_reaches_the_first_occurrences():
 
 
 def test_unique_size_too_small_raises_eagerly_and_at_run_time():
-    with pytest.raises(jaxonnx.OnnxValidationError, match=r"^Unique-28 found 3 unique values but `size`=2; the result would be truncated"):
+    with pytest.raises(
+        jaxonnx.OnnxValidationError,
+        match=r"^Unique-28 found 3 unique values but `size`=2; the result would be truncated",
+    ):
         ops.unique(np.array([1, 2, 3]), size=2)
     run = jax.jit(lambda x: ops.unique(x, size=2))
-    _assert_same(run(jnp.array([5, 4, 5])), (jnp.array([4, 5]), jnp.array([1, 0]), jnp.array([1, 0, 1]), jnp.array([1, 2])))
-    with pytest.raises(jax.errors.JaxRuntimeError, match=r"Unique found 3 unique values at run time but its output was given size=2"):
+    _assert_same(
+        run(jnp.array([5, 4, 5])), (jnp.array([4, 5]), jnp.array([1, 0]), jnp.array([1, 0, 1]), jnp.array([1, 2]))
+    )
+    with pytest.raises(
+        jax.errors.JaxRuntimeError, match=r"Unique found 3 unique values at run time but its output was given size=2"
+    ):
         np.asarray(run(jnp.array([1, 2, 3]))[0])
 
 
@@ -110,8 +130,13 @@ def test_reverse_sequence_matches_onnxruntime_with_traced_lengths(run_onnxruntim
     loaded = jaxonnx.load(model)
     _assert_same(loaded(x, lengths), expected)
     _assert_same(jax.jit(loaded)(x, lengths), expected)
-    swapped = _model("ReverseSequence", {"x": x.transpose(1, 0, 2), "lengths": lengths}, ["y"], 10, batch_axis=0, time_axis=1)
-    _assert_same(jax.jit(jaxonnx.load(swapped))(x.transpose(1, 0, 2), lengths), run_onnxruntime(swapped, {"x": x.transpose(1, 0, 2), "lengths": lengths}))
+    swapped = _model(
+        "ReverseSequence", {"x": x.transpose(1, 0, 2), "lengths": lengths}, ["y"], 10, batch_axis=0, time_axis=1
+    )
+    _assert_same(
+        jax.jit(jaxonnx.load(swapped))(x.transpose(1, 0, 2), lengths),
+        run_onnxruntime(swapped, {"x": x.transpose(1, 0, 2), "lengths": lengths}),
+    )
 
 
 def test_reverse_sequence_gradient_is_exact_with_traced_lengths():
@@ -127,8 +152,12 @@ def test_reverse_sequence_gradient_is_exact_with_traced_lengths():
 
 def test_reverse_sequence_of_strings_and_bad_lengths():
     words = np.array([["a", "b"], ["c", "d"], ["e", "f"]], dtype=object)
-    _assert_same([ops.reverse_sequence(words, np.array([3, 2]))], [np.array([["e", "d"], ["c", "b"], ["a", "f"]], dtype=object)])
-    with pytest.raises(jaxonnx.OnnxValidationError, match=r"^ReverseSequence-28 got `sequence_lens`\[1\]=4, outside \[0, 3\]"):
+    _assert_same(
+        [ops.reverse_sequence(words, np.array([3, 2]))], [np.array([["e", "d"], ["c", "b"], ["a", "f"]], dtype=object)]
+    )
+    with pytest.raises(
+        jaxonnx.OnnxValidationError, match=r"^ReverseSequence-28 got `sequence_lens`\[1\]=4, outside \[0, 3\]"
+    ):
         ops.reverse_sequence(words, np.array([1, 4]))
     with pytest.raises(jaxonnx.OnnxValidationError, match=r"one must be 0 and the other 1"):
         ops.reverse_sequence(words, np.array([1, 2]), batch_axis=1, time_axis=1)
@@ -138,7 +167,10 @@ def test_scatter_matches_onnxruntime(run_onnxruntime):
     # onnx's checker refuses Scatter in a model of opset 11 and later (deprecated there), so
     # models reach Scatter-9; Scatter-11 (negative indices) is checked in the op table.
     data = _rng.standard_normal((3, 4)).astype(np.float32)
-    for axis, indices in ((1, np.array([[3, 0, 1], [0, 2, 1]], np.int64)), (0, np.array([[1, 0, 2, 0], [2, 1, 0, 1]], np.int32))):
+    for axis, indices in (
+        (1, np.array([[3, 0, 1], [0, 2, 1]], np.int64)),
+        (0, np.array([[1, 0, 2, 0], [2, 1, 0, 1]], np.int32)),
+    ):
         feed = {"data": data, "indices": indices, "updates": _rng.standard_normal(indices.shape).astype(np.float32)}
         model = _model("Scatter", feed, ["out"], 10, axis=axis)
         _assert_same(jaxonnx.load(model)(*feed.values()), run_onnxruntime(model, feed))
@@ -154,12 +186,15 @@ def test_eye_like_matches_onnxruntime_and_is_known_at_trace_time(run_onnxruntime
         ops.eye_like(np.zeros(3))
 
 
-@pytest.mark.parametrize("x, axis, found", [
-    (np.zeros((3, 0), np.float32), 0, 1),  # three empty slices, all equal
-    (np.zeros((0, 2), np.float32), 0, 0),
-    (np.zeros((0, 2), np.float32), None, 0),
-    (np.array(5.0, np.float32), None, 1),
-])
+@pytest.mark.parametrize(
+    "x, axis, found",
+    [
+        (np.zeros((3, 0), np.float32), 0, 1),  # three empty slices, all equal
+        (np.zeros((0, 2), np.float32), 0, 0),
+        (np.zeros((0, 2), np.float32), None, 0),
+        (np.array(5.0, np.float32), None, 1),
+    ],
+)
 def test_unique_of_empty_slices_empty_inputs_and_scalars_is_the_same_eagerly_and_jitted(x, axis, found):
     eager = ops.unique(x, axis=axis)
     assert eager[3].tolist() == ([x.shape[0]] if found and x.ndim else [1] * found)

@@ -34,7 +34,9 @@ def test_nms_traced_gives_the_node_case_rows_first_then_out_of_range_padding(cas
     batches, classes, count = scores.shape
     assert got.shape == (min(int(limit[0]), count) * classes * batches, 3)
     np.testing.assert_array_equal(got[: len(expected)], expected)
-    np.testing.assert_array_equal(got[len(expected):], np.broadcast_to([batches, classes, count], (len(got) - len(expected), 3)))
+    np.testing.assert_array_equal(
+        got[len(expected) :], np.broadcast_to([batches, classes, count], (len(got) - len(expected), 3))
+    )
 
 
 def test_nms_traced_equals_exact_on_random_boxes_with_ties_and_degenerate_boxes():
@@ -49,22 +51,32 @@ def test_nms_traced_equals_exact_on_random_boxes_with_ties_and_degenerate_boxes(
         score_threshold = np.array([0.2], np.float32)
         center = int(trial % 2)
         exact = jaxonnx.ops.non_max_suppression(corners, scores, limit, iou, score_threshold, center_point_box=center)
-        traced = jax.jit(lambda b, s, i, t: jaxonnx.ops.non_max_suppression(b, s, limit, i, t, center_point_box=center))(
-            corners, scores, iou, score_threshold
-        )
+        traced = jax.jit(
+            lambda b, s, i, t: jaxonnx.ops.non_max_suppression(b, s, limit, i, t, center_point_box=center)
+        )(corners, scores, iou, score_threshold)
         traced = np.asarray(traced)
         np.testing.assert_array_equal(traced[: len(exact)], exact)
-        assert (traced[len(exact):] == [batches, classes, count]).all()
+        assert (traced[len(exact) :] == [batches, classes, count]).all()
 
 
 def test_nms_matches_onnxruntime_on_random_boxes(run_onnxruntime):
     rng = np.random.default_rng(1)
     boxes = rng.uniform(0, 3, (2, 10, 4)).astype(np.float32)
     scores = rng.uniform(0, 1, (2, 3, 10)).astype(np.float32)
-    feed = {"b": boxes, "s": scores, "m": np.array([4], np.int64), "i": np.array([0.3], np.float32), "t": np.array([0.2], np.float32)}
+    feed = {
+        "b": boxes,
+        "s": scores,
+        "m": np.array([4], np.int64),
+        "i": np.array([0.3], np.float32),
+        "t": np.array([0.2], np.float32),
+    }
     node = helper.make_node("NonMaxSuppression", list(feed), ["y"])
-    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info(k, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape) for k, v in feed.items()],
-                              [helper.make_tensor_value_info("y", TensorProto.INT64, None)])
+    graph = helper.make_graph(
+        [node],
+        "g",
+        [helper.make_tensor_value_info(k, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape) for k, v in feed.items()],
+        [helper.make_tensor_value_info("y", TensorProto.INT64, None)],
+    )
     expected = run_onnxruntime(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)]), feed)[0]
     np.testing.assert_array_equal(jaxonnx.ops.non_max_suppression(*feed.values()), expected)
 
@@ -72,11 +84,15 @@ def test_nms_matches_onnxruntime_on_random_boxes(run_onnxruntime):
 def test_nms_size_hint_pads_with_fill_value_and_refuses_truncation():
     inputs, attributes, expected = _nms_case_arrays(_NMS_CASES[0])
     boxes, scores, limit, *thresholds = inputs
-    run = jax.jit(lambda b, size, fill=None: jaxonnx.ops.non_max_suppression(b, scores, limit, *thresholds, size=size, fill_value=fill, **attributes),
-                  static_argnums=(1, 2))
+    run = jax.jit(
+        lambda b, size, fill=None: jaxonnx.ops.non_max_suppression(
+            b, scores, limit, *thresholds, size=size, fill_value=fill, **attributes
+        ),
+        static_argnums=(1, 2),
+    )
     got = np.asarray(run(boxes, len(expected) + 2, -1))
     np.testing.assert_array_equal(got[: len(expected)], expected)
-    assert (got[len(expected):] == -1).all()
+    assert (got[len(expected) :] == -1).all()
     with pytest.raises(Exception, match="selected 3 boxes at run time but its output was given size=2"):
         np.asarray(run(boxes, 2))
     with pytest.raises(OnnxValidationError, match="selected 3 boxes but `size`=2"):
@@ -103,8 +119,12 @@ def test_nms_in_32_bit_mode(x64_off):
 def _single_node_model(op, inputs, opset, output_type=TensorProto.FLOAT, **attributes):
     node = helper.make_node(op, list(inputs), ["y"], **attributes)
     graph = helper.make_graph(
-        [node], "g",
-        [helper.make_tensor_value_info(k, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape) for k, v in inputs.items()],
+        [node],
+        "g",
+        [
+            helper.make_tensor_value_info(k, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)
+            for k, v in inputs.items()
+        ],
         [helper.make_tensor_value_info("y", output_type, None)],
     )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
@@ -124,7 +144,10 @@ def test_max_unpool_output_shape_reads_indices_in_the_output_shape_as_onnxruntim
 @pytest.mark.parametrize("scales", [[1.0, 1.0, 2.0, 3.0], [1.0, 1.0, 1.5, 2.5]])
 @pytest.mark.parametrize("mode", ["nearest", "linear"])
 def test_upsample_matches_onnxruntime(run_onnxruntime, mode, scales):
-    feed = {"x": np.random.default_rng(4).standard_normal((1, 2, 3, 4)).astype(np.float32), "s": np.array(scales, np.float32)}
+    feed = {
+        "x": np.random.default_rng(4).standard_normal((1, 2, 3, 4)).astype(np.float32),
+        "s": np.array(scales, np.float32),
+    }
     expected = run_onnxruntime(_single_node_model("Upsample", feed, 9, mode=mode), feed)[0]
     np.testing.assert_allclose(jaxonnx.ops.upsample(*feed.values(), mode=mode), expected, rtol=1e-6, atol=1e-6)
 
@@ -140,7 +163,10 @@ def test_global_max_pool_at_every_rank_matches_onnxruntime(run_onnxruntime, shap
 
 _FEATURES = np.random.default_rng(6).standard_normal((2, 3, 6, 7)).astype(np.float32)
 # Inside, partly outside, larger than the map, tiny and reversed RoIs.
-_ROIS = np.array([[0.5, 1.0, 5.5, 4.0], [-2.0, 3.0, 4.0, 9.0], [-8.0, -6.0, 15.0, 13.0], [2.0, 2.0, 2.4, 2.3], [4.0, 4.0, 1.0, 2.0]], np.float32)
+_ROIS = np.array(
+    [[0.5, 1.0, 5.5, 4.0], [-2.0, 3.0, 4.0, 9.0], [-8.0, -6.0, 15.0, 13.0], [2.0, 2.0, 2.4, 2.3], [4.0, 4.0, 1.0, 2.0]],
+    np.float32,
+)
 _ROI_BATCHES = np.array([0, 1, 1, 0, 1], np.int64)
 
 
@@ -163,9 +189,15 @@ def test_roi_align_gradient_with_respect_to_x():
 
     x = jnp.asarray(_FEATURES, jnp.float64)
     for mode, rois in (("avg", _ROIS), ("max", _ROIS[:1])):
-        f = lambda x: jaxonnx.ops.roi_align(x, _ROIS.astype(np.float64) if mode == "avg" else rois.astype(np.float64),
-                                            _ROI_BATCHES if mode == "avg" else _ROI_BATCHES[:1], output_height=2, output_width=2,
-                                            mode=mode, sampling_ratio=2)
+        f = lambda x: jaxonnx.ops.roi_align(
+            x,
+            _ROIS.astype(np.float64) if mode == "avg" else rois.astype(np.float64),
+            _ROI_BATCHES if mode == "avg" else _ROI_BATCHES[:1],
+            output_height=2,
+            output_width=2,
+            mode=mode,
+            sampling_ratio=2,
+        )
         check_grads(jax.jit(f), (x,), order=1, modes=("rev", "fwd"))
 
 
@@ -222,8 +254,12 @@ def test_affine_grid_gradient_with_respect_to_theta_and_identity_warp():
         theta_3d = rng.standard_normal((2, 3, 4))
         start = theta if len(size) == 4 else theta_3d
         for corners in (0, 1):
-            check_grads(lambda t: jaxonnx.ops.affine_grid(t, np.array(size), align_corners=corners), (jnp.asarray(start),),
-                        order=1, modes=("rev", "fwd"))
+            check_grads(
+                lambda t: jaxonnx.ops.affine_grid(t, np.array(size), align_corners=corners),
+                (jnp.asarray(start),),
+                order=1,
+                modes=("rev", "fwd"),
+            )
     # The identity map samples every pixel centre: the image comes back.
     identity = np.array([[[1.0, 0, 0], [0, 1, 0]]] * 2)
     np.testing.assert_allclose(warp(identity), x, atol=1e-12)
@@ -235,8 +271,12 @@ def test_deform_conv_with_zero_offsets_is_conv(spatial):
     x = rng.standard_normal((2, 4) + (5, 6, 4)[:spatial])
     w = rng.standard_normal((6, 2) + (2, 3, 2)[:spatial])
     b = rng.standard_normal(6)
-    attributes = {"group": 2, "strides": [2, 1, 1][:spatial], "pads": [1, 0, 1][:spatial] + [0, 1, 1][:spatial],
-                  "dilations": [1, 2, 1][:spatial]}
+    attributes = {
+        "group": 2,
+        "strides": [2, 1, 1][:spatial],
+        "pads": [1, 0, 1][:spatial] + [0, 1, 1][:spatial],
+        "dilations": [1, 2, 1][:spatial],
+    }
     expected = jaxonnx.ops.conv(x, w, b, **attributes)
     offsets = np.zeros((2, 2 * int(np.prod(w.shape[2:])) * spatial, *expected.shape[2:]))
     got = jax.jit(lambda x, o: jaxonnx.ops.deform_conv(x, w, o, b, offset_group=2, **attributes))(x, offsets)
@@ -253,6 +293,7 @@ def test_deform_conv_gradients_with_respect_to_every_input():
     mask = rng.uniform(0.2, 1.0, (1, 8, 4, 4))
     inputs = [x, w, offsets, b, mask]
     for i in range(5):
+
         def f(value, i=i):
             args = list(inputs)
             args[i] = value
@@ -293,8 +334,11 @@ def test_jit_with_x64_off_matches_x64_on(op, example):
     expected = op(*example.inputs, **example.attributes)
     expected = expected if isinstance(expected, tuple) else (expected,)
     names = op.formal_names(len(example.inputs))
-    traced = [i for i, (name, x) in enumerate(zip(names, example.inputs))
-              if x is not None and name not in op.contract.static and name != "max_output_boxes_per_class"]
+    traced = [
+        i
+        for i, (name, x) in enumerate(zip(names, example.inputs))
+        if x is not None and name not in op.contract.static and name != "max_output_boxes_per_class"
+    ]
 
     def run(*values):
         args = list(example.inputs)
@@ -334,9 +378,16 @@ def _detection_model():
         numpy_helper.from_array(np.array([0.7], np.float32), "score_min"),
     ]
     graph = helper.make_graph(
-        nodes, "detect",
-        [helper.make_tensor_value_info("boxes", TensorProto.FLOAT, [2, 6, 4]), helper.make_tensor_value_info("scores", TensorProto.FLOAT, [2, 3, 6])],
-        [helper.make_tensor_value_info("selected", TensorProto.INT64, None), helper.make_tensor_value_info("picked", TensorProto.FLOAT, None)],
+        nodes,
+        "detect",
+        [
+            helper.make_tensor_value_info("boxes", TensorProto.FLOAT, [2, 6, 4]),
+            helper.make_tensor_value_info("scores", TensorProto.FLOAT, [2, 3, 6]),
+        ],
+        [
+            helper.make_tensor_value_info("selected", TensorProto.INT64, None),
+            helper.make_tensor_value_info("picked", TensorProto.FLOAT, None),
+        ],
         initializer=initializers,
     )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
@@ -365,8 +416,12 @@ def test_upsample_linear_gradient():
     from jax.test_util import check_grads
 
     x = np.random.default_rng(15).standard_normal((1, 2, 3, 4))
-    check_grads(lambda x: jaxonnx.ops.upsample(x, np.array([1.0, 1.0, 1.5, 2.5], np.float32), mode="linear"),
-                (jnp.asarray(x),), order=1, modes=("rev", "fwd"))
+    check_grads(
+        lambda x: jaxonnx.ops.upsample(x, np.array([1.0, 1.0, 1.5, 2.5], np.float32), mode="linear"),
+        (jnp.asarray(x),),
+        order=1,
+        modes=("rev", "fwd"),
+    )
 
 
 _F = np.zeros((1, 2, 4, 4), np.float32)
@@ -375,31 +430,77 @@ _F = np.zeros((1, 2, 4, 4), np.float32)
 @pytest.mark.parametrize(
     "call, message",
     [
-        (lambda: jaxonnx.ops.global_max_pool(np.zeros((2, 3), np.float32)), r"needs `X` of rank >= 3 .* got shape \(2, 3\)"),
+        (
+            lambda: jaxonnx.ops.global_max_pool(np.zeros((2, 3), np.float32)),
+            r"needs `X` of rank >= 3 .* got shape \(2, 3\)",
+        ),
         (lambda: jaxonnx.ops.lrn(_F, size=0), r"needs a positive `size`.* got 0"),
         (lambda: jaxonnx.ops.lp_pool(_F, kernel_shape=[2, 2], p=0), r"needs a positive `p`, got 0"),
         (lambda: jaxonnx.ops.lp_pool(_F, kernel_shape=[2]), r"got `kernel_shape`=\[2\]"),
-        (lambda: jaxonnx.ops.max_unpool(np.zeros((1, 1, 2), np.float32), np.array([[[0, 9]]]), kernel_shape=[2], strides=[2]),
-         r"got `I` with indices in \[0, 9\] for an output of shape \[1, 1, 4\]"),
+        (
+            lambda: jaxonnx.ops.max_unpool(
+                np.zeros((1, 1, 2), np.float32), np.array([[[0, 9]]]), kernel_shape=[2], strides=[2]
+            ),
+            r"got `I` with indices in \[0, 9\] for an output of shape \[1, 1, 4\]",
+        ),
         (lambda: jaxonnx.ops.upsample(_F, np.array([1.0, 1.0, 0.5, 2.0], np.float32)), r"needs `scales` of at least 1"),
         (lambda: jaxonnx.ops.upsample(_F, np.array([1.0, 2.0], np.float32)), r"needs float `scales`, one per axis"),
-        (lambda: jaxonnx.ops.non_max_suppression(np.zeros((1, 3, 4), np.float32), np.zeros((1, 2, 4), np.float32)),
-         r"needs `scores` of shape \(batches, classes, boxes\) = \(1, classes, 3\)"),
-        (lambda: jaxonnx.ops.non_max_suppression(np.zeros((1, 3, 4), np.float32), np.zeros((1, 2, 3), np.float32), center_point_box=2),
-         r"got `center_point_box`=2"),
-        (lambda: jaxonnx.ops.non_max_suppression(np.zeros((1, 3, 4), np.float32), np.zeros((1, 2, 3), np.float32), np.array([1]),
-                                                 np.array([1.5], np.float32)), r"needs `iou_threshold` in \[0, 1\], got 1.5"),
-        (lambda: jaxonnx.ops.roi_align(_F, np.zeros((1, 4), np.float32), np.array([3])), r"got `batch_indices` \[3\] for `X` of 1 images"),
-        (lambda: jaxonnx.ops.roi_align(_F, np.zeros((1, 4), np.float32), np.array([0]), mode="sum"), r"got `mode`='sum'"),
-        (lambda: jaxonnx.ops.max_roi_pool(_F, np.zeros((1, 5), np.float32), pooled_shape=[2, 0]), r"needs `pooled_shape` of two positive sizes"),
-        (lambda: jaxonnx.ops.grid_sample(_F, np.zeros((1, 2, 2, 3), np.float32)), r"needs `X` of shape \(N, C, D1, ..., Dr\) and `grid`"),
-        (lambda: jaxonnx.ops.grid_sample(_F, np.zeros((1, 2, 2, 2), np.float32), mode="bilinear"), r"got `mode`='bilinear'"),
-        (lambda: jaxonnx.ops.grid_sample(_F.astype(np.int32), np.zeros((1, 2, 2, 2), np.float32)), r"needs a float `X` in linear mode"),
-        (lambda: jaxonnx.ops.affine_grid(np.zeros((1, 2, 3), np.float32), np.array([2, 1, 4, 4])), r"needs `theta` of shape \(2, 2, 3\)"),
-        (lambda: jaxonnx.ops.col2im(np.zeros((1, 4, 5), np.float32), np.array([3, 3]), np.array([2, 2])), r"needs `input` of shape \(N, C \* 4, 4\)"),
+        (
+            lambda: jaxonnx.ops.non_max_suppression(np.zeros((1, 3, 4), np.float32), np.zeros((1, 2, 4), np.float32)),
+            r"needs `scores` of shape \(batches, classes, boxes\) = \(1, classes, 3\)",
+        ),
+        (
+            lambda: jaxonnx.ops.non_max_suppression(
+                np.zeros((1, 3, 4), np.float32), np.zeros((1, 2, 3), np.float32), center_point_box=2
+            ),
+            r"got `center_point_box`=2",
+        ),
+        (
+            lambda: jaxonnx.ops.non_max_suppression(
+                np.zeros((1, 3, 4), np.float32),
+                np.zeros((1, 2, 3), np.float32),
+                np.array([1]),
+                np.array([1.5], np.float32),
+            ),
+            r"needs `iou_threshold` in \[0, 1\], got 1.5",
+        ),
+        (
+            lambda: jaxonnx.ops.roi_align(_F, np.zeros((1, 4), np.float32), np.array([3])),
+            r"got `batch_indices` \[3\] for `X` of 1 images",
+        ),
+        (
+            lambda: jaxonnx.ops.roi_align(_F, np.zeros((1, 4), np.float32), np.array([0]), mode="sum"),
+            r"got `mode`='sum'",
+        ),
+        (
+            lambda: jaxonnx.ops.max_roi_pool(_F, np.zeros((1, 5), np.float32), pooled_shape=[2, 0]),
+            r"needs `pooled_shape` of two positive sizes",
+        ),
+        (
+            lambda: jaxonnx.ops.grid_sample(_F, np.zeros((1, 2, 2, 3), np.float32)),
+            r"needs `X` of shape \(N, C, D1, ..., Dr\) and `grid`",
+        ),
+        (
+            lambda: jaxonnx.ops.grid_sample(_F, np.zeros((1, 2, 2, 2), np.float32), mode="bilinear"),
+            r"got `mode`='bilinear'",
+        ),
+        (
+            lambda: jaxonnx.ops.grid_sample(_F.astype(np.int32), np.zeros((1, 2, 2, 2), np.float32)),
+            r"needs a float `X` in linear mode",
+        ),
+        (
+            lambda: jaxonnx.ops.affine_grid(np.zeros((1, 2, 3), np.float32), np.array([2, 1, 4, 4])),
+            r"needs `theta` of shape \(2, 2, 3\)",
+        ),
+        (
+            lambda: jaxonnx.ops.col2im(np.zeros((1, 4, 5), np.float32), np.array([3, 3]), np.array([2, 2])),
+            r"needs `input` of shape \(N, C \* 4, 4\)",
+        ),
         (lambda: jaxonnx.ops.center_crop_pad(_F, np.array([2, 2]), axes=[1, 1]), r"got repeated `axes` \[1, 1\]"),
-        (lambda: jaxonnx.ops.deform_conv(_F, np.zeros((1, 2, 2, 2), np.float32), np.zeros((1, 8, 2, 2), np.float32)),
-         r"needs `offset` of shape \(1, 8, 3, 3\)"),
+        (
+            lambda: jaxonnx.ops.deform_conv(_F, np.zeros((1, 2, 2, 2), np.float32), np.zeros((1, 8, 2, 2), np.float32)),
+            r"needs `offset` of shape \(1, 8, 3, 3\)",
+        ),
     ],
 )
 def test_bad_inputs_raise_sentences_naming_the_argument(call, message):

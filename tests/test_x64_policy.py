@@ -74,11 +74,17 @@ def test_x64_off_as_jax_gives_the_32_bit_counterpart(values, wide, narrow):
 @pytest.mark.usefixtures("x64_off")
 @pytest.mark.parametrize(
     ("value", "dtype", "shown"),
-    [([1, 2**31], np.int64, "2147483648 at position (1,)"), ([-(2**31) - 1], np.int64, "-2147483649"),
-     ([2**32], np.uint64, "4294967296"), (2**40, np.int64, "1099511627776")],
+    [
+        ([1, 2**31], np.int64, "2147483648 at position (1,)"),
+        ([-(2**31) - 1], np.int64, "-2147483649"),
+        ([2**32], np.uint64, "4294967296"),
+        (2**40, np.int64, "1099511627776"),
+    ],
 )
 def test_x64_off_as_jax_refuses_an_integer_that_does_not_fit(value, dtype, shown):
-    with pytest.raises(jaxonnx.OnnxTypeError, match=rf"^The input 'v' holds the \w+ value {re.escape(shown)}.*does not fit"):
+    with pytest.raises(
+        jaxonnx.OnnxTypeError, match=rf"^The input 'v' holds the \w+ value {re.escape(shown)}.*does not fit"
+    ):
         as_jax(np.array(value, dtype), what="input 'v'")
 
 
@@ -98,9 +104,12 @@ def test_x64_off_a_numpy_int64_input_that_decides_a_shape_is_accepted(x64_off, r
     data = np.arange(6, dtype=np.float32).reshape(2, 3)
     value = {"Reshape": np.array([3, 2]), "Expand": np.array([2, 2, 3]), "Tile": np.array([2, 1])}[op_type]
     graph = helper.make_graph(
-        [helper.make_node(op_type, ["data", formal], ["y"])], "g",
-        [helper.make_tensor_value_info("data", TensorProto.FLOAT, [2, 3]),
-         helper.make_tensor_value_info(formal, TensorProto.INT64, [len(value)])],
+        [helper.make_node(op_type, ["data", formal], ["y"])],
+        "g",
+        [
+            helper.make_tensor_value_info("data", TensorProto.FLOAT, [2, 3]),
+            helper.make_tensor_value_info(formal, TensorProto.INT64, [len(value)]),
+        ],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
     )
     proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
@@ -131,7 +140,9 @@ def test_x64_off_an_eager_int64_input_that_does_not_fit_raises_naming_it(x64_off
     model = _load_quietly(_gather_model())
     indices = INDICES.copy()
     indices[2, 1] = 2**40
-    with pytest.raises(jaxonnx.OnnxTypeError, match=r"The input 'indices' holds the int64 value 1099511627776 at position \(2, 1\)"):
+    with pytest.raises(
+        jaxonnx.OnnxTypeError, match=r"The input 'indices' holds the int64 value 1099511627776 at position \(2, 1\)"
+    ):
         model(DATA, indices)
     with pytest.raises(jaxonnx.OnnxTypeError, match=r"The input 'indices' holds the int64 value"):
         model.run({"data": DATA, "indices": indices})
@@ -165,14 +176,23 @@ def test_x64_off_64_bit_outputs_and_double_inputs_compute_in_32_bits(x64_off, ru
         [vi("x", TensorProto.DOUBLE, [3]), vi("indices", TensorProto.INT64, [2]), vi("labels", TensorProto.INT64, [2])],
         [vi("gathered", TensorProto.DOUBLE, [2]), vi("flat_labels", TensorProto.INT64, [1, 2])],
     )
-    feed = {"x": np.array([0.5, 1.25, -3.0]), "indices": np.array([2, 0], np.int64), "labels": np.array([-7, 2**31 - 1], np.int64)}
+    feed = {
+        "x": np.array([0.5, 1.25, -3.0]),
+        "indices": np.array([2, 0], np.int64),
+        "labels": np.array([-7, 2**31 - 1], np.int64),
+    }
     expected = run_onnxruntime(proto, feed)
     with pytest.warns(jaxonnx.X64Warning) as record:
         model = jaxonnx.load(proto)
     assert len(record) == 1  # one warning per model, listing every 64-bit input and output
     message = str(record[0].message)
-    for listed in ["input 'x' (double as float)", "input 'indices' (int64 as int32)", "input 'labels' (int64 as int32)",
-                   "output 'gathered' (double as float)", "output 'flat_labels' (int64 as int32)"]:
+    for listed in [
+        "input 'x' (double as float)",
+        "input 'indices' (int64 as int32)",
+        "input 'labels' (int64 as int32)",
+        "output 'gathered' (double as float)",
+        "output 'flat_labels' (int64 as int32)",
+    ]:
         assert listed in message
     for outputs in (model(*feed.values()), jax.jit(model)(*feed.values())):
         assert [o.dtype for o in outputs] == [np.float32, np.int32]
@@ -206,8 +226,10 @@ def test_x64_off_static_values_stay_exact_int64(x64_off):
         ],
         [vi("x", TensorProto.FLOAT, [5])],
         [vi("y", TensorProto.FLOAT, [5])],
-        [numpy_helper.from_array(np.array([v], np.int64), k)
-         for k, v in {"starts": -1, "ends": INT64_MIN, "axes": 0, "steps": -1, "zero": 0}.items()],
+        [
+            numpy_helper.from_array(np.array([v], np.int64), k)
+            for k, v in {"starts": -1, "ends": INT64_MIN, "axes": 0, "steps": -1, "zero": 0}.items()
+        ],
     )
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no 64-bit graph input or output: no warning
@@ -243,5 +265,7 @@ def test_x64_on_nothing_warns_and_every_type_stays_exact():
     for (y,) in (model(np.array([True, False]), a, b), jax.jit(model)(np.array([True, False]), a, b)):
         assert y.dtype == np.uint64 and np.asarray(y).tolist() == [2**63 + 1, 2**64 - 1]
     # An int32 array is not an int64 input when x64 is on: no cast, no narrowing note.
-    with pytest.raises(jaxonnx.OnnxTypeError, match=r"declared tensor\(uint64\) but got dtype uint32; jaxonnx does not cast inputs\.$"):
+    with pytest.raises(
+        jaxonnx.OnnxTypeError, match=r"declared tensor\(uint64\) but got dtype uint32; jaxonnx does not cast inputs\.$"
+    ):
         model(np.array([True, False]), jnp.asarray(a.astype(np.uint32)), b)

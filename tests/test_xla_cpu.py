@@ -98,7 +98,9 @@ def test_this_process_compiles_what_it_reports():
     exactly when jaxonnx says so, and give the same values as YNNPACK's."""
     rng = np.random.default_rng(0)
     x, w = rng.standard_normal((1, 9, 9, 24)).astype(np.float32), rng.standard_normal((3, 3, 24, 32)).astype(np.float32)
-    conv = jax.jit(lambda x, w: jax.lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")))
+    conv = jax.jit(
+        lambda x, w: jax.lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+    )
     compiled = conv.lower(x, w).compile()
     assert ("__ynn_fusion" in compiled.as_text()) == ynn_convolutions()
     got = np.asarray(compiled(x, w), np.float64)
@@ -169,5 +171,6 @@ def test_dispatch_is_left_alone_where_it_must_be(before, env):
 def test_setting_dispatch_back_after_the_import_keeps_jaxs_default():
     code = _DISPATCH_REPORT.format(before="").replace(
         "from jaxonnx._xla_cpu import DISPATCHES_INLINE",
-        "from jaxonnx._xla_cpu import DISPATCHES_INLINE\njax.config.update('jax_cpu_enable_async_dispatch', True)")
+        "from jaxonnx._xla_cpu import DISPATCHES_INLINE\njax.config.update('jax_cpu_enable_async_dispatch', True)",
+    )
     assert _fresh_process(code, JAX_PLATFORMS="cpu") == "True|True|False"

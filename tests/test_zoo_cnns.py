@@ -55,22 +55,32 @@ class _Net:
         return self.node("Conv", inputs, kernel_shape=[k, k], strides=[stride, stride], pads=[pad] * 4, group=group)
 
     def batch_norm(self, x, c, opset):
-        inputs = [x, self.weight((c,), positive=True), self.weight((c,), 0.1), self.weight((c,), 0.1),
-                  self.weight((c,), positive=True)]
+        inputs = [
+            x,
+            self.weight((c,), positive=True),
+            self.weight((c,), 0.1),
+            self.weight((c,), 0.1),
+            self.weight((c,), positive=True),
+        ]
         # BatchNormalization-1..6 require consumed_inputs / take is_test; 7+ take neither.
         extra = {"consumed_inputs": [0, 0, 0, 1, 1]} if opset < 6 else {"is_test": 1} if opset < 7 else {}
         return self.node("BatchNormalization", inputs, epsilon=1e-5, **extra)
 
     def model(self, x_shape, output, opset):
         graph = helper.make_graph(
-            self.nodes, "zoo", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x_shape))],
-            [helper.make_tensor_value_info(output, TensorProto.FLOAT, None)], self.initializers)
+            self.nodes,
+            "zoo",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x_shape))],
+            [helper.make_tensor_value_info(output, TensorProto.FLOAT, None)],
+            self.initializers,
+        )
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
         model.ir_version = 3 if opset <= 8 else 4
         return model
 
 
 # -- the zoo families ----------------------------------------------------------------------
+
 
 def _classifier(net, x, c, classes=10):
     """Global pooling, Flatten and Gemm: the zoo's classifier heads."""
@@ -140,6 +150,7 @@ def resnet50(opset):
 
 def _inception(net, x, c, widths, opset, batch_norm=False):
     """An inception module: 1x1, 1x1-3x3, 1x1-5x5 (or two 3x3), pool-1x1, concatenated."""
+
     def unit(y, c_in, c_out, k=1):
         y = net.conv(y, c_in, c_out, k=k, bias=not batch_norm)
         return net.node("Relu", [net.batch_norm(y, c_out, opset) if batch_norm else y])
@@ -148,8 +159,9 @@ def _inception(net, x, c, widths, opset, batch_norm=False):
     branch_1 = unit(x, c, a)
     branch_3 = unit(unit(x, c, b), b, b, k=3)
     branch_5 = unit(unit(unit(x, c, d), d, d, k=3), d, d, k=3) if batch_norm else unit(unit(x, c, d), d, d, k=5)
-    pool = net.node("AveragePool" if batch_norm else "MaxPool", [x], kernel_shape=[3, 3], strides=[1, 1],
-                    pads=[1, 1, 1, 1])
+    pool = net.node(
+        "AveragePool" if batch_norm else "MaxPool", [x], kernel_shape=[3, 3], strides=[1, 1], pads=[1, 1, 1, 1]
+    )
     branch_pool = unit(pool, c, e)
     return net.node("Concat", [branch_1, branch_3, branch_5, branch_pool], axis=1), a + b + d + e
 
@@ -258,6 +270,7 @@ def test_zoo_cnn_with_default_options_equals_onnxruntime(family, opset, run_onnx
 
 # -- each op the layout pass rewrites, at every registered version --------------------------
 
+
 def _versions(op_type):
     return REGISTRY.supported_ops()[op_type]
 
@@ -271,8 +284,12 @@ def _after_convs(version, build):
     outputs = build(net, a, b)
     outputs = outputs if isinstance(outputs, list) else [outputs]
     graph = helper.make_graph(
-        net.nodes, "op", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 6, 5])],
-        [helper.make_tensor_value_info(name, TensorProto.UNDEFINED, None) for name in outputs], net.initializers)
+        net.nodes,
+        "op",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 6, 5])],
+        [helper.make_tensor_value_info(name, TensorProto.UNDEFINED, None) for name in outputs],
+        net.initializers,
+    )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", version)])
 
 
@@ -301,6 +318,7 @@ def _reduction(op_type):
             else:
                 outputs.append(net.node(op_type, [a], axes=axes, keepdims=keepdims))
         return outputs
+
     return build
 
 
@@ -309,6 +327,7 @@ def _pools(op_type):
         if op_type.startswith("Global"):
             return net.node(op_type, [a])
         return net.node(op_type, [a], kernel_shape=[3, 2], strides=[2, 1], pads=[1, 0, 1, 1])
+
     return build
 
 
@@ -319,8 +338,21 @@ _REWRITTEN = {
     "Split": _split,
     "Resize": _resize,
     **{op: _pools(op) for op in ("MaxPool", "AveragePool", "GlobalMaxPool", "GlobalAveragePool")},
-    **{op: _reduction(op) for op in ("ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax",
-                                     "ReduceMean", "ReduceMin", "ReduceProd", "ReduceSum", "ReduceSumSquare")},
+    **{
+        op: _reduction(op)
+        for op in (
+            "ReduceL1",
+            "ReduceL2",
+            "ReduceLogSum",
+            "ReduceLogSumExp",
+            "ReduceMax",
+            "ReduceMean",
+            "ReduceMin",
+            "ReduceProd",
+            "ReduceSum",
+            "ReduceSumSquare",
+        )
+    },
 }
 # Ops the pass hands back in ONNX's layout (an axis it does not move): they must see it so.
 _HANDED_BACK = {
@@ -329,15 +361,20 @@ _HANDED_BACK = {
     "LRN": lambda net, a, b, v: net.node("LRN", [a], size=3),
     "Flatten": lambda net, a, b, v: net.node("Flatten", [a], axis=2),
     "Transpose": lambda net, a, b, v: net.node("Transpose", [a], perm=[0, 2, 3, 1]),
-    "Pad": lambda net, a, b, v: (net.node("Pad", [a], paddings=[0, 1, 0, 2, 0, 0, 1, 0]) if v < 2 else
-                                 net.node("Pad", [a], pads=[0, 1, 0, 2, 0, 0, 1, 0]) if v < 11 else
-                                 net.node("Pad", [a, net.const([0, 1, 0, 2, 0, 0, 1, 0])])),
+    "Pad": lambda net, a, b, v: (
+        net.node("Pad", [a], paddings=[0, 1, 0, 2, 0, 0, 1, 0])
+        if v < 2
+        else net.node("Pad", [a], pads=[0, 1, 0, 2, 0, 0, 1, 0])
+        if v < 11
+        else net.node("Pad", [a, net.const([0, 1, 0, 2, 0, 0, 1, 0])])
+    ),
 }
 
 
 def _elementwise(op_type):
     """Unary ops on a channels-last value; binary and variadic ones on two of them, and from
     their numpy-broadcasting version on also against constants of ranks 1 and 3."""
+
     def build(net, a, b, version):
         logical = op_type in ("And", "Or", "Xor") or (op_type == "Equal" and version < 11)  # bool/int only
         if logical:
@@ -350,8 +387,26 @@ def _elementwise(op_type):
                 return net.node("Clip", [a], min=-0.5, max=0.5)
             return net.node("Clip", [a, net.const(-0.5, np.float32), net.const(0.5, np.float32)])
         attributes = {"fmod": 1} if op_type == "Mod" else {}
-        if op_type in ("Abs", "Relu", "Sigmoid", "Tanh", "Exp", "Neg", "Floor", "Ceil", "Reciprocal", "Sqrt",
-                       "Log", "LeakyRelu", "Elu", "Selu", "HardSigmoid", "Softsign", "Softplus", "Identity"):
+        if op_type in (
+            "Abs",
+            "Relu",
+            "Sigmoid",
+            "Tanh",
+            "Exp",
+            "Neg",
+            "Floor",
+            "Ceil",
+            "Reciprocal",
+            "Sqrt",
+            "Log",
+            "LeakyRelu",
+            "Elu",
+            "Selu",
+            "HardSigmoid",
+            "Softsign",
+            "Softplus",
+            "Identity",
+        ):
             if version < 6 and op_type not in ("Identity", "Softsign", "Softplus"):
                 attributes["consumed_inputs"] = [0]
             return net.node(op_type, [a], **attributes)
@@ -369,16 +424,51 @@ def _elementwise(op_type):
                     other = net.node("Greater", [other, net.const(0.0, np.float32)])
                 outputs.append(net.node(op_type, [a, other], **attributes))
         return outputs
+
     return build
 
 
 _BROADCASTS_FROM = {
-    "Add": 7, "Sub": 7, "Mul": 7, "Div": 7, "Pow": 7, "Max": 8, "Min": 8, "Sum": 8, "Mean": 8, "PRelu": 7,
-    "Equal": 7, "Greater": 7, "Less": 7, "GreaterOrEqual": 12, "LessOrEqual": 12, "And": 7, "Or": 7, "Xor": 7,
+    "Add": 7,
+    "Sub": 7,
+    "Mul": 7,
+    "Div": 7,
+    "Pow": 7,
+    "Max": 8,
+    "Min": 8,
+    "Sum": 8,
+    "Mean": 8,
+    "PRelu": 7,
+    "Equal": 7,
+    "Greater": 7,
+    "Less": 7,
+    "GreaterOrEqual": 12,
+    "LessOrEqual": 12,
+    "And": 7,
+    "Or": 7,
+    "Xor": 7,
     "Mod": 10,
 }
-_UNARY = ("Abs", "Relu", "Sigmoid", "Tanh", "Exp", "Neg", "Floor", "Ceil", "Reciprocal", "Sqrt", "Log",
-          "LeakyRelu", "Elu", "Selu", "HardSigmoid", "Softsign", "Softplus", "Identity")
+_UNARY = (
+    "Abs",
+    "Relu",
+    "Sigmoid",
+    "Tanh",
+    "Exp",
+    "Neg",
+    "Floor",
+    "Ceil",
+    "Reciprocal",
+    "Sqrt",
+    "Log",
+    "LeakyRelu",
+    "Elu",
+    "Selu",
+    "HardSigmoid",
+    "Softsign",
+    "Softplus",
+    "Identity",
+)
 _ELEMENTWISE = {op: _elementwise(op) for op in (*_BROADCASTS_FROM, *_UNARY, "Where", "Clip")}
 
 

@@ -49,8 +49,16 @@ class Tagger(nn.Module):
 
 def _export(module, path):
     x = torch.randn(7, 3, INPUT)
-    torch.onnx.export(module, (x,), path, dynamo=False, input_names=["x"], output_names=["y"],
-                      dynamic_axes={"x": {0: "seq", 1: "batch"}, "y": {0: "seq", 1: "batch"}}, opset_version=17)
+    torch.onnx.export(
+        module,
+        (x,),
+        path,
+        dynamo=False,
+        input_names=["x"],
+        output_names=["y"],
+        dynamic_axes={"x": {0: "seq", 1: "batch"}, "y": {0: "seq", 1: "batch"}},
+        opset_version=17,
+    )
     proto = onnx.load(path)
     for node in proto.graph.node:
         node.doc_string = ""

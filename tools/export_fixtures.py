@@ -69,7 +69,9 @@ def _import_torchvision_models():
     try:
         from torchvision import models  # noqa: F401
     except (RuntimeError, OSError, ImportError) as error:
-        warnings.warn(f"torchvision's extension does not load ({error}); importing its model modules only.")
+        warnings.warn(
+            f"torchvision's extension does not load ({error}); importing its model modules only.", stacklevel=2
+        )
         for name in [n for n in sys.modules if n == "torchvision" or n.startswith("torchvision.")]:
             del sys.modules[name]
         spec = importlib.util.find_spec("torchvision")
@@ -107,8 +109,14 @@ class SmallCNN(nn.Module):
     def __init__(self):
         super().__init__()
         self.features = nn.Sequential(
-            nn.Conv2d(3, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(), nn.MaxPool2d(2),
-            nn.Conv2d(4, 8, 3, padding=1), nn.ReLU(), nn.BatchNorm2d(8), nn.MaxPool2d(2),
+            nn.Conv2d(3, 4, 3, padding=1),
+            nn.BatchNorm2d(4),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Conv2d(4, 8, 3, padding=1),
+            nn.ReLU(),
+            nn.BatchNorm2d(8),
+            nn.MaxPool2d(2),
         )
         self.head = nn.Linear(8 * 3 * 3, 5)
 
@@ -125,11 +133,15 @@ def small_resnet():
         return nn.Sequential(nn.Conv2d(inplanes, planes, 1, stride=2, bias=False), nn.BatchNorm2d(planes))
 
     return nn.Sequential(
-        nn.Conv2d(3, 8, 3, padding=1, bias=False), nn.BatchNorm2d(8), nn.ReLU(inplace=True),
+        nn.Conv2d(3, 8, 3, padding=1, bias=False),
+        nn.BatchNorm2d(8),
+        nn.ReLU(inplace=True),
         nn.MaxPool2d(3, stride=2, padding=1),
         resnet.BasicBlock(8, 8),
         resnet.BasicBlock(8, 16, stride=2, downsample=downsample(8, 16)),
-        nn.AdaptiveAvgPool2d(1), nn.Flatten(1), nn.Linear(16, 10),
+        nn.AdaptiveAvgPool2d(1),
+        nn.Flatten(1),
+        nn.Linear(16, 10),
     )
 
 
@@ -165,8 +177,14 @@ class TinyGPT2(nn.Module):
         from transformers import GPT2Config, GPT2LMHeadModel
 
         config = GPT2Config(
-            vocab_size=100, n_positions=32, n_embd=32, n_layer=2, n_head=2, tie_word_embeddings=False,
-            use_cache=False, attn_implementation="eager",
+            vocab_size=100,
+            n_positions=32,
+            n_embd=32,
+            n_layer=2,
+            n_head=2,
+            tie_word_embeddings=False,
+            use_cache=False,
+            attn_implementation="eager",
         )
         self.model = GPT2LMHeadModel(config)
 
@@ -182,8 +200,14 @@ class TinyLlama(nn.Module):
         from transformers import LlamaConfig, LlamaForCausalLM
 
         config = LlamaConfig(
-            vocab_size=100, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
-            num_key_value_heads=2, max_position_embeddings=64, tie_word_embeddings=False,
+            vocab_size=100,
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            max_position_embeddings=64,
+            tie_word_embeddings=False,
         )
         self.model = LlamaForCausalLM(config)
 
@@ -197,8 +221,14 @@ class TinyBert(nn.Module):
         from transformers import BertConfig, BertModel
 
         config = BertConfig(
-            vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
-            max_position_embeddings=32, type_vocab_size=2, attn_implementation="eager",
+            vocab_size=100,
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            intermediate_size=64,
+            max_position_embeddings=32,
+            type_vocab_size=2,
+            attn_implementation="eager",
         )
         self.model = BertModel(config)
 
@@ -384,17 +414,21 @@ SPECS = [
     ModelSpec("cnn", SmallCNN, {"image": (_float(("batch", 3, 12, 12)), ("batch", 3, 12, 12))}, ("logits",)),
     ModelSpec("resnet", small_resnet, {"image": (_float(("batch", 3, 16, 16)), ("batch", 3, 16, 16))}, ("logits",)),
     ModelSpec(
-        "mobilenet_v3_small", mobilenet_v3_small,
-        {"image": (_float(("batch", 3, 32, 32)), ("batch", 3, 32, 32))}, ("logits",),
+        "mobilenet_v3_small",
+        mobilenet_v3_small,
+        {"image": (_float(("batch", 3, 32, 32)), ("batch", 3, 32, 32))},
+        ("logits",),
     ),
     ModelSpec("vit", tiny_vit, {"image": (_float(("batch", 3, 16, 16)), ("batch", 3, 16, 16))}, ("logits",)),
     ModelSpec(
-        "gpt2", TinyGPT2,
+        "gpt2",
+        TinyGPT2,
         {"input_ids": (_token_ids, ("batch", "sequence")), "attention_mask": (_attention_mask, ("batch", "sequence"))},
         ("logits",),
     ),
     ModelSpec(
-        "bert", TinyBert,
+        "bert",
+        TinyBert,
         {
             "input_ids": (_token_ids, ("batch", "sequence")),
             "attention_mask": (_attention_mask, ("batch", "sequence")),
@@ -403,27 +437,46 @@ SPECS = [
         ("last_hidden_state", "pooler_output"),
     ),
     ModelSpec(
-        "indexing", Indexing,
+        "indexing",
+        Indexing,
         {"x": (_float(("batch", 8, 6)), ("batch", 8, 6)), "index": (_gather_index, ("batch", 3, 6))},
         ("sliced", "gated", "masked_sum"),
     ),
     *(
-        ModelSpec(kind, build, {"x": (_float(("batch", "sequence", 8)), ("batch", "sequence", 8))}, ("output", "hidden"))
-        for kind, build in (("lstm", lambda: Recurrent("lstm")), ("gru", lambda: Recurrent("gru")),
-                            ("rnn", lambda: Recurrent("rnn")))
+        ModelSpec(
+            kind, build, {"x": (_float(("batch", "sequence", 8)), ("batch", "sequence", 8))}, ("output", "hidden")
+        )
+        for kind, build in (
+            ("lstm", lambda: Recurrent("lstm")),
+            ("gru", lambda: Recurrent("gru")),
+            ("rnn", lambda: Recurrent("rnn")),
+        )
     ),
     ModelSpec(
-        "voice_activity", VoiceActivity,
-        {"x": (_float(("batch", 64)), ("batch", 64)), "sr": (_sample_rate, ())}, ("probability",),
-        exporters=("torchscript",), script=True,
+        "voice_activity",
+        VoiceActivity,
+        {"x": (_float(("batch", 64)), ("batch", 64)), "sr": (_sample_rate, ())},
+        ("probability",),
+        exporters=("torchscript",),
+        script=True,
     ),
     ModelSpec(
-        "looped_cell", LoopedCell, {"x": (_float(("batch", "sequence", 8)), ("batch", "sequence", 8))},
-        ("steps", "last"), exporters=("torchscript",), script=True,
+        "looped_cell",
+        LoopedCell,
+        {"x": (_float(("batch", "sequence", 8)), ("batch", "sequence", 8))},
+        ("steps", "last"),
+        exporters=("torchscript",),
+        script=True,
     ),
     ModelSpec("branching", Branching, {"x": (_float(("batch", 8)), ("batch", 8))}, ("y",), exporters=("dynamo",)),
-    ModelSpec("llama", TinyLlama, {"input_ids": (_token_ids, ("batch", "sequence"))}, ("logits",),
-              exporters=("dynamo",), opset=23),
+    ModelSpec(
+        "llama",
+        TinyLlama,
+        {"input_ids": (_token_ids, ("batch", "sequence"))},
+        ("logits",),
+        exporters=("dynamo",),
+        opset=23,
+    ),
 ]
 
 
@@ -454,7 +507,12 @@ def export_torchscript(module, args, spec: ModelSpec, dynamic: bool) -> onnx.Mod
         if spec.script:
             module = torch.jit.script(module)
         torch.onnx.export(
-            module, args, buffer, dynamo=False, input_names=list(spec.inputs), output_names=list(spec.outputs),
+            module,
+            args,
+            buffer,
+            dynamo=False,
+            input_names=list(spec.inputs),
+            output_names=list(spec.outputs),
             dynamic_axes=dynamic_axes,
         )
     return onnx.load_from_string(buffer.getvalue())
@@ -470,8 +528,14 @@ def export_dynamo(module, args, spec: ModelSpec, dynamic: bool) -> onnx.ModelPro
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         program = torch.onnx.export(
-            module, args, dynamo=True, input_names=list(spec.inputs), output_names=list(spec.outputs),
-            dynamic_shapes=dynamic_shapes, external_data=False, verbose=False,
+            module,
+            args,
+            dynamo=True,
+            input_names=list(spec.inputs),
+            output_names=list(spec.outputs),
+            dynamic_shapes=dynamic_shapes,
+            external_data=False,
+            verbose=False,
             **({"opset_version": spec.opset} if spec.opset else {}),
         )
     return program.model_proto
@@ -630,9 +694,17 @@ def directional_check(session, inputs, output_names, cotangents, name, value, gr
 def export_fixture(spec: ModelSpec, exporter: str, dynamic: bool, out_dir: str) -> dict:
     name = f"{spec.name}_{exporter}_{'dynamic' if dynamic else 'static'}"
     entry = {
-        "name": name, "model": spec.name, "module": spec.build.__name__ if spec.build.__name__ != "<lambda>" else spec.name, "scripted": spec.script,
-        "exporter": {"dynamo": "torch.onnx.export(dynamo=True)", "torchscript": "torch.onnx.export(dynamo=False)"}[exporter],
-        "exporter_key": exporter, "dynamic": dynamic, "torch": torch.__version__, "seed": SEED,
+        "name": name,
+        "model": spec.name,
+        "module": spec.build.__name__ if spec.build.__name__ != "<lambda>" else spec.name,
+        "scripted": spec.script,
+        "exporter": {"dynamo": "torch.onnx.export(dynamo=True)", "torchscript": "torch.onnx.export(dynamo=False)"}[
+            exporter
+        ],
+        "exporter_key": exporter,
+        "dynamic": dynamic,
+        "torch": torch.__version__,
+        "seed": SEED,
     }
     torch.manual_seed(SEED)
     module = calibrate_batch_norms(randomize_norms(spec.build()), spec).eval()
@@ -664,8 +736,12 @@ def export_fixture(spec: ModelSpec, exporter: str, dynamic: bool, out_dir: str) 
     entry["graph_inputs"] = {i.name: dims_of(i) for i in proto.graph.input if i.name in graph_inputs}
     entry["graph_outputs"] = {o.name: dims_of(o) for o in proto.graph.output}
     entry["dynamic_axes"] = dynamic_axes_of(spec) if dynamic else {}
-    fixed = [f"{n}[{axis}]" for n, axes in entry["dynamic_axes"].items() for axis in axes
-             if not isinstance(entry["graph_inputs"][n][axis], str)]
+    fixed = [
+        f"{n}[{axis}]"
+        for n, axes in entry["dynamic_axes"].items()
+        for axis in axes
+        if not isinstance(entry["graph_inputs"][n][axis], str)
+    ]
     if fixed:  # the exporter specialized a dim asked to be dynamic: recorded, not a dynamic fixture
         entry["export_error"] = f"the exporter fixed the dynamic dims {', '.join(fixed)} to the example's sizes"
         return entry
@@ -691,7 +767,9 @@ def export_fixture(spec: ModelSpec, exporter: str, dynamic: bool, out_dir: str) 
         float(np.std(o, axis=0).max() / max(np.abs(o).max(), 1e-30)) for o in outputs if o.ndim and o.shape[0] > 1
     )
     if checks["output_spread_over_batch"] < 1e-3:
-        raise RuntimeError(f"{name}: the outputs hardly depend on the inputs ({checks['output_spread_over_batch']:.2g}).")
+        raise RuntimeError(
+            f"{name}: the outputs hardly depend on the inputs ({checks['output_spread_over_batch']:.2g})."
+        )
     session = ort_session(proto)
     runtime = "onnxruntime"
     try:
@@ -742,7 +820,9 @@ def export_fixture(spec: ModelSpec, exporter: str, dynamic: bool, out_dir: str) 
         directly (dynamo) or through Identity (TorchScript)."""
         return sum(
             readers(node.output[0]) if node.op_type == "Identity" else 1
-            for node in proto.graph.node for name in node.input if name == value
+            for node in proto.graph.node
+            for name in node.input
+            if name == value
         )
 
     candidates, excluded = [], {}
@@ -766,11 +846,19 @@ def export_fixture(spec: ModelSpec, exporter: str, dynamic: bool, out_dir: str) 
     kept, worst = [], 0.0
     for init_name in candidates:
         error = directional_check(
-            overriding, first, graph_outputs, cotangents, init_name, initializers[init_name],
-            param_grads[init_name], direction_rng,
+            overriding,
+            first,
+            graph_outputs,
+            cotangents,
+            init_name,
+            initializers[init_name],
+            param_grads[init_name],
+            direction_rng,
         )
         if error > 1.0:
-            excluded[init_name] = f"a central difference in onnxruntime disagrees with torch's gradient ({error:.2g} of the allowance)"
+            excluded[init_name] = (
+                f"a central difference in onnxruntime disagrees with torch's gradient ({error:.2g} of the allowance)"
+            )
         else:
             kept.append(init_name)
             worst = max(worst, error)

@@ -74,12 +74,26 @@ NEW_TOKENS = 12
 
 
 def _configs():
-    from transformers import (Gemma2Config, GemmaConfig, GPT2Config, LlamaConfig, MistralConfig, PhiConfig,
-                              Qwen2Config, Qwen3MoeConfig)
+    from transformers import (
+        Gemma2Config,
+        GemmaConfig,
+        GPT2Config,
+        LlamaConfig,
+        MistralConfig,
+        PhiConfig,
+        Qwen2Config,
+        Qwen3MoeConfig,
+    )
 
     common = dict(vocab_size=VOCAB, initializer_range=INIT_RANGE, bos_token_id=1, eos_token_id=2, pad_token_id=0)
-    decoder = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
-                   max_position_embeddings=128, **common)
+    decoder = dict(
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        max_position_embeddings=128,
+        **common,
+    )
     # Each model's seed follows its place here: new model types go at the end.
     return {
         "llama": lambda: LlamaConfig(num_key_value_heads=2, **decoder),
@@ -91,12 +105,19 @@ def _configs():
         "mistral": lambda: MistralConfig(num_key_value_heads=2, sliding_window=5, **decoder),
         # Soft-capped scores and logits, a sliding window of 5 keys on every other layer (the
         # builder's file keeps that layer's cache as a sliding window: sliding_window_cache).
-        "gemma2": lambda: Gemma2Config(num_key_value_heads=1, head_dim=8, sliding_window=5, attn_logit_softcapping=5.0,
-                                       final_logit_softcapping=3.0, **decoder),
+        "gemma2": lambda: Gemma2Config(
+            num_key_value_heads=1,
+            head_dim=8,
+            sliding_window=5,
+            attn_logit_softcapping=5.0,
+            final_logit_softcapping=3.0,
+            **decoder,
+        ),
         # Mixture of Experts (4 experts, 2 a token, q/k norms): Optimum's export routes each
         # expert's rows with NonZero, which decodes under jit with size hints.
-        "qwen3_moe": lambda: Qwen3MoeConfig(num_key_value_heads=2, head_dim=8, num_experts=4, num_experts_per_tok=2,
-                                            moe_intermediate_size=16, **decoder),
+        "qwen3_moe": lambda: Qwen3MoeConfig(
+            num_key_value_heads=2, head_dim=8, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=16, **decoder
+        ),
     }
 
 
@@ -132,8 +153,8 @@ def prompts(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     ids = np.zeros((len(PROMPT_LENGTHS), width), np.int64)
     mask = np.zeros_like(ids)
     for row, length in enumerate(PROMPT_LENGTHS):
-        ids[row, width - length:] = rng.integers(3, VOCAB, length)
-        mask[row, width - length:] = 1
+        ids[row, width - length :] = rng.integers(3, VOCAB, length)
+        mask[row, width - length :] = 1
     return ids, mask
 
 
@@ -158,9 +179,16 @@ def ort_greedy(path: str, ids: np.ndarray, mask: np.ndarray, new_tokens: int) ->
 
 
 def torch_greedy(model, ids: np.ndarray, mask: np.ndarray, new_tokens: int) -> np.ndarray:
-    out = model.generate(torch.from_numpy(ids), attention_mask=torch.from_numpy(mask), max_new_tokens=new_tokens,
-                         min_new_tokens=new_tokens, do_sample=False, eos_token_id=None, pad_token_id=0)
-    return out[:, ids.shape[1]:].numpy()
+    out = model.generate(
+        torch.from_numpy(ids),
+        attention_mask=torch.from_numpy(mask),
+        max_new_tokens=new_tokens,
+        min_new_tokens=new_tokens,
+        do_sample=False,
+        eos_token_id=None,
+        pad_token_id=0,
+    )
+    return out[:, ids.shape[1] :].numpy()
 
 
 class CacheAsTuples(torch.nn.Module):
@@ -175,8 +203,13 @@ class CacheAsTuples(torch.nn.Module):
         from transformers import DynamicCache
 
         cache = DynamicCache.from_legacy_cache(past_key_values)
-        out = self.model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
-                         past_key_values=cache, use_cache=True)
+        out = self.model(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            position_ids=position_ids,
+            past_key_values=cache,
+            use_cache=True,
+        )
         return out.logits, out.past_key_values.to_legacy_cache()
 
 
@@ -189,11 +222,18 @@ def export_dynamo(model, config, path: str) -> None:
         torch.randint(3, VOCAB, (batch, seq)),
         torch.ones(batch, past + seq, dtype=torch.int64),
         torch.arange(past, past + seq).expand(batch, seq),
-        tuple((torch.randn(batch, heads, past, head_dim), torch.randn(batch, heads, past, head_dim)) for _ in range(layers)),
+        tuple(
+            (torch.randn(batch, heads, past, head_dim), torch.randn(batch, heads, past, head_dim))
+            for _ in range(layers)
+        ),
     )
-    b, s, p, t = (torch.export.Dim(n) for n in ("batch", "sequence_length", "past_sequence_length", "total_sequence_length"))
+    b, s, p, t = (
+        torch.export.Dim(n) for n in ("batch", "sequence_length", "past_sequence_length", "total_sequence_length")
+    )
     dynamic = {
-        "input_ids": {0: b, 1: s}, "attention_mask": {0: b, 1: t}, "position_ids": {0: b, 1: s},
+        "input_ids": {0: b, 1: s},
+        "attention_mask": {0: b, 1: t},
+        "position_ids": {0: b, 1: s},
         "past_key_values": tuple(({0: b, 2: p}, {0: b, 2: p}) for _ in range(layers)),
     }
     program = torch.onnx.export(CacheAsTuples(model), args, dynamo=True, dynamic_shapes=dynamic, optimize=True)
@@ -214,10 +254,17 @@ def train_tokenizer(path: str) -> None:
     tokenizer = Tokenizer(models.BPE())
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tokenizer.decoder = decoders.ByteLevel()
-    text = ["the quick brown fox jumps over the lazy dog", "hello world, this is jaxonnx generating text",
-            "a tiny random llama says nothing in particular"] * 4
-    trainer = trainers.BpeTrainer(vocab_size=VOCAB, special_tokens=["<pad>", "<s>", "</s>"],
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet()[:60], show_progress=False)
+    text = [
+        "the quick brown fox jumps over the lazy dog",
+        "hello world, this is jaxonnx generating text",
+        "a tiny random llama says nothing in particular",
+    ] * 4
+    trainer = trainers.BpeTrainer(
+        vocab_size=VOCAB,
+        special_tokens=["<pad>", "<s>", "</s>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()[:60],
+        show_progress=False,
+    )
     tokenizer.train_from_iterator(text, trainer)
     assert tokenizer.get_vocab_size() <= VOCAB, tokenizer.get_vocab_size()
     tokenizer.save(path)
@@ -237,10 +284,27 @@ def export_genai(model_type: str, index: int, precision: str, out: str, genai_py
         folder, built = os.path.join(tmp, "hf"), os.path.join(tmp, "out")
         model.save_pretrained(folder)
         train_tokenizer(os.path.join(tmp, "tokenizer.json"))
-        PreTrainedTokenizerFast(tokenizer_object=Tokenizer.from_file(os.path.join(tmp, "tokenizer.json")), pad_token="<pad>",
-                                bos_token="<s>", eos_token="</s>").save_pretrained(folder)
-        command = [genai_python, "-m", "onnxruntime_genai.models.builder", "-i", folder, "-o", built, "-p", precision,
-                   "-e", "cpu", "-c", os.path.join(tmp, "cache")]
+        PreTrainedTokenizerFast(
+            tokenizer_object=Tokenizer.from_file(os.path.join(tmp, "tokenizer.json")),
+            pad_token="<pad>",
+            bos_token="<s>",
+            eos_token="</s>",
+        ).save_pretrained(folder)
+        command = [
+            genai_python,
+            "-m",
+            "onnxruntime_genai.models.builder",
+            "-i",
+            folder,
+            "-o",
+            built,
+            "-p",
+            precision,
+            "-e",
+            "cpu",
+            "-c",
+            os.path.join(tmp, "cache"),
+        ]
         if precision == "int4":
             # onnxruntime's default for int4 on CPU (accuracy_level 4) quantizes the activations to
             # int8 in MatMulNBits; level 1 computes in float32, as jaxonnx does, so tokens compare exactly.
@@ -256,21 +320,27 @@ def export_genai(model_type: str, index: int, precision: str, out: str, genai_py
 
     def og_greedy(prompts):
         params = og.GeneratorParams(generator_model)
-        params.set_search_options(max_length=int(prompts.shape[1] + NEW_TOKENS), do_sample=False, batch_size=len(prompts))
+        params.set_search_options(
+            max_length=int(prompts.shape[1] + NEW_TOKENS), do_sample=False, batch_size=len(prompts)
+        )
         generator = og.Generator(generator_model, params)
         generator.append_tokens(prompts.astype(np.int32))  # left-padded with pad_token_id 0
         while not generator.is_done():
             generator.generate_next_token()
-        rows = [list(generator.get_sequence(row)[prompts.shape[1]:]) for row in range(len(prompts))]
+        rows = [list(generator.get_sequence(row)[prompts.shape[1] :]) for row in range(len(prompts))]
         return np.array([row + [-1] * (NEW_TOKENS - len(row)) for row in rows])  # -1 from a prompt's eos on
 
     # Each prompt alone (what every row of a batch must give), and og's own batch of them.
     alone = np.concatenate([og_greedy(row[m == 1][None]) for row, m in zip(ids, mask)])
     batched = og_greedy(ids)
-    return {"builder": " ".join(["python", *command[1:3], "-p", precision, "-e", "cpu", *command[13:]]), "og_greedy": alone.tolist(),
-            "og_greedy_batched": batched.tolist(), "og_batch_equals_alone": bool(np.array_equal(alone, batched)),
-            "onnxruntime_genai": og.__version__ if hasattr(og, "__version__") else "?",
-            "torch_greedy_of_the_hf_model": torch_greedy(model, ids, mask, NEW_TOKENS).tolist()}
+    return {
+        "builder": " ".join(["python", *command[1:3], "-p", precision, "-e", "cpu", *command[13:]]),
+        "og_greedy": alone.tolist(),
+        "og_greedy_batched": batched.tolist(),
+        "og_batch_equals_alone": bool(np.array_equal(alone, batched)),
+        "onnxruntime_genai": og.__version__ if hasattr(og, "__version__") else "?",
+        "torch_greedy_of_the_hf_model": torch_greedy(model, ids, mask, NEW_TOKENS).tolist(),
+    }
 
 
 def main(argv=None) -> int:
@@ -279,8 +349,11 @@ def main(argv=None) -> int:
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", nargs="*", help="model types to re-export (the manifest keeps the others)")
-    parser.add_argument("--genai-python", default=sys.executable,
-                        help="a Python with onnxruntime-genai and transformers>=5 to run the builder with")
+    parser.add_argument(
+        "--genai-python",
+        default=sys.executable,
+        help="a Python with onnxruntime-genai and transformers>=5 to run the builder with",
+    )
     args = parser.parse_args(argv)
     os.makedirs(OUT_DIR, exist_ok=True)
     manifest_path = os.path.join(OUT_DIR, "manifest.json")
@@ -302,14 +375,21 @@ def main(argv=None) -> int:
                 shutil.rmtree(out, ignore_errors=True)
                 os.makedirs(out)
                 path = os.path.join(out, "model.onnx")
-                entry = {"model_type": model_type, "exporter": exporter, "torch": torch.__version__,
-                         "transformers": transformers.__version__}
+                entry = {
+                    "model_type": model_type,
+                    "exporter": exporter,
+                    "torch": torch.__version__,
+                    "transformers": transformers.__version__,
+                }
                 try:
                     with warnings.catch_warnings():
                         warnings.simplefilter("ignore")
                         if exporter.startswith("genai"):
-                            entry.update(export_genai(model_type, index, exporter.split("_")[1], out, args.genai_python,
-                                                      ids, mask))
+                            entry.update(
+                                export_genai(
+                                    model_type, index, exporter.split("_")[1], out, args.genai_python, ids, mask
+                                )
+                            )
                         elif exporter == "optimum":
                             from importlib.metadata import version
 
@@ -332,7 +412,8 @@ def main(argv=None) -> int:
                         opset=next(o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")),
                         inputs=[i.name for i in proto.graph.input],
                         outputs=[o.name for o in proto.graph.output],
-                        prompt_ids=ids.tolist(), prompt_mask=mask.tolist(),
+                        prompt_ids=ids.tolist(),
+                        prompt_mask=mask.tolist(),
                         torch_greedy=None if exporter.startswith("genai") else expected.tolist(),
                         onnxruntime_equals_torch=None if ort is None else bool(np.array_equal(ort, expected)),
                     )

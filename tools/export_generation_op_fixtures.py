@@ -52,20 +52,42 @@ def _t5_without_fusions():
 def _tiny_models(folder: Path):
     torch.manual_seed(0)
     gpt2 = transformers.GPT2Config(
-        n_layer=2, n_embd=32, n_head=2, vocab_size=VOCAB, n_positions=64,
-        bos_token_id=VOCAB - 1, eos_token_id=VOCAB - 1,
+        n_layer=2,
+        n_embd=32,
+        n_head=2,
+        vocab_size=VOCAB,
+        n_positions=64,
+        bos_token_id=VOCAB - 1,
+        eos_token_id=VOCAB - 1,
     )
     transformers.GPT2LMHeadModel(gpt2).save_pretrained(folder / "tiny_gpt2")
     t5 = transformers.T5Config(
-        d_model=32, d_kv=16, d_ff=64, num_layers=2, num_decoder_layers=2, num_heads=2,
-        vocab_size=VOCAB, decoder_start_token_id=0, pad_token_id=0, eos_token_id=1,
+        d_model=32,
+        d_kv=16,
+        d_ff=64,
+        num_layers=2,
+        num_decoder_layers=2,
+        num_heads=2,
+        vocab_size=VOCAB,
+        decoder_start_token_id=0,
+        pad_token_id=0,
+        eos_token_id=1,
     )
     transformers.T5ForConditionalGeneration(t5).save_pretrained(folder / "tiny_t5")
 
 
 def _convert(model: Path, model_type: str, output: Path, *flags: str):
-    args = ["-m", str(model), "--model_type", model_type, "--output", str(output),
-            "--disable_parity", "--disable_perf_test", *flags]
+    args = [
+        "-m",
+        str(model),
+        "--model_type",
+        model_type,
+        "--output",
+        str(output),
+        "--disable_parity",
+        "--disable_perf_test",
+        *flags,
+    ]
     output.parent.mkdir(parents=True, exist_ok=True)
     # The tool's main() would go on to test the file with a tokenizer the tiny models lack;
     # convert_generation_model is the part that writes it.
@@ -89,24 +111,74 @@ def main():
         _tiny_models(tmp)
         gpt2, t5 = tmp / "tiny_gpt2", tmp / "tiny_t5"
         every_input = ["--vocab_mask", "--prefix_vocab_mask", "--custom_attention_mask"]
-        _convert(gpt2, "gpt2", tmp / "gpt2" / "gpt2_beam_search.onnx",
-                 "--num_beams", "4", "--num_return_sequences", "2",
-                 "--output_sequences_scores", "--output_token_scores", *every_input)
-        _convert(gpt2, "gpt2", tmp / "gpt2_ngram" / "gpt2_beam_search_no_repeat_ngram.onnx",
-                 "--num_beams", "4", "--num_return_sequences", "2", "--early_stopping",
-                 "--no_repeat_ngram_size", "2", "--output_sequences_scores",
-                 "--output_token_scores", "--custom_attention_mask")
-        _convert(gpt2, "gpt2", tmp / "greedy" / "gpt2_greedy_search.onnx",
-                 "--num_beams", "1", "--num_return_sequences", "1", *every_input)
-        _convert(gpt2, "gpt2", tmp / "sampling" / "gpt2_sampling.onnx",
-                 "--num_beams", "1", "--num_return_sequences", "1", "--top_p", "0.6",
-                 *every_input)
-        _convert(t5, "t5", tmp / "t5" / "t5_beam_search.onnx",
-                 "--num_beams", "4", "--num_return_sequences", "2",
-                 "--output_sequences_scores", "--output_token_scores", *every_input)
-        for made in ["gpt2/gpt2_beam_search.onnx", "gpt2_ngram/gpt2_beam_search_no_repeat_ngram.onnx",
-                     "greedy/gpt2_greedy_search.onnx", "sampling/gpt2_sampling.onnx",
-                     "t5/t5_beam_search.onnx"]:
+        _convert(
+            gpt2,
+            "gpt2",
+            tmp / "gpt2" / "gpt2_beam_search.onnx",
+            "--num_beams",
+            "4",
+            "--num_return_sequences",
+            "2",
+            "--output_sequences_scores",
+            "--output_token_scores",
+            *every_input,
+        )
+        _convert(
+            gpt2,
+            "gpt2",
+            tmp / "gpt2_ngram" / "gpt2_beam_search_no_repeat_ngram.onnx",
+            "--num_beams",
+            "4",
+            "--num_return_sequences",
+            "2",
+            "--early_stopping",
+            "--no_repeat_ngram_size",
+            "2",
+            "--output_sequences_scores",
+            "--output_token_scores",
+            "--custom_attention_mask",
+        )
+        _convert(
+            gpt2,
+            "gpt2",
+            tmp / "greedy" / "gpt2_greedy_search.onnx",
+            "--num_beams",
+            "1",
+            "--num_return_sequences",
+            "1",
+            *every_input,
+        )
+        _convert(
+            gpt2,
+            "gpt2",
+            tmp / "sampling" / "gpt2_sampling.onnx",
+            "--num_beams",
+            "1",
+            "--num_return_sequences",
+            "1",
+            "--top_p",
+            "0.6",
+            *every_input,
+        )
+        _convert(
+            t5,
+            "t5",
+            tmp / "t5" / "t5_beam_search.onnx",
+            "--num_beams",
+            "4",
+            "--num_return_sequences",
+            "2",
+            "--output_sequences_scores",
+            "--output_token_scores",
+            *every_input,
+        )
+        for made in [
+            "gpt2/gpt2_beam_search.onnx",
+            "gpt2_ngram/gpt2_beam_search_no_repeat_ngram.onnx",
+            "greedy/gpt2_greedy_search.onnx",
+            "sampling/gpt2_sampling.onnx",
+            "t5/t5_beam_search.onnx",
+        ]:
             shutil.copy(tmp / made, OUT / Path(made).name)
     for written in sorted(OUT.glob("*.onnx")):
         print(f"{written.name}: {written.stat().st_size / 1e6:.2f} MB", file=sys.stderr)

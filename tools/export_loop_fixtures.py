@@ -95,19 +95,26 @@ def main():
         def loss(h, total):
             return (h * torch.tensor(ct_h)).sum() + (total * torch.tensor(ct_total)).sum()
 
-        while_grad_x, = torch.autograd.grad(loss(h, total), [xt])
+        (while_grad_x,) = torch.autograd.grad(loss(h, total), [xt])
         python_iterations, python_h, python_total = module.python_loop(xt, torch.tensor(limit))
         assert int(python_iterations) == int(iterations)
         torch.testing.assert_close(python_h, h, rtol=0, atol=0)
         torch.testing.assert_close(python_total, total, rtol=0, atol=0)
         grad_x, grad_bias = torch.autograd.grad(loss(python_h, python_total), [xt, module.lin.bias])
-        print(f"while_loop's autograd differs from the Python loop's by up to "
-              f"{float((while_grad_x - grad_x).abs().max()):.3g}")
+        print(
+            f"while_loop's autograd differs from the Python loop's by up to "
+            f"{float((while_grad_x - grad_x).abs().max()):.3g}"
+        )
         arrays |= {
-            f"x_{k}": x, f"limit_{k}": np.asarray(limit), f"iterations_{k}": iterations.numpy(),
-            f"h_{k}": h.detach().numpy(), f"total_{k}": total.detach().numpy(),
-            f"ct_h_{k}": ct_h, f"ct_total_{k}": ct_total,
-            f"grad_x_{k}": grad_x.numpy(), f"grad_bias_{k}": grad_bias.numpy(),
+            f"x_{k}": x,
+            f"limit_{k}": np.asarray(limit),
+            f"iterations_{k}": iterations.numpy(),
+            f"h_{k}": h.detach().numpy(),
+            f"total_{k}": total.detach().numpy(),
+            f"ct_h_{k}": ct_h,
+            f"ct_total_{k}": ct_total,
+            f"grad_x_{k}": grad_x.numpy(),
+            f"grad_bias_{k}": grad_bias.numpy(),
         }
         print(f"input set {k}: {int(iterations)} iterations")
     assert len({int(arrays[f"iterations_{k}"]) for k in range(len(inputs))}) == len(inputs)

@@ -50,7 +50,6 @@ import warnings
 from collections.abc import Callable
 from importlib import metadata
 
-import numpy as np
 import onnx
 import onnxruntime
 import torch
@@ -97,8 +96,14 @@ def _export_torchscript(module, args, input_names, output_names, dynamic_axes, o
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         torch.onnx.export(
-            module.eval(), args, buffer, dynamo=False, input_names=input_names, output_names=output_names,
-            dynamic_axes=dynamic_axes, opset_version=opset,
+            module.eval(),
+            args,
+            buffer,
+            dynamo=False,
+            input_names=input_names,
+            output_names=output_names,
+            dynamic_axes=dynamic_axes,
+            opset_version=opset,
         )
     return onnx.load_from_string(buffer.getvalue())
 
@@ -114,15 +119,30 @@ def _tokens(shape, generator):
 def bert():
     from transformers import BertConfig, BertModel
 
-    config = dict(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
-                  max_position_embeddings=32, type_vocab_size=2)
+    config = dict(
+        vocab_size=VOCAB,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=32,
+        type_vocab_size=2,
+    )
     model = BertModel(BertConfig(**config, attn_implementation="eager"))
     g = torch.Generator().manual_seed(SEED)
     names = ["input_ids", "attention_mask", "token_type_ids"]
-    args = (_tokens((BATCH, SEQUENCE), g), torch.ones(BATCH, SEQUENCE, dtype=torch.int64),
-            torch.zeros(BATCH, SEQUENCE, dtype=torch.int64))
-    proto = _export_torchscript(_Wrapped(model, names, ["last_hidden_state", "pooler_output"]), args, names,
-                                ["last_hidden_state", "pooler_output"], _text_axes(names))
+    args = (
+        _tokens((BATCH, SEQUENCE), g),
+        torch.ones(BATCH, SEQUENCE, dtype=torch.int64),
+        torch.zeros(BATCH, SEQUENCE, dtype=torch.int64),
+    )
+    proto = _export_torchscript(
+        _Wrapped(model, names, ["last_hidden_state", "pooler_output"]),
+        args,
+        names,
+        ["last_hidden_state", "pooler_output"],
+        _text_axes(names),
+    )
     return proto, {"transformers": "BertModel", **config}, {"num_heads": 2, "hidden_size": 32}
 
 
@@ -141,21 +161,42 @@ def gpt2():
 def vit():
     from transformers import ViTConfig, ViTModel
 
-    config = dict(image_size=16, patch_size=4, num_channels=3, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                  intermediate_size=64)
+    config = dict(
+        image_size=16,
+        patch_size=4,
+        num_channels=3,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+    )
     model = ViTModel(ViTConfig(**config, attn_implementation="eager"))
     names = ["pixel_values"]
     args = (torch.randn(BATCH, 3, 16, 16, generator=torch.Generator().manual_seed(SEED)),)
-    proto = _export_torchscript(_Wrapped(model, names, ["last_hidden_state", "pooler_output"]), args, names,
-                                ["last_hidden_state", "pooler_output"], {"pixel_values": {0: "batch"}})
+    proto = _export_torchscript(
+        _Wrapped(model, names, ["last_hidden_state", "pooler_output"]),
+        args,
+        names,
+        ["last_hidden_state", "pooler_output"],
+        {"pixel_values": {0: "batch"}},
+    )
     return proto, {"transformers": "ViTModel", **config}, {"num_heads": 2, "hidden_size": 32}
 
 
 def t5():
     from transformers import T5Config, T5ForConditionalGeneration
 
-    config = dict(vocab_size=VOCAB, d_model=32, d_kv=16, d_ff=64, num_layers=2, num_heads=2,
-                  relative_attention_num_buckets=8, relative_attention_max_distance=16, decoder_start_token_id=0)
+    config = dict(
+        vocab_size=VOCAB,
+        d_model=32,
+        d_kv=16,
+        d_ff=64,
+        num_layers=2,
+        num_heads=2,
+        relative_attention_num_buckets=8,
+        relative_attention_max_distance=16,
+        decoder_start_token_id=0,
+    )
     model = T5ForConditionalGeneration(T5Config(**config, use_cache=False, attn_implementation="eager"))
     g = torch.Generator().manual_seed(SEED)
     names = ["input_ids", "attention_mask", "decoder_input_ids"]
@@ -168,14 +209,26 @@ def t5():
 def llama(hidden_size=32, opset=OPSET):
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    config = dict(vocab_size=VOCAB, hidden_size=hidden_size, intermediate_size=2 * hidden_size, num_hidden_layers=2,
-                  num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64, tie_word_embeddings=False)
+    config = dict(
+        vocab_size=VOCAB,
+        hidden_size=hidden_size,
+        intermediate_size=2 * hidden_size,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=64,
+        tie_word_embeddings=False,
+    )
     model = LlamaForCausalLM(LlamaConfig(**config, use_cache=False, attn_implementation="eager"))
     g = torch.Generator().manual_seed(SEED)
     names = ["input_ids", "attention_mask"]
     args = (_tokens((BATCH, SEQUENCE), g), torch.ones(BATCH, SEQUENCE, dtype=torch.int64))
     proto = _export_torchscript(_Wrapped(model, names, ["logits"]), args, names, ["logits"], _text_axes(names), opset)
-    return proto, {"transformers": "LlamaForCausalLM", "opset": opset, **config}, {"num_heads": 4, "hidden_size": hidden_size}
+    return (
+        proto,
+        {"transformers": "LlamaForCausalLM", "opset": opset, **config},
+        {"num_heads": 4, "hidden_size": hidden_size},
+    )
 
 
 class _ConvNet(torch.nn.Module):
@@ -221,8 +274,12 @@ def lstm():
 #: How the tests make each input: ``tokens`` are ids below ``high``, ``mask`` is ones with the
 #: last two positions of the second row padded (right padding, what a mask index assumes),
 #: ``zeros`` are zeros, ``normal`` standard normal floats.
-_TEXT_KINDS = {"input_ids": "tokens", "decoder_input_ids": "tokens", "attention_mask": "mask",
-               "token_type_ids": "zeros"}
+_TEXT_KINDS = {
+    "input_ids": "tokens",
+    "decoder_input_ids": "tokens",
+    "attention_mask": "mask",
+    "token_type_ids": "zeros",
+}
 
 
 def _spec(model: onnx.ModelProto, shapes: dict[str, list[int]], kinds: dict[str, str]) -> list[dict]:
@@ -233,8 +290,15 @@ def _spec(model: onnx.ModelProto, shapes: dict[str, list[int]], kinds: dict[str,
             continue
         dtype = onnx.helper.tensor_dtype_to_np_dtype(value.type.tensor_type.elem_type).name
         kind = kinds.get(value.name, "normal")
-        specs.append({"name": value.name, "dtype": dtype, "shape": shapes[value.name], "kind": kind,
-                      **({"high": VOCAB} if kind == "tokens" else {})})
+        specs.append(
+            {
+                "name": value.name,
+                "dtype": dtype,
+                "shape": shapes[value.name],
+                "kind": kind,
+                **({"high": VOCAB} if kind == "tokens" else {}),
+            }
+        )
     return specs
 
 
@@ -288,7 +352,9 @@ def _quiet():
             logging.disable(level)
 
 
-def transformer_optimizer(base: onnx.ModelProto, model_type: str, opt_level: int, sizes: dict, **fusion) -> onnx.ModelProto:
+def transformer_optimizer(
+    base: onnx.ModelProto, model_type: str, opt_level: int, sizes: dict, **fusion
+) -> onnx.ModelProto:
     from onnxruntime.transformers import optimizer
     from onnxruntime.transformers.fusion_options import FusionOptions
 
@@ -298,8 +364,9 @@ def transformer_optimizer(base: onnx.ModelProto, model_type: str, opt_level: int
     with tempfile.TemporaryDirectory() as tmp, _quiet():
         path = os.path.join(tmp, "base.onnx")
         onnx.save(base, path)
-        optimized = optimizer.optimize_model(path, model_type=model_type, opt_level=opt_level, use_gpu=False,
-                                             optimization_options=options, **sizes)
+        optimized = optimizer.optimize_model(
+            path, model_type=model_type, opt_level=opt_level, use_gpu=False, optimization_options=options, **sizes
+        )
         return optimized.model
 
 
@@ -320,8 +387,12 @@ def matmul_nbits(base: onnx.ModelProto, **options) -> onnx.ModelProto:
     algorithm = options.pop("algorithm", "default")
     fmt = getattr(q.QuantFormat, options.pop("quant_format", "QOperator"))
     if algorithm == "hqq":
-        config = q.HQQWeightOnlyQuantConfig(block_size=options["block_size"], bits=options["bits"], quant_format=fmt,
-                                            op_types_to_quantize=options.get("op_types_to_quantize"))
+        config = q.HQQWeightOnlyQuantConfig(
+            block_size=options["block_size"],
+            bits=options["bits"],
+            quant_format=fmt,
+            op_types_to_quantize=options.get("op_types_to_quantize"),
+        )
     else:
         config = q.DefaultWeightOnlyQuantConfig(quant_format=fmt, **options)
     with _quiet():
@@ -361,27 +432,48 @@ def _tokenizer(folder: str) -> None:
 
     tokenizer = Tokenizer(models.WordLevel({f"t{i}": i for i in range(VOCAB)}, unk_token="t0"))
     tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
-    PreTrainedTokenizerFast(tokenizer_object=tokenizer, unk_token="t0", bos_token="t1", eos_token="t2").save_pretrained(folder)
+    PreTrainedTokenizerFast(tokenizer_object=tokenizer, unk_token="t0", bos_token="t1", eos_token="t2").save_pretrained(
+        folder
+    )
 
 
 def _decoder_config(architecture: str) -> tuple[object, dict]:
     import transformers
 
-    common = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-                  num_key_value_heads=2, max_position_embeddings=128, tie_word_embeddings=False, bos_token_id=1,
-                  eos_token_id=2)
+    common = dict(
+        vocab_size=VOCAB,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=128,
+        tie_word_embeddings=False,
+        bos_token_id=1,
+        eos_token_id=2,
+    )
     if architecture == "llama":
-        return transformers.LlamaForCausalLM(transformers.LlamaConfig(**common)), {"transformers": "LlamaForCausalLM", **common}
+        return transformers.LlamaForCausalLM(transformers.LlamaConfig(**common)), {
+            "transformers": "LlamaForCausalLM",
+            **common,
+        }
     if architecture == "phi3":
         extra = dict(pad_token_id=0, original_max_position_embeddings=128)
-        return (transformers.Phi3ForCausalLM(transformers.Phi3Config(**common, **extra)),
-                {"transformers": "Phi3ForCausalLM", **common, **extra})
+        return (
+            transformers.Phi3ForCausalLM(transformers.Phi3Config(**common, **extra)),
+            {"transformers": "Phi3ForCausalLM", **common, **extra},
+        )
     if architecture == "qwen2":
-        return transformers.Qwen2ForCausalLM(transformers.Qwen2Config(**common)), {"transformers": "Qwen2ForCausalLM", **common}
+        return transformers.Qwen2ForCausalLM(transformers.Qwen2Config(**common)), {
+            "transformers": "Qwen2ForCausalLM",
+            **common,
+        }
     raise ValueError(architecture)
 
 
-def genai_builder(architecture: str, precision: str, extra_options: dict[str, str]) -> tuple[onnx.ModelProto, dict, list[str], dict]:
+def genai_builder(
+    architecture: str, precision: str, extra_options: dict[str, str]
+) -> tuple[onnx.ModelProto, dict, list[str], dict]:
     torch.manual_seed(SEED)
     model, config = _decoder_config(architecture)
     randomize_vectors(model)
@@ -389,8 +481,21 @@ def genai_builder(architecture: str, precision: str, extra_options: dict[str, st
         folder, out = os.path.join(tmp, "hf"), os.path.join(tmp, "out")
         model.save_pretrained(folder)
         _tokenizer(folder)
-        command = [sys.executable, "-m", "onnxruntime_genai.models.builder", "-i", folder, "-o", out, "-p", precision,
-                   "-e", "cpu", "-c", os.path.join(tmp, "cache")]
+        command = [
+            sys.executable,
+            "-m",
+            "onnxruntime_genai.models.builder",
+            "-i",
+            folder,
+            "-o",
+            out,
+            "-p",
+            precision,
+            "-e",
+            "cpu",
+            "-c",
+            os.path.join(tmp, "cache"),
+        ]
         if extra_options:
             command += ["--extra_options", *(f"{k}={v}" for k, v in extra_options.items())]
         done = subprocess.run(command, capture_output=True, text=True)
@@ -399,7 +504,19 @@ def genai_builder(architecture: str, precision: str, extra_options: dict[str, st
         proto = onnx.load(os.path.join(out, "model.onnx"))  # reads model.onnx.data too
         with open(os.path.join(out, "genai_config.json")) as f:
             genai_config = json.load(f)
-    shown = ["python", "-m", "onnxruntime_genai.models.builder", "-i", "<hf folder>", "-o", "<out>", "-p", precision, "-e", "cpu"]
+    shown = [
+        "python",
+        "-m",
+        "onnxruntime_genai.models.builder",
+        "-i",
+        "<hf folder>",
+        "-o",
+        "<out>",
+        "-p",
+        precision,
+        "-e",
+        "cpu",
+    ]
     if extra_options:
         shown += ["--extra_options", *(f"{k}={v}" for k, v in extra_options.items())]
     return proto, config, shown, genai_config
@@ -418,9 +535,13 @@ def decoder_spec(model: onnx.ModelProto, kv_heads: int, head_size: int, past: in
         elif value.name == "attention_mask":
             specs.append({"name": value.name, "dtype": dtype, "shape": [batch, past + new], "kind": "ones"})
         elif value.name == "position_ids":
-            specs.append({"name": value.name, "dtype": dtype, "shape": [batch, new], "kind": "positions", "start": past})
+            specs.append(
+                {"name": value.name, "dtype": dtype, "shape": [batch, new], "kind": "positions", "start": past}
+            )
         elif value.name.startswith("past_key_values."):
-            specs.append({"name": value.name, "dtype": dtype, "shape": [batch, kv_heads, past, head_size], "kind": "normal"})
+            specs.append(
+                {"name": value.name, "dtype": dtype, "shape": [batch, kv_heads, past, head_size], "kind": "normal"}
+            )
         else:
             raise ValueError(f"the builder wrote an input the tests do not know how to make: {value.name} {dims}")
     return specs
@@ -445,80 +566,206 @@ def _variants() -> list[tuple[str, Callable[[], dict]]]:
         def make():
             proto, config, sizes = base(family, maker)
             model = transformer_optimizer(proto, model_type, opt_level, sizes, **fusion)
-            options = {"model_type": model_type, "opt_level": opt_level, "use_gpu": False, **sizes,
-                       **({"optimization_options": fusion} if fusion else {})}
-            return {"model": model, "tool": "onnxruntime.transformers.optimizer.optimize_model", "options": options,
-                    "base": {"exporter": "torch.onnx.export(dynamo=False)", "opset": OPSET, "config": config},
-                    "inputs": spec(model), "required_ops": required, "note": note}
+            options = {
+                "model_type": model_type,
+                "opt_level": opt_level,
+                "use_gpu": False,
+                **sizes,
+                **({"optimization_options": fusion} if fusion else {}),
+            }
+            return {
+                "model": model,
+                "tool": "onnxruntime.transformers.optimizer.optimize_model",
+                "options": options,
+                "base": {"exporter": "torch.onnx.export(dynamo=False)", "opset": OPSET, "config": config},
+                "inputs": spec(model),
+                "required_ops": required,
+                "note": note,
+            }
+
         variants.append((name, make))
 
-    bert_ops = ["com.microsoft:EmbedLayerNormalization", "com.microsoft:Attention", "com.microsoft:SkipLayerNormalization",
-                "com.microsoft:BiasGelu"]
+    bert_ops = [
+        "com.microsoft:EmbedLayerNormalization",
+        "com.microsoft:Attention",
+        "com.microsoft:SkipLayerNormalization",
+        "com.microsoft:BiasGelu",
+    ]
     for level in (0, 2):
         optimized(f"bert_opt{level}", "bert", bert, "bert", text_spec, bert_ops, level)
-        optimized(f"gpt2_opt{level}", "gpt2", gpt2, "gpt2", text_spec,
-                  ["com.microsoft:SkipLayerNormalization", "com.microsoft:FastGelu"], level,
-                  "transformers' GPT-2 attention does not match the optimizer's attention patterns: it stays unfused.")
-        optimized(f"vit_opt{level}", "vit", vit, "vit", image_spec(16),
-                  ["com.microsoft:SkipLayerNormalization", "com.microsoft:BiasGelu"], level,
-                  "transformers' ViT attention does not match the optimizer's attention patterns: it stays unfused.")
-        optimized(f"t5_opt{level}", "t5", t5, "t5", text_spec,
-                  ["SimplifiedLayerNormalization", "com.microsoft:SkipSimplifiedLayerNormalization"], level,
-                  "transformers' T5 attention does not match the optimizer's attention patterns: it stays unfused.")
+        optimized(
+            f"gpt2_opt{level}",
+            "gpt2",
+            gpt2,
+            "gpt2",
+            text_spec,
+            ["com.microsoft:SkipLayerNormalization", "com.microsoft:FastGelu"],
+            level,
+            "transformers' GPT-2 attention does not match the optimizer's attention patterns: it stays unfused.",
+        )
+        optimized(
+            f"vit_opt{level}",
+            "vit",
+            vit,
+            "vit",
+            image_spec(16),
+            ["com.microsoft:SkipLayerNormalization", "com.microsoft:BiasGelu"],
+            level,
+            "transformers' ViT attention does not match the optimizer's attention patterns: it stays unfused.",
+        )
+        optimized(
+            f"t5_opt{level}",
+            "t5",
+            t5,
+            "t5",
+            text_spec,
+            ["SimplifiedLayerNormalization", "com.microsoft:SkipSimplifiedLayerNormalization"],
+            level,
+            "transformers' T5 attention does not match the optimizer's attention patterns: it stays unfused.",
+        )
     # The optimizer has no Llama type; onnxruntime's Llama recipes use gpt2's fusions.
-    optimized("llama_opt0", "llama", llama, "gpt2", text_spec,
-              ["SimplifiedLayerNormalization", "com.microsoft:SkipSimplifiedLayerNormalization"], 0)
-    optimized("llama_opt2", "llama", llama, "gpt2", text_spec, ["SimplifiedLayerNormalization", "com.microsoft:QuickGelu"], 2)
-    optimized("bert_opt0_multihead", "bert", bert, "bert", text_spec,
-              ["com.microsoft:EmbedLayerNormalization", "com.microsoft:MultiHeadAttention"], 0, use_multi_head_attention=True)
-    optimized("bert_opt0_raw_mask", "bert", bert, "bert", text_spec,
-              ["com.microsoft:EmbedLayerNormalization", "com.microsoft:Attention"], 0, attention_mask_format=2)
-    optimized("bert_opt0_fast_gelu", "bert", bert, "bert", text_spec, ["com.microsoft:FastGelu"], 0,
-              enable_gelu_approximation=True)
-    optimized("bert_opt0_gelu", "bert", bert, "bert", text_spec, ["com.microsoft:Gelu"], 0, enable_bias_gelu=False,
-              enable_skip_layer_norm=False, enable_embed_layer_norm=False)
+    optimized(
+        "llama_opt0",
+        "llama",
+        llama,
+        "gpt2",
+        text_spec,
+        ["SimplifiedLayerNormalization", "com.microsoft:SkipSimplifiedLayerNormalization"],
+        0,
+    )
+    optimized(
+        "llama_opt2", "llama", llama, "gpt2", text_spec, ["SimplifiedLayerNormalization", "com.microsoft:QuickGelu"], 2
+    )
+    optimized(
+        "bert_opt0_multihead",
+        "bert",
+        bert,
+        "bert",
+        text_spec,
+        ["com.microsoft:EmbedLayerNormalization", "com.microsoft:MultiHeadAttention"],
+        0,
+        use_multi_head_attention=True,
+    )
+    optimized(
+        "bert_opt0_raw_mask",
+        "bert",
+        bert,
+        "bert",
+        text_spec,
+        ["com.microsoft:EmbedLayerNormalization", "com.microsoft:Attention"],
+        0,
+        attention_mask_format=2,
+    )
+    optimized(
+        "bert_opt0_fast_gelu",
+        "bert",
+        bert,
+        "bert",
+        text_spec,
+        ["com.microsoft:FastGelu"],
+        0,
+        enable_gelu_approximation=True,
+    )
+    optimized(
+        "bert_opt0_gelu",
+        "bert",
+        bert,
+        "bert",
+        text_spec,
+        ["com.microsoft:Gelu"],
+        0,
+        enable_bias_gelu=False,
+        enable_skip_layer_norm=False,
+        enable_embed_layer_norm=False,
+    )
 
     def ort_optimized(name, family, maker, spec, required):
         def make():
             proto, config, _ = base(family, maker)
             model = session_optimizer(proto)
-            return {"model": model, "tool": "onnxruntime.InferenceSession(optimized_model_filepath=...)",
-                    "options": {"graph_optimization_level": "ORT_ENABLE_EXTENDED", "providers": ["CPUExecutionProvider"]},
-                    "base": {"exporter": "torch.onnx.export(dynamo=False)", "opset": OPSET, "config": config},
-                    "inputs": spec(model), "required_ops": required}
+            return {
+                "model": model,
+                "tool": "onnxruntime.InferenceSession(optimized_model_filepath=...)",
+                "options": {"graph_optimization_level": "ORT_ENABLE_EXTENDED", "providers": ["CPUExecutionProvider"]},
+                "base": {"exporter": "torch.onnx.export(dynamo=False)", "opset": OPSET, "config": config},
+                "inputs": spec(model),
+                "required_ops": required,
+            }
+
         variants.append((name, make))
 
     ort_optimized("vit_ort_extended", "vit", vit, image_spec(16), ["com.microsoft:FusedMatMul"])
     ort_optimized("llama_ort_extended", "llama", llama, text_spec, ["com.microsoft:FusedMatMul"])
-    ort_optimized("convnet_ort_extended", "convnet", convnet, image_spec(8), ["com.microsoft:FusedConv", "com.microsoft:FusedGemm"])
+    ort_optimized(
+        "convnet_ort_extended",
+        "convnet",
+        convnet,
+        image_spec(8),
+        ["com.microsoft:FusedConv", "com.microsoft:FusedGemm"],
+    )
 
-    def quantized(name, tool, quantize, options, required, inputs=text_spec, family="llama64", maker=llama, maker_args=(64, 18)):
+    def quantized(
+        name, tool, quantize, options, required, inputs=text_spec, family="llama64", maker=llama, maker_args=(64, 18)
+    ):
         def make():
             proto, config, _ = base(family, maker, *maker_args)
             model = quantize(proto, **options)
-            return {"model": model, "tool": tool, "options": options,
-                    "base": {"exporter": "torch.onnx.export(dynamo=False)", "config": config},
-                    "inputs": inputs(model), "required_ops": required}
+            return {
+                "model": model,
+                "tool": tool,
+                "options": options,
+                "base": {"exporter": "torch.onnx.export(dynamo=False)", "config": config},
+                "inputs": inputs(model),
+                "required_ops": required,
+            }
+
         variants.append((name, make))
 
     nbits = "onnxruntime.quantization.matmul_nbits_quantizer.MatMulNBitsQuantizer"
     for bits in (2, 4, 8):
         for symmetric in (True, False):
             tag = "sym" if symmetric else "asym"
-            quantized(f"llama_nbits{bits}_{tag}", nbits, matmul_nbits,
-                      {"bits": bits, "block_size": 16, "is_symmetric": symmetric, "quant_format": "QOperator"},
-                      ["com.microsoft:MatMulNBits"])
-            quantized(f"llama_nbits{bits}_{tag}_qdq", nbits, matmul_nbits,
-                      {"bits": bits, "block_size": 16, "is_symmetric": symmetric, "quant_format": "QDQ"}, ["DequantizeLinear"])
-    quantized("llama_nbits4_block32_accuracy4", nbits, matmul_nbits,
-              {"bits": 4, "block_size": 32, "is_symmetric": False, "accuracy_level": 4, "quant_format": "QOperator"},
-              ["com.microsoft:MatMulNBits"])
-    quantized("llama_nbits4_gather", nbits, matmul_nbits,
-              {"bits": 4, "block_size": 16, "is_symmetric": False, "quant_format": "QOperator",
-               "op_types_to_quantize": ("MatMul", "Gather")},
-              ["com.microsoft:MatMulNBits", "com.microsoft:GatherBlockQuantized"])
-    quantized("llama_nbits4_hqq", nbits, matmul_nbits, {"algorithm": "hqq", "bits": 4, "block_size": 16},
-              ["com.microsoft:MatMulNBits"])
+            quantized(
+                f"llama_nbits{bits}_{tag}",
+                nbits,
+                matmul_nbits,
+                {"bits": bits, "block_size": 16, "is_symmetric": symmetric, "quant_format": "QOperator"},
+                ["com.microsoft:MatMulNBits"],
+            )
+            quantized(
+                f"llama_nbits{bits}_{tag}_qdq",
+                nbits,
+                matmul_nbits,
+                {"bits": bits, "block_size": 16, "is_symmetric": symmetric, "quant_format": "QDQ"},
+                ["DequantizeLinear"],
+            )
+    quantized(
+        "llama_nbits4_block32_accuracy4",
+        nbits,
+        matmul_nbits,
+        {"bits": 4, "block_size": 32, "is_symmetric": False, "accuracy_level": 4, "quant_format": "QOperator"},
+        ["com.microsoft:MatMulNBits"],
+    )
+    quantized(
+        "llama_nbits4_gather",
+        nbits,
+        matmul_nbits,
+        {
+            "bits": 4,
+            "block_size": 16,
+            "is_symmetric": False,
+            "quant_format": "QOperator",
+            "op_types_to_quantize": ("MatMul", "Gather"),
+        },
+        ["com.microsoft:MatMulNBits", "com.microsoft:GatherBlockQuantized"],
+    )
+    quantized(
+        "llama_nbits4_hqq",
+        nbits,
+        matmul_nbits,
+        {"algorithm": "hqq", "bits": 4, "block_size": 16},
+        ["com.microsoft:MatMulNBits"],
+    )
     bnb = "onnxruntime.quantization.matmul_bnb4_quantizer.MatMulBnb4Quantizer"
     quantized("llama_bnb4_fp4", bnb, bnb4, {"quant_type": "FP4", "block_size": 16}, ["com.microsoft:MatMulBnb4"])
     quantized("llama_bnb4_nf4", bnb, bnb4, {"quant_type": "NF4", "block_size": 32}, ["com.microsoft:MatMulBnb4"])
@@ -548,15 +795,30 @@ def _variants() -> list[tuple[str, Callable[[], dict]]]:
                 model = session_optimizer(model)
                 tool += ", then onnxruntime's graph optimizer at ORT_ENABLE_EXTENDED"
                 required = ["com.microsoft:QAttention", "com.microsoft:DynamicQuantizeMatMul"]
-            return {"model": model, "tool": tool, "options": {"quantize_dynamic": {"reduce_range": True}},
-                    "base": {"exporter": "torch.onnx.export(dynamo=False)", "opset": OPSET, "config": config},
-                    "inputs": text_spec(model), "required_ops": required}
+            return {
+                "model": model,
+                "tool": tool,
+                "options": {"quantize_dynamic": {"reduce_range": True}},
+                "base": {"exporter": "torch.onnx.export(dynamo=False)", "opset": OPSET, "config": config},
+                "inputs": text_spec(model),
+                "required_ops": required,
+            }
+
         variants.append((name, make))
 
     fused_then_dynamic("bert_opt0_dynamic_int8", False)
     fused_then_dynamic("bert_opt0_dynamic_int8_ort_extended", True)
-    quantized("lstm_dynamic_int8", "onnxruntime.quantization.quantize_dynamic", dynamic_quantization, {"reduce_range": True},
-              ["com.microsoft:DynamicQuantizeLSTM"], inputs=sequence_spec, family="lstm", maker=lstm, maker_args=())
+    quantized(
+        "lstm_dynamic_int8",
+        "onnxruntime.quantization.quantize_dynamic",
+        dynamic_quantization,
+        {"reduce_range": True},
+        ["com.microsoft:DynamicQuantizeLSTM"],
+        inputs=sequence_spec,
+        family="lstm",
+        maker=lstm,
+        maker_args=(),
+    )
 
     def built(name, architecture, precision, extra):
         def make():
@@ -565,23 +827,37 @@ def _variants() -> list[tuple[str, Callable[[], dict]]]:
             if precision in ("int4", "int8"):
                 required.append("com.microsoft:MatMulNBits")
             decoder = genai_config["model"]["decoder"]
-            return {"model": model, "tool": "onnxruntime_genai.models.builder", "options": {"command": " ".join(command)},
-                    "base": {"save_pretrained": True, "config": config},
-                    # A decoding step (batch 2, one new token after 3 cached), and a chunk of 4 new
-                    # tokens after 3 cached (onnxruntime's GroupQueryAttention takes more than
-                    # one new token with a cache only at batch 1).
-                    "inputs": decoder_spec(model, decoder["num_key_value_heads"], decoder["head_size"], 3, 1, BATCH),
-                    "second_inputs": decoder_spec(model, decoder["num_key_value_heads"], decoder["head_size"], 3, 4, 1),
-                    "required_ops": required,
-                    "decoder": {"num_layers": decoder["num_hidden_layers"], "num_kv_heads": decoder["num_key_value_heads"],
-                                "head_size": decoder["head_size"], "vocab_size": genai_config["model"]["vocab_size"]}}
+            return {
+                "model": model,
+                "tool": "onnxruntime_genai.models.builder",
+                "options": {"command": " ".join(command)},
+                "base": {"save_pretrained": True, "config": config},
+                # A decoding step (batch 2, one new token after 3 cached), and a chunk of 4 new
+                # tokens after 3 cached (onnxruntime's GroupQueryAttention takes more than
+                # one new token with a cache only at batch 1).
+                "inputs": decoder_spec(model, decoder["num_key_value_heads"], decoder["head_size"], 3, 1, BATCH),
+                "second_inputs": decoder_spec(model, decoder["num_key_value_heads"], decoder["head_size"], 3, 4, 1),
+                "required_ops": required,
+                "decoder": {
+                    "num_layers": decoder["num_hidden_layers"],
+                    "num_kv_heads": decoder["num_key_value_heads"],
+                    "head_size": decoder["head_size"],
+                    "vocab_size": genai_config["model"]["vocab_size"],
+                },
+            }
+
         variants.append((name, make))
 
     for architecture in ("llama", "phi3", "qwen2"):
         built(f"genai_{architecture}_fp32", architecture, "fp32", {})
         built(f"genai_{architecture}_int4_accuracy1", architecture, "int4", {"accuracy_level": "1"})
         built(f"genai_{architecture}_int4_accuracy4", architecture, "int4", {"accuracy_level": "4"})
-    built("genai_llama_int4_asym_block16", "llama", "int4", {"accuracy_level": "1", "is_symmetric": "false", "block_size": "16"})
+    built(
+        "genai_llama_int4_asym_block16",
+        "llama",
+        "int4",
+        {"accuracy_level": "1", "is_symmetric": "false", "block_size": "16"},
+    )
     built("genai_llama_int8", "llama", "int8", {"accuracy_level": "1"})
     return variants
 
@@ -629,8 +905,14 @@ def main() -> None:
             onnx.save(model, path)  # weights inside: onnx.load above read any external data
             size = os.path.getsize(path)
             assert size < MAX_BYTES, f"{name} is {size} bytes"
-            entry.update({"size_bytes": size, "op_histogram": histogram(model), "nonstandard_ops": nonstandard_ops(model),
-                          "opsets": {o.domain or "ai.onnx": o.version for o in model.opset_import}})
+            entry.update(
+                {
+                    "size_bytes": size,
+                    "op_histogram": histogram(model),
+                    "nonstandard_ops": nonstandard_ops(model),
+                    "opsets": {o.domain or "ai.onnx": o.version for o in model.opset_import},
+                }
+            )
             missing = sorted(set(entry["required_ops"]) - set(entry["op_histogram"]))
             assert not missing, f"the tool did not write {missing}; it wrote {entry['op_histogram']}"
             onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])  # it runs

@@ -115,11 +115,19 @@ def _export(fn, args, names, dynamo: bool) -> onnx.ModelProto:
     module = _Module(fn).eval()
     if dynamo:
         shapes = tuple({d: torch.export.Dim.DYNAMIC for d in range(a.dim())} for a in args)
-        return torch.onnx.export(module, args, dynamo=True, input_names=list(names), dynamic_shapes=(shapes,),
-                                 verbose=False).model_proto
+        return torch.onnx.export(
+            module, args, dynamo=True, input_names=list(names), dynamic_shapes=(shapes,), verbose=False
+        ).model_proto
     buffer = io.BytesIO()
-    torch.onnx.export(module, args, buffer, dynamo=False, opset_version=17, input_names=list(names),
-                      dynamic_axes=_dynamic_axes(names, args))
+    torch.onnx.export(
+        module,
+        args,
+        buffer,
+        dynamo=False,
+        opset_version=17,
+        input_names=list(names),
+        dynamic_axes=_dynamic_axes(names, args),
+    )
     return onnx.load_from_string(buffer.getvalue())
 
 
@@ -154,9 +162,13 @@ def main() -> None:
                 arrays.update({f"grad{index}_{n}": g.numpy() for n, g in zip(floats, grads)})
             np.savez(os.path.join(OUT_DIR, f"{key}.npz"), **arrays)
             hints = {out: HINT for node in proto.graph.node if node.op_type == "NonZero" for out in node.output}
-            manifest[key] = {"inputs": [i.name for i in proto.graph.input], "outputs": [o.name for o in proto.graph.output],
-                             "differentiable": floats, "size_hints": hints,
-                             "ops": sorted({n.op_type for n in proto.graph.node})}
+            manifest[key] = {
+                "inputs": [i.name for i in proto.graph.input],
+                "outputs": [o.name for o in proto.graph.output],
+                "differentiable": floats,
+                "size_hints": hints,
+                "ops": sorted({n.op_type for n in proto.graph.node}),
+            }
     with open(os.path.join(OUT_DIR, "padded_slices.json"), "w") as file:
         json.dump(manifest, file, indent=1, sort_keys=True)
         file.write("\n")

@@ -37,8 +37,15 @@ class Spectrogram(nn.Module):
         self.register_buffer("window", torch.hann_window(N_FFT))
 
     def forward(self, signal):
-        spectrum = torch.stft(signal, n_fft=N_FFT, hop_length=HOP, window=self.window, center=True,
-                              pad_mode="reflect", return_complex=False)
+        spectrum = torch.stft(
+            signal,
+            n_fft=N_FFT,
+            hop_length=HOP,
+            window=self.window,
+            center=True,
+            pad_mode="reflect",
+            return_complex=False,
+        )
         spectrum = spectrum.transpose(1, 2)  # [batch, frames, bins, 2], as ONNX's STFT gives it
         return spectrum, torch.log(spectrum.pow(2).sum(-1) + 1e-6)
 
@@ -62,20 +69,34 @@ def main():
         spectrum, log_magnitude = module(signal)
         os.makedirs(OUT_DIR, exist_ok=True)
         paths = {name: os.path.join(OUT_DIR, f"stft_{name}.onnx") for name in ("torchscript", "dynamo")}
-        torch.onnx.export(module, (signal,), paths["torchscript"], dynamo=False, opset_version=17,
-                          input_names=["signal"], output_names=["spectrum", "log_magnitude"],
-                          dynamic_axes={"signal": {0: "batch", 1: "length"}})
-        torch.onnx.export(module, (signal,), dynamo=True, input_names=["signal"],
-                          output_names=["spectrum", "log_magnitude"]).save(paths["dynamo"])
+        torch.onnx.export(
+            module,
+            (signal,),
+            paths["torchscript"],
+            dynamo=False,
+            opset_version=17,
+            input_names=["signal"],
+            output_names=["spectrum", "log_magnitude"],
+            dynamic_axes={"signal": {0: "batch", 1: "length"}},
+        )
+        torch.onnx.export(
+            module, (signal,), dynamo=True, input_names=["signal"], output_names=["spectrum", "log_magnitude"]
+        ).save(paths["dynamo"])
     for name, path in paths.items():
         proto = _strip(path)
         stft = next(n for n in proto.graph.node if n.op_type == "STFT")
         session = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
         ort_spectrum, ort_log = session.run(None, {"signal": signal.numpy()})
-        print(f"{name}: STFT reads {stft.input[0]!r}; onnxruntime - torch: "
-              f"{np.abs(ort_spectrum - spectrum.numpy()).max():.2e}, {np.abs(ort_log - log_magnitude.numpy()).max():.2e}")
-    np.savez(os.path.join(OUT_DIR, "stft.npz"), signal=signal.numpy(), spectrum=spectrum.numpy(),
-             log_magnitude=log_magnitude.numpy())
+        print(
+            f"{name}: STFT reads {stft.input[0]!r}; onnxruntime - torch: "
+            f"{np.abs(ort_spectrum - spectrum.numpy()).max():.2e}, {np.abs(ort_log - log_magnitude.numpy()).max():.2e}"
+        )
+    np.savez(
+        os.path.join(OUT_DIR, "stft.npz"),
+        signal=signal.numpy(),
+        spectrum=spectrum.numpy(),
+        log_magnitude=log_magnitude.numpy(),
+    )
 
 
 if __name__ == "__main__":

@@ -149,8 +149,12 @@ def main() -> None:
                 arrays.update({f"out{index}_{o.name}": t.numpy() for o, t in zip(proto.graph.output, outputs)})
             np.savez(os.path.join(OUT_DIR, f"{key}.npz"), **arrays)
             hints = {out: HINT for node in proto.graph.node if node.op_type == "NonZero" for out in node.output}
-            manifest[key] = {"inputs": [i.name for i in proto.graph.input], "outputs": [o.name for o in proto.graph.output],
-                             "size_hints": hints, "ops": sorted({n.op_type for n in proto.graph.node})}
+            manifest[key] = {
+                "inputs": [i.name for i in proto.graph.input],
+                "outputs": [o.name for o in proto.graph.output],
+                "size_hints": hints,
+                "ops": sorted({n.op_type for n in proto.graph.node}),
+            }
     with open(os.path.join(OUT_DIR, "manifest.json"), "w") as file:
         json.dump(manifest, file, indent=1, sort_keys=True)
         file.write("\n")

@@ -73,8 +73,14 @@ def save(name: str, model, onnx_model: onnx.ModelProto, inputs: dict, **expected
 def classifier(name: str, model, X, y, test, *, zipmap=False) -> None:
     model.fit(X, y)
     converted = to_onnx(model, X[:1], target_opset=OPSETS, options={id(model): {"zipmap": zipmap}})
-    save(name, model, converted, {converted.graph.input[0].name: test},
-         label=model.predict(test), probabilities=model.predict_proba(test))
+    save(
+        name,
+        model,
+        converted,
+        {converted.graph.input[0].name: test},
+        label=model.predict(test),
+        probabilities=model.predict_proba(test),
+    )
 
 
 def regressor(name: str, model, X, y, test) -> None:
@@ -87,25 +93,51 @@ def main() -> None:
     os.makedirs(OUT, exist_ok=True)
     X, y, names = iris()
     train, test = X[:120], X[120:]
-    classifier("logistic_regression", Pipeline([("scale", StandardScaler()), ("lr", LogisticRegression(max_iter=500))]),
-               train, y[:120], test)
-    classifier("gradient_boosting", GradientBoostingClassifier(n_estimators=10, max_depth=3, random_state=0),
-               train, y[:120], test)
+    classifier(
+        "logistic_regression",
+        Pipeline([("scale", StandardScaler()), ("lr", LogisticRegression(max_iter=500))]),
+        train,
+        y[:120],
+        test,
+    )
+    classifier(
+        "gradient_boosting",
+        GradientBoostingClassifier(n_estimators=10, max_depth=3, random_state=0),
+        train,
+        y[:120],
+        test,
+    )
     binary = (y == 1).astype(np.int64)
-    classifier("gradient_boosting_binary", GradientBoostingClassifier(n_estimators=10, max_depth=2, random_state=0),
-               train, binary[:120], test)
-    classifier("random_forest", RandomForestClassifier(n_estimators=10, max_depth=5, random_state=0),
-               train, y[:120], test)
-    classifier("random_forest_binary", RandomForestClassifier(n_estimators=5, max_depth=3, random_state=0),
-               train, binary[:120], test)
+    classifier(
+        "gradient_boosting_binary",
+        GradientBoostingClassifier(n_estimators=10, max_depth=2, random_state=0),
+        train,
+        binary[:120],
+        test,
+    )
+    classifier(
+        "random_forest", RandomForestClassifier(n_estimators=10, max_depth=5, random_state=0), train, y[:120], test
+    )
+    classifier(
+        "random_forest_binary",
+        RandomForestClassifier(n_estimators=5, max_depth=3, random_state=0),
+        train,
+        binary[:120],
+        test,
+    )
     classifier("svc", SVC(probability=True, random_state=0), train, y[:120], test)
     # String labels, with ZipMap: a list of {label: probability} per row.
     classifier("string_labels_zipmap", LogisticRegression(max_iter=500), train, names[:120], test, zipmap=True)
 
     Xr, yr = regression()
     regressor("linear_regression", LinearRegression(), Xr[:60], yr[:60], Xr[60:])
-    regressor("random_forest_regressor", RandomForestRegressor(n_estimators=10, max_depth=5, random_state=0),
-              Xr[:60], yr[:60], Xr[60:])
+    regressor(
+        "random_forest_regressor",
+        RandomForestRegressor(n_estimators=10, max_depth=5, random_state=0),
+        Xr[:60],
+        yr[:60],
+        Xr[60:],
+    )
     regressor("svr", SVR(C=2.0), Xr[:60], yr[:60], Xr[60:])
 
     # Preprocessing: a categorical column one-hot encoded, missing values imputed, then
@@ -115,15 +147,22 @@ def main() -> None:
     P[:, 0] = rng.integers(0, 3, 40)
     P[rng.random((40, 4)) < 0.15] = np.nan
     P[:, 0] = np.nan_to_num(P[:, 0], nan=1.0)
-    pipeline = ColumnTransformer([
-        ("onehot", OneHotEncoder(handle_unknown="ignore", sparse_output=False), [0]),
-        ("normalized", Pipeline([("impute", SimpleImputer(strategy="mean")), ("norm", Normalizer())]), [1, 2, 3]),
-        ("binarized", Pipeline([("impute", SimpleImputer(strategy="median")), ("binary", Binarizer(threshold=0.2))]),
-         [1, 2]),
-    ])
+    pipeline = ColumnTransformer(
+        [
+            ("onehot", OneHotEncoder(handle_unknown="ignore", sparse_output=False), [0]),
+            ("normalized", Pipeline([("impute", SimpleImputer(strategy="mean")), ("norm", Normalizer())]), [1, 2, 3]),
+            (
+                "binarized",
+                Pipeline([("impute", SimpleImputer(strategy="median")), ("binary", Binarizer(threshold=0.2))]),
+                [1, 2],
+            ),
+        ]
+    )
     pipeline.fit(P[:30])
     converted = to_onnx(pipeline, P[:1], target_opset=OPSETS)
-    save("preprocessing", pipeline, converted, {converted.graph.input[0].name: P[30:]}, value=pipeline.transform(P[30:]))
+    save(
+        "preprocessing", pipeline, converted, {converted.graph.input[0].name: P[30:]}, value=pipeline.transform(P[30:])
+    )
 
 
 if __name__ == "__main__":

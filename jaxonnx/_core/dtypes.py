@@ -90,8 +90,15 @@ def jax_dtype(dtype) -> np.dtype:
 
 #: The 64-bit type whose values JAX computes as each 32-bit type while x64 is off: the one
 #: narrowing table (the 32-bit side is `jax_dtype`'s answer for the 64-bit one).
-WIDE = {np.dtype(narrow): np.dtype(wide) for narrow, wide in
-        [(np.int32, np.int64), (np.uint32, np.uint64), (np.float32, np.float64), (np.complex64, np.complex128)]}
+WIDE = {
+    np.dtype(narrow): np.dtype(wide)
+    for narrow, wide in [
+        (np.int32, np.int64),
+        (np.uint32, np.uint64),
+        (np.float32, np.float64),
+        (np.complex64, np.complex128),
+    ]
+}
 
 
 def is_narrowed(dtype) -> bool:

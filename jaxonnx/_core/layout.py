@@ -35,22 +35,89 @@ from jaxonnx._core.registry import OpVersion
 # their result. Random ones are left out (a mask drawn over the moved shape would differ
 # from the one drawn in ONNX's layout), as are ops with an axis attribute and Cast (to strings
 # it makes numpy object arrays).
-_UNARY = frozenset({
-    "Abs", "Acos", "Acosh", "Asin", "Asinh", "Atan", "Atanh", "Ceil", "Celu", "Cos", "Cosh", "Elu",
-    "Erf", "Exp", "Floor", "Gelu", "HardSigmoid", "HardSwish", "Identity", "IsInf", "IsNaN", "LeakyRelu",
-    "Log", "Mish", "Neg", "Not", "Reciprocal", "Relu", "Round", "Selu", "Shrink", "Sigmoid", "Sign",
-    "Sin", "Sinh", "Softplus", "Softsign", "Sqrt", "Tan", "Tanh", "ThresholdedRelu",
-})
+_UNARY = frozenset(
+    {
+        "Abs",
+        "Acos",
+        "Acosh",
+        "Asin",
+        "Asinh",
+        "Atan",
+        "Atanh",
+        "Ceil",
+        "Celu",
+        "Cos",
+        "Cosh",
+        "Elu",
+        "Erf",
+        "Exp",
+        "Floor",
+        "Gelu",
+        "HardSigmoid",
+        "HardSwish",
+        "Identity",
+        "IsInf",
+        "IsNaN",
+        "LeakyRelu",
+        "Log",
+        "Mish",
+        "Neg",
+        "Not",
+        "Reciprocal",
+        "Relu",
+        "Round",
+        "Selu",
+        "Shrink",
+        "Sigmoid",
+        "Sign",
+        "Sin",
+        "Sinh",
+        "Softplus",
+        "Softsign",
+        "Sqrt",
+        "Tan",
+        "Tanh",
+        "ThresholdedRelu",
+    }
+)
 # Numpy-style broadcasting from these versions on (Add-6 and older broadcast by an axis).
 _BROADCASTING = {
-    "Add": 7, "Sub": 7, "Mul": 7, "Div": 7, "Pow": 7, "Max": 8, "Min": 8, "Sum": 8, "Mean": 8,
-    "PRelu": 7, "Clip": 11, "Where": 9, "Equal": 7, "Greater": 7, "Less": 7, "GreaterOrEqual": 12,
-    "LessOrEqual": 12, "And": 7, "Or": 7, "Xor": 7, "Mod": 10,
+    "Add": 7,
+    "Sub": 7,
+    "Mul": 7,
+    "Div": 7,
+    "Pow": 7,
+    "Max": 8,
+    "Min": 8,
+    "Sum": 8,
+    "Mean": 8,
+    "PRelu": 7,
+    "Clip": 11,
+    "Where": 9,
+    "Equal": 7,
+    "Greater": 7,
+    "Less": 7,
+    "GreaterOrEqual": 12,
+    "LessOrEqual": 12,
+    "And": 7,
+    "Or": 7,
+    "Xor": 7,
+    "Mod": 10,
 }
-_REDUCTIONS = frozenset({
-    "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax", "ReduceMean", "ReduceMin",
-    "ReduceProd", "ReduceSum", "ReduceSumSquare",
-})
+_REDUCTIONS = frozenset(
+    {
+        "ReduceL1",
+        "ReduceL2",
+        "ReduceLogSum",
+        "ReduceLogSumExp",
+        "ReduceMax",
+        "ReduceMean",
+        "ReduceMin",
+        "ReduceProd",
+        "ReduceSum",
+        "ReduceSumSquare",
+    }
+)
 
 
 class ChannelsLast:
@@ -148,7 +215,9 @@ def run(node, args: list, ctx: OpContext, attributes: dict[str, Any]):
     if op_type == "Split" and op.since_version >= 13 and isinstance(args[0], ChannelsLast):
         if any(isinstance(a, ChannelsLast) for a in args[1:]):
             return None
-        results = op(args[0].array, *args[1:], ctx=ctx, **{**attributes, "axis": _axis(attributes.get("axis") or 0, rank)})
+        results = op(
+            args[0].array, *args[1:], ctx=ctx, **{**attributes, "axis": _axis(attributes.get("axis") or 0, rank)}
+        )
         return tuple(ChannelsLast(r) for r in results)
     if op_type in _REDUCTIONS and op.since_version >= 13 and isinstance(args[0], ChannelsLast):
         return _reduction(node, args, ctx, attributes, rank)

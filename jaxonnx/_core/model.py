@@ -32,23 +32,30 @@ from onnx import numpy_helper
 
 from jaxonnx import ops as _ops  # noqa: F401  (registers every op)
 from jaxonnx._core.checks import DeferredChecks
-from jaxonnx._core.dtypes import X64_ON_HINT, as_jax, is_narrowed, is_string_array, jax_dtype, onnx_type_name, x64_enabled
+from jaxonnx._core.dtypes import (
+    X64_ON_HINT,
+    as_jax,
+    is_narrowed,
+    is_string_array,
+    jax_dtype,
+    onnx_type_name,
+    x64_enabled,
+)
 from jaxonnx._core.graph import Environment, Graph
 from jaxonnx._core.loading import (
     canonical_domain,
     check_model,
     check_sparse,
     check_text,
-    sort_nodes,
+    decode_attribute,
     external_tensors,
     opset_versions,
     parse_model,
     read_external_data,
     run_as_onnxruntime_spells,
+    sort_nodes,
 )
-from jaxonnx._core.loading import decode_attribute
 from jaxonnx._core.registry import REGISTRY, OpVersion, Registry, is_traced, trace_in_progress
-from jaxonnx._xla_cpu import compiler_options
 from jaxonnx._core.types import ValueInfo, ValueType
 from jaxonnx._errors import (
     LeniencyWarning,
@@ -57,6 +64,7 @@ from jaxonnx._errors import (
     UnsupportedOpError,
     X64Warning,
 )
+from jaxonnx._xla_cpu import compiler_options
 
 # --------------------------------------------------------------------------- loading
 
@@ -143,16 +151,13 @@ def load(
         if base_dir is None:
             base_dir = os.path.dirname(os.path.abspath(path))
     else:
-        raise ModelLoadError(
-            f"`load` takes a path, bytes or an onnx.ModelProto, got {type(model).__name__}."
-        )
+        raise ModelLoadError(f"`load` takes a path, bytes or an onnx.ModelProto, got {type(model).__name__}.")
     options = {"channels_last": bool(channels_last)}
     if straight_through:
         options["straight_through"] = True
-    return Model(proto, size_hints=size_hints, loop_bounds=loop_bounds, base_dir=base_dir, registry=registry,
-                 options=options)
-
-
+    return Model(
+        proto, size_hints=size_hints, loop_bounds=loop_bounds, base_dir=base_dir, registry=registry, options=options
+    )
 
 
 # --------------------------------------------------------------------------- the model
@@ -176,8 +181,9 @@ class Model:
     the initializers.
     """
 
-    def __init__(self, proto: onnx.ModelProto, *, size_hints=None, base_dir=None, registry=None, options=None,
-                 loop_bounds=None):
+    def __init__(
+        self, proto: onnx.ModelProto, *, size_hints=None, base_dir=None, registry=None, options=None, loop_bounds=None
+    ):
         proto_copy = onnx.ModelProto()
         proto_copy.CopyFrom(proto)
         check_text(proto_copy)  # corrupt text would reach onnx's bindings and dict keys as bytes
@@ -186,11 +192,15 @@ class Model:
         self.opsets = opset_versions(proto_copy)
         # What onnxruntime runs although the IR or the schema refuses it: one warning per load.
         leniencies = run_as_onnxruntime_spells(
-            proto_copy, lambda op_type: _attributes_known((registry or REGISTRY), op_type, self.opsets.get("")))
+            proto_copy, lambda op_type: _attributes_known((registry or REGISTRY), op_type, self.opsets.get(""))
+        )
         if leniencies:
-            warnings.warn(f"{len(leniencies)} departure{'s' * (len(leniencies) > 1)} from the ONNX text, run as "
-                          f"onnxruntime runs {'them' if len(leniencies) > 1 else 'it'}: {'; '.join(leniencies)}.",
-                          LeniencyWarning, stacklevel=3)
+            warnings.warn(
+                f"{len(leniencies)} departure{'s' * (len(leniencies) > 1)} from the ONNX text, run as "
+                f"onnxruntime runs {'them' if len(leniencies) > 1 else 'it'}: {'; '.join(leniencies)}.",
+                LeniencyWarning,
+                stacklevel=3,
+            )
         self.graph_name = graph.name
         self.options = {"channels_last": True, **(options or {})}
         # `jax.jit(model)` names its computation after this (`jit_<graph name>`).
@@ -215,12 +225,17 @@ class Model:
         # data is read only after onnx's checker (see `check_model`).
         external, root = external_tensors(proto_copy, base_dir)
         hints = dict(size_hints or {})
-        env = Environment(self.opsets, registry or REGISTRY, functions, hints, self.options,
-                          loop_bounds=dict(loop_bounds or {}))
+        env = Environment(
+            self.opsets, registry or REGISTRY, functions, hints, self.options, loop_bounds=dict(loop_bounds or {})
+        )
         # Ops are resolved before onnx's checker runs, so an op used below its first
         # version gets jaxonnx's error (which versions exist) rather than the checker's.
-        problems = _unsupported(graph, dataclasses.replace(env, size_hints=dict(hints), problems=[], hinted_outputs=[],
-                                                            claimed_bounds=set(), bounded_nodes=[]))
+        problems = _unsupported(
+            graph,
+            dataclasses.replace(
+                env, size_hints=dict(hints), problems=[], hinted_outputs=[], claimed_bounds=set(), bounded_nodes=[]
+            ),
+        )
         if problems:
             raise UnsupportedOpError(unsupported_message(problems, self.opsets))
         check_model(proto_copy, schemas=_schemas_onnx_lacks(env.registry))
@@ -266,10 +281,15 @@ class Model:
         self._declared_inputs_only = frozenset()
         # Outputs whose length a size hint (or loop bound) may set: their declared dims are
         # not compared with what they compute.
-        self._hinted_lengths = _downstream(self.graph, {o for n in self.graph.nodes if n.size is not None for o in n.outputs})
+        self._hinted_lengths = _downstream(
+            self.graph, {o for n in self.graph.nodes if n.size is not None for o in n.outputs}
+        )
         self._find_weights()
-        self._load_options = {"size_hints": dict(size_hints or {}), "options": self.options,
-                              "loop_bounds": dict(loop_bounds or {})}
+        self._load_options = {
+            "size_hints": dict(size_hints or {}),
+            "options": self.options,
+            "loop_bounds": dict(loop_bounds or {}),
+        }
         self._params: dict[str, Any] | None = None  # a pytree's own params (see tree_unflatten)
         self._base = self  # the model a pytree copy was made from (see tree_flatten)
         self._plan_eager_calls()
@@ -368,7 +388,8 @@ class Model:
     def _find_weights(self) -> None:
         """The float tensors a param may replace, and which of them are trainable."""
         self._weights: dict[str, np.ndarray] = {
-            name: value for name, value in self._file_initializers.items()
+            name: value
+            for name, value in self._file_initializers.items()
             if np.issubdtype(value.dtype, np.inexact) and name not in self._declared_inputs_only
         }
         for node in self.nodes:
@@ -380,7 +401,8 @@ class Model:
         self._shape_deciding = _shape_deciding(self.graph)
         weight_slots = _read_as_weights(self.graph)
         self._trainable = [
-            name for name, value in self._weights.items()
+            name
+            for name, value in self._weights.items()
             if (value.size > 1 or (value.ndim and name in weight_slots)) and name not in self._shape_deciding
         ]
 
@@ -430,8 +452,14 @@ class Model:
         once. A graph whose ops defer checks gets its checked executable
         (:meth:`_checked_executable`), which raises after the computation as the general
         path (:meth:`_checked_call`) does."""
-        if rng is not None or named_inputs or self._params or self._whole_graph is None or self._draws \
-                or len(inputs) != len(self.input_names):
+        if (
+            rng is not None
+            or named_inputs
+            or self._params
+            or self._whole_graph is None
+            or self._draws
+            or len(inputs) != len(self.input_names)
+        ):
             return None
         signature = _array_signature(inputs)
         if signature is None or trace_in_progress():
@@ -441,7 +469,10 @@ class Model:
             for name, value in zip(self.input_names, inputs):
                 self._declared[name].checked_input(value, kind="input")  # raises, naming the input
             compiled = self._compiled[signature] = (
-                self._checked_executable(self._run_positional, *inputs) if self._defers_checks else self.compile(*inputs))
+                self._checked_executable(self._run_positional, *inputs)
+                if self._defers_checks
+                else self.compile(*inputs)
+            )
         return compiled
 
     def _checked_executable(self, run_graph, *args):
@@ -558,8 +589,10 @@ class Model:
         if rng is None and self._draws:
             # An eager call without a key draws anew, as onnxruntime does (see ops/_helpers/random.py).
             rng = jax.random.PRNGKey(secrets.randbits(32))
-        if self._whole_graph is not None and set(checked_params) <= set(self._trainable) and not any(
-            isinstance(v, (list, np.ndarray)) and is_string_array(v) for v in checked_feed.values()
+        if (
+            self._whole_graph is not None
+            and set(checked_params) <= set(self._trainable)
+            and not any(isinstance(v, (list, np.ndarray)) and is_string_array(v) for v in checked_feed.values())
         ):
             if self._defers_checks:
                 return self._checked_call(checked_feed, checked_params, rng)
@@ -592,14 +625,21 @@ class Model:
         Slice bound, a condition, a NonZero's input, an index it bounds-checks): those run
         op by op on concrete values, as before. ``eager_mode`` says which, and why."""
         self._draws = any(getattr(getattr(n.op, "contract", None), "rng", False) for n in self.graph.walk())
-        strings = [t.name for t in (*self.graph.inputs, *self.graph.outputs) if t.dtype is not None and t.dtype.kind in "OUS"]
+        strings = [
+            t.name for t in (*self.graph.inputs, *self.graph.outputs) if t.dtype is not None and t.dtype.kind in "OUS"
+        ]
         strings += [name for name, value in self._file_initializers.items() if value.dtype.kind in "OUS"]
         maps = [t.name for t in (*self.graph.inputs, *self.graph.outputs) if _holds_map(t)]
         made = _string_made_inside(self.graph, {*self.input_names, *self._trainable})
-        reason = f"the string value {strings[0]!r}, which JAX cannot hold" if strings else \
-            f"the map value {maps[0]!r}, a Python dict" if maps else \
-            f"node {made.path!r} ({made.op.name}) makes strings, which JAX cannot hold" if made else \
-            _needs_concrete_values(self.graph, set(self.input_names))
+        reason = (
+            f"the string value {strings[0]!r}, which JAX cannot hold"
+            if strings
+            else f"the map value {maps[0]!r}, a Python dict"
+            if maps
+            else f"node {made.path!r} ({made.op.name}) makes strings, which JAX cannot hold"
+            if made
+            else _needs_concrete_values(self.graph, set(self.input_names))
+        )
         self.eager_mode = "whole graph compiled per input signature" if reason is None else f"op by op: {reason}"
         self._whole_graph = jax.jit(self._run_graph) if reason is None else None
         # The executable of each input signature of eager calls (see `_compiled_call`).
@@ -607,7 +647,8 @@ class Model:
         # A graph whose ops check values computed from the inputs compiles whole for an
         # eager call only with those checks deferred (see `_checked_call`), per signature.
         self._defers_checks = reason is None and any(
-            isinstance(node.op, OpVersion) and node.op.contract.checks for node in self.graph.nodes)
+            isinstance(node.op, OpVersion) and node.op.contract.checks for node in self.graph.nodes
+        )
         self._checked: dict[tuple, Any] = {}
 
     def _checked_param(self, name: str, value):
@@ -619,8 +660,12 @@ class Model:
                 "argument); it is not in `model.params`. Leave it out of the params you pass."
             )
         dtype = getattr(value, "dtype", None)
-        if dtype is not None and np.issubdtype(own.dtype, np.inexact) and jnp.issubdtype(dtype, jnp.inexact) \
-                and np.dtype(dtype) != own.dtype:
+        if (
+            dtype is not None
+            and np.issubdtype(own.dtype, np.inexact)
+            and jnp.issubdtype(dtype, jnp.inexact)
+            and np.dtype(dtype) != own.dtype
+        ):
             # Mixed precision: a param kept in another float type (bfloat16 master weights,
             # or float32 ones for a float16 model) is cast to the model's type at the boundary;
             # gradients flow back through the cast in the param's own type.
@@ -656,8 +701,12 @@ class Model:
     def __setstate__(self, state):
         proto = onnx.ModelProto()
         proto.ParseFromString(state["proto"])
-        self.__init__(proto, size_hints=state["load"]["size_hints"], options=state["load"]["options"],
-                      loop_bounds=state["load"].get("loop_bounds"))
+        self.__init__(
+            proto,
+            size_hints=state["load"]["size_hints"],
+            options=state["load"]["options"],
+            loop_bounds=state["load"].get("loop_bounds"),
+        )
         self._params = state["params"] or None
 
     def to_proto(self, params: Mapping[str, Any] | None = None) -> onnx.ModelProto:
@@ -699,8 +748,9 @@ class Model:
                         attribute.t.CopyFrom(numpy_helper.from_array(arrays[node.output[0]], attribute.t.name))
         return proto
 
-    def save(self, path: str | os.PathLike, params: Mapping[str, Any] | None = None, *,
-             external_data: bool | None = None) -> None:
+    def save(
+        self, path: str | os.PathLike, params: Mapping[str, Any] | None = None, *, external_data: bool | None = None
+    ) -> None:
         """Writes the model, with the weights it computes with and ``params`` in place of
         those named there (see :meth:`to_proto`), to ``path``.
 
@@ -717,8 +767,14 @@ class Model:
             external_data = proto.ByteSize() > 2**31 - 2**20
         path = os.fspath(path)
         if external_data:
-            onnx.save_model(proto, path, save_as_external_data=True, all_tensors_to_one_file=True,
-                            location=os.path.basename(path) + ".data", size_threshold=0)
+            onnx.save_model(
+                proto,
+                path,
+                save_as_external_data=True,
+                all_tensors_to_one_file=True,
+                location=os.path.basename(path) + ".data",
+                size_threshold=0,
+            )
         else:
             onnx.save_model(proto, path)
 
@@ -773,8 +829,11 @@ def _x64_warning_due() -> bool:
     "error", as tests and ``pytest.warns`` set)."""
     action = warnings.defaultaction
     for filter_action, message, category, module, _ in warnings.filters:
-        if issubclass(X64Warning, category) and (message is None or message.pattern in ("", ".*")) \
-                and (module is None or module.pattern in ("", ".*")):
+        if (
+            issubclass(X64Warning, category)
+            and (message is None or message.pattern in ("", ".*"))
+            and (module is None or module.pattern in ("", ".*"))
+        ):
             action = filter_action
             break
     if action in ("always", "error", "ignore"):
@@ -796,8 +855,12 @@ def _attributes_known(registry, op_type: str, opset: int | None) -> set[str] | N
 def _schemas_onnx_lacks(registry) -> list:
     """The schemas registered beside ops of the default domain (versions onnx does not define,
     such as onnxruntime's SimplifiedLayerNormalization-1), for onnx's checker."""
-    return [op.own_schema for name, versions in registry.supported_ops("").items() for version in versions
-            if (op := registry.get_op(name, version, "")).own_schema is not None]
+    return [
+        op.own_schema
+        for name, versions in registry.supported_ops("").items()
+        for version in versions
+        if (op := registry.get_op(name, version, "")).own_schema is not None
+    ]
 
 
 def _downstream(graph: Graph, names: set[str]) -> frozenset[str]:
@@ -825,12 +888,22 @@ def _tracing(*trees) -> bool:
 def _signature_key(values: Mapping[str, Any]) -> tuple:
     """What an executable compiled for ``values`` (by name) depends on: each one's shape,
     type and, for a JAX array, placement."""
-    return tuple(sorted(
-        (name, None if value is None else (
-            np.shape(value), str(value.dtype) if hasattr(value, "dtype") else type(value).__name__,
-            getattr(value, "sharding", None), getattr(value, "weak_type", False)))
-        for name, value in values.items()
-    ))
+    return tuple(
+        sorted(
+            (
+                name,
+                None
+                if value is None
+                else (
+                    np.shape(value),
+                    str(value.dtype) if hasattr(value, "dtype") else type(value).__name__,
+                    getattr(value, "sharding", None),
+                    getattr(value, "weak_type", False),
+                ),
+            )
+            for name, value in values.items()
+        )
+    )
 
 
 def _array_signature(inputs) -> tuple | None:
@@ -957,9 +1030,19 @@ def _unsupported(graph: onnx.GraphProto, env: Environment) -> list[str]:
 # there (the bias of a single output unit, a one-channel normalization's scale) is a param,
 # while one-element tensors elsewhere are the exporter's constants (0.5, a Pow exponent).
 _WEIGHT_INPUTS = {
-    "Gemm": (1, 2), "MatMul": (1,), "Conv": (1, 2), "ConvTranspose": (1, 2), "PRelu": (1,),
-    "BatchNormalization": (1, 2), "InstanceNormalization": (1, 2), "LayerNormalization": (1, 2),
-    "GroupNormalization": (1, 2), "RMSNormalization": (1,), "LSTM": (1, 2, 3), "GRU": (1, 2, 3), "RNN": (1, 2, 3),
+    "Gemm": (1, 2),
+    "MatMul": (1,),
+    "Conv": (1, 2),
+    "ConvTranspose": (1, 2),
+    "PRelu": (1,),
+    "BatchNormalization": (1, 2),
+    "InstanceNormalization": (1, 2),
+    "LayerNormalization": (1, 2),
+    "GroupNormalization": (1, 2),
+    "RMSNormalization": (1,),
+    "LSTM": (1, 2, 3),
+    "GRU": (1, 2, 3),
+    "RNN": (1, 2, 3),
 }
 # Ops whose output a bias is added to (``x @ W + b`` as MatMul then Add).
 _LINEAR_OPS = {"MatMul", "Gemm", "Conv", "ConvTranspose"}

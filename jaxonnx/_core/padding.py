@@ -78,9 +78,28 @@ import numpy as np
 from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.bounds import refuse_at_run_time_if
 
-KINDS = ("", "elementwise", "moves", "concat", "gather", "gather_elements", "gather_nd", "scatter",
-         "sum", "prod", "max", "min", "mean", "matmul", "top_k", "shape", "size", "constant_of_shape", "range",
-         "non_max_suppression")
+KINDS = (
+    "",
+    "elementwise",
+    "moves",
+    "concat",
+    "gather",
+    "gather_elements",
+    "gather_nd",
+    "scatter",
+    "sum",
+    "prod",
+    "max",
+    "min",
+    "mean",
+    "matmul",
+    "top_k",
+    "shape",
+    "size",
+    "constant_of_shape",
+    "range",
+    "non_max_suppression",
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -207,7 +226,11 @@ def _counted_outputs(node, args, attributes, counted, results):
         return results, [None] * len(results)
     value = args[0]
     if op_type in _KEEP_COUNT:
-        kept = np.dtype(value.dtype) == np.bool_ or np.dtype(results[0].dtype) == np.bool_ or op_type not in ("Cast", "CastLike")
+        kept = (
+            np.dtype(value.dtype) == np.bool_
+            or np.dtype(results[0].dtype) == np.bool_
+            or op_type not in ("Cast", "CastLike")
+        )
         return results, [Marks(counted=source) if kept else None] + [None] * (len(results) - 1)
     if op_type == "ReduceSum":
         call = Call(node, list(args), attributes, [], lambda a: a)
@@ -350,7 +373,7 @@ def _elementwise(call: Call):
     lengths = real = None
     if _has_lengths(call):
         lengths = np.zeros(shape, bool)
-        for arg, marks in zip(call.args, call.marks):
+        for marks in call.marks:
             if marks is not None and marks.lengths is not None:
                 lengths = lengths | np.broadcast_to(marks.lengths, shape)
         real = _outputs(call.run(_reals(call)))
@@ -443,15 +466,21 @@ def _moves(call: Call):
             if target[entry] <= 0 or shape[axis] != target[entry]:
                 call.refuse(f"sizes axis {axis} by a padded length it does not keep")
             _merge(positions[0], axis, _with_count(_length_origin(call), real[entry]))
-    return results, [_combine(p, l) for p, l in zip(positions, lengths)]
+    return results, [_combine(p, n) for p, n in zip(positions, lengths)]
 
 
 def _sliced_to_length(call: Call, flags: np.ndarray, positions: dict[int, Mark]) -> None:
     """``Slice(data, 0, n)`` with ``n`` a padded length (``x[:len(y)]``): the real ``n`` entries
     are real, the rest of the hinted length padding."""
     data, starts = call.args[0], np.asarray(call.args[1]).reshape(-1)
-    axes = np.arange(len(starts)) if len(call.args) < 4 or call.args[3] is None else np.asarray(call.args[3]).reshape(-1)
-    steps = np.ones(len(starts), int) if len(call.args) < 5 or call.args[4] is None else np.asarray(call.args[4]).reshape(-1)
+    axes = (
+        np.arange(len(starts)) if len(call.args) < 4 or call.args[3] is None else np.asarray(call.args[3]).reshape(-1)
+    )
+    steps = (
+        np.ones(len(starts), int)
+        if len(call.args) < 5 or call.args[4] is None
+        else np.asarray(call.args[4]).reshape(-1)
+    )
     real = jnp.asarray(call.marks[2].real).reshape(-1)
     for entry in np.flatnonzero(flags.reshape(-1)):
         axis = int(axes[entry]) % data.ndim
@@ -482,7 +511,9 @@ def _concat(call: Call):
     if any(along):
         # The real entries of each input first, in order, then all the padding: as the exact
         # concatenation of the real parts would have them.
-        masks = [jnp.arange(a.shape[axis]) < (m.count if m is not None else a.shape[axis]) for a, m in zip(call.args, along)]
+        masks = [
+            jnp.arange(a.shape[axis]) < (m.count if m is not None else a.shape[axis]) for a, m in zip(call.args, along)
+        ]
         real = jnp.concatenate(masks)
         order = jnp.argsort(~real, stable=True)
         out = jnp.take(jnp.asarray(out), order, axis=axis)
@@ -490,9 +521,13 @@ def _concat(call: Call):
         axes[axis] = _with_count(next(m for m in along if m is not None), count)
     lengths = None
     if _has_lengths(call):
-        flags = [np.zeros(np.shape(a), bool) if _length_flags(call, i) is None else _length_flags(call, i)
-                 for i, a in enumerate(call.args)]
-        lengths = _length_marks(np.concatenate(flags, axis=axis), _outputs(call.run(_reals(call)))[0], _length_origin(call))
+        flags = [
+            np.zeros(np.shape(a), bool) if _length_flags(call, i) is None else _length_flags(call, i)
+            for i, a in enumerate(call.args)
+        ]
+        lengths = _length_marks(
+            np.concatenate(flags, axis=axis), _outputs(call.run(_reals(call)))[0], _length_origin(call)
+        )
     return (out,), [_combine(axes, lengths)]
 
 
@@ -548,7 +583,7 @@ def _gather_elements(call: Call):
 
 
 def _gather_nd(call: Call):
-    data, indices = call.args[0], call.args[1]
+    indices = call.args[1]
     batch = call.attributes.get("batch_dims", 0) or 0
     _no_lengths(call)
     index_axes = _axis_marks(call, 1)
@@ -589,9 +624,14 @@ def _scatter(call: Call):
         # selection (Slice(src, 0, n)), so no longer than `src`; the rows past them are marked
         # (there are never more real rows than `src` has entries, which torch requires).
         count = _axis_marks(call, 1)[0].count
-        refuse_at_run_time_if(count > updates.shape[0], lambda found: (
-            f"Node {call.node.path!r} ({call.node.op.name}) scatters {int(found)} selected positions but has "
-            f"only {updates.shape[0]} updates."), count)
+        refuse_at_run_time_if(
+            count > updates.shape[0],
+            lambda found: (
+                f"Node {call.node.path!r} ({call.node.op.name}) scatters {int(found)} selected positions but has "
+                f"only {updates.shape[0]} updates."
+            ),
+            count,
+        )
         updates = jnp.pad(jnp.asarray(updates), [(0, rows[0] - updates.shape[0])] + [(0, 0)] * (updates.ndim - 1))
     if nd:
         beyond = jnp.asarray(np.array(data.shape[: indices.shape[-1]]), indices.dtype)
@@ -677,7 +717,8 @@ def _matmul(call: Call):
     axes: dict[int, Mark] = {}
     # By position, not identity: MatMul(X, X) passes one array twice.
     for is_b, (operand, marks, operand_rank, inner_axis) in enumerate(
-            ((a, marks_a, rank_a, inner_a), (b, marks_b, rank_b, inner_b))):
+        ((a, marks_a, rank_a, inner_a), (b, marks_b, rank_b, inner_b))
+    ):
         for axis, mark in marks.items():
             if axis == inner_axis:
                 continue
@@ -725,8 +766,16 @@ def _shape(call: Call):
     dims = list(range(rank))[slice(start, end)]
     shape = np.asarray(results[0])
     flags = np.array([d in axes for d in dims], bool)
-    real = jnp.stack([jnp.asarray(axes[d].count if d in axes else n).astype(jnp.asarray(shape).dtype)
-                      for d, n in zip(dims, shape)]) if dims else jnp.asarray(shape)
+    real = (
+        jnp.stack(
+            [
+                jnp.asarray(axes[d].count if d in axes else n).astype(jnp.asarray(shape).dtype)
+                for d, n in zip(dims, shape)
+            ]
+        )
+        if dims
+        else jnp.asarray(shape)
+    )
     return results, [_length_marks(flags, real, next(iter(axes.values())))]
 
 
@@ -766,7 +815,10 @@ def _non_max_suppression(call: Call):
     _only_inputs(call, (0, 1), "takes it as a parameter")
     if _has_lengths(call):
         call.refuse("takes a padded length as boxes or scores")
-    marks = [*_axis_marks(call, 0).items(), *((a - 1 if a == 2 else -a - 1, m) for a, m in _axis_marks(call, 1).items())]
+    marks = [
+        *_axis_marks(call, 0).items(),
+        *((a - 1 if a == 2 else -a - 1, m) for a, m in _axis_marks(call, 1).items()),
+    ]
     if any(axis != 1 for axis, _ in marks):  # boxes' axis 1 and scores' axis 2 are the boxes
         call.refuse("pads an axis other than the boxes (a batch, a class or a coordinate)")
     count = marks[0][1].count

@@ -33,7 +33,6 @@ from jaxonnx._core.dtypes import (
 from jaxonnx._errors import DeclaredShapeWarning, ModelLoadError, OnnxTypeError, OnnxValidationError, UnsupportedOpError
 
 
-
 @dataclasses.dataclass(frozen=True)
 class ValueInfo:
     """A declared graph input or output, as onnxruntime's ``NodeArg`` describes it.
@@ -106,7 +105,8 @@ class ValueType:
                 # paddle2onnx also writes `dim_param: "?"`: a placeholder, not a name that two
                 # dims share.
                 shape = tuple(
-                    (d.dim_value if d.dim_value >= 0 else None) if d.HasField("dim_value")
+                    (d.dim_value if d.dim_value >= 0 else None)
+                    if d.HasField("dim_value")
                     else (d.dim_param if d.dim_param not in ("", "?") else None)
                     for d in tensor_type.shape.dim
                 )
@@ -256,12 +256,16 @@ class ValueType:
             return None if value is None else self.item_type.output(value, warned=warned)
         if self.kind == "map":
             if not isinstance(value, Mapping):
-                raise OnnxTypeError(f"The graph output {self.name!r} is declared {self.onnx_type()} but the graph computed {type(value).__name__}.")
+                raise OnnxTypeError(
+                    f"The graph output {self.name!r} is declared {self.onnx_type()} but the graph computed {type(value).__name__}."
+                )
             return dict(value)
         if value is None:
             if self.kind == "any":
                 return None
-            raise OnnxTypeError(f"The graph output {self.name!r} is declared {self.type_text()} but the graph computed None.")
+            raise OnnxTypeError(
+                f"The graph output {self.name!r} is declared {self.type_text()} but the graph computed None."
+            )
         if isinstance(value, (list, tuple)):
             raise OnnxTypeError(
                 f"The graph output {self.name!r} is declared {self.type_text()} but the graph computed a sequence."
@@ -280,7 +284,6 @@ class ValueType:
         if is_string_array(value):
             return np.array(value, dtype=object, copy=True)
         return as_jax(value, what=f"graph output {self.name!r}")
-
 
     def check_computed(self, value, *, node: str, warned: set[str]) -> None:
         """Checks a value a node computed against its ``value_info`` declaration, as

@@ -39,13 +39,19 @@ fixed with --batch N.
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="jaxonnx", description=_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--version", action="store_true", help="print the versions of jaxonnx, jax, onnx and onnxruntime")
+    parser = argparse.ArgumentParser(
+        prog="jaxonnx", description=_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--version", action="store_true", help="print the versions of jaxonnx, jax, onnx and onnxruntime"
+    )
     commands = parser.add_subparsers(dest="command")
     commands.add_parser("demo", help="run the bundled demo model (the default)")
     run = commands.add_parser("run", help="run a model and summarize its outputs")
     _add_input_options(run)
-    run.add_argument("--jit", action="store_true", help="compile the whole graph with jax.jit (compile and run timed apart)")
+    run.add_argument(
+        "--jit", action="store_true", help="compile the whole graph with jax.jit (compile and run timed apart)"
+    )
     check = commands.add_parser("check", help="op counts, unsupported ops, and per node: op, resolved version, support")
     check.add_argument("model", help="path to an .onnx file")
     bench = commands.add_parser(
@@ -54,12 +60,15 @@ def _parser() -> argparse.ArgumentParser:
     _add_input_options(bench)
     bench.add_argument("--repeat", type=int, default=20, metavar="N", help="timed calls per runtime (default 20)")
     bench.add_argument("--warmup", type=int, default=2, metavar="N", help="untimed calls first (default 2)")
-    bench.add_argument("--rtol", type=float, help="relative tolerance of the output check (default by dtype: 1e-4 for float32)")
-    bench.add_argument("--atol", type=float, help="absolute tolerance of the output check (default by dtype: 1e-5 for float32)")
+    bench.add_argument(
+        "--rtol", type=float, help="relative tolerance of the output check (default by dtype: 1e-4 for float32)"
+    )
+    bench.add_argument(
+        "--atol", type=float, help="absolute tolerance of the output check (default by dtype: 1e-5 for float32)"
+    )
     bench.add_argument("--no-onnxruntime", action="store_true", help="time jaxonnx only")
     generate.add_parser(commands)
     return parser
-
 
 
 def main(argv: list[str] | None = None) -> int:

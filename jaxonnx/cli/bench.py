@@ -23,13 +23,17 @@ def _bench(args) -> int:
     from jaxonnx._errors import JaxOnnxError
 
     if args.repeat < 1 or args.warmup < 0:
-        raise _UsageError(f"--repeat needs N >= 1 and --warmup N >= 0, got {args.repeat} and {args.warmup}.", exit_code=2)
+        raise _UsageError(
+            f"--repeat needs N >= 1 and --warmup N >= 0, got {args.repeat} and {args.warmup}.", exit_code=2
+        )
     prepared = _prepare(args)
     feed = prepared.feed
     _print_inputs(prepared)
     strings = [name for name, value in feed.items() if value.dtype == object]
     if strings:
-        raise _UsageError(f"The input {strings[0]!r} is a string tensor, which JAX cannot hold under jax.jit; bench times jitted models only.")
+        raise _UsageError(
+            f"The input {strings[0]!r} is a string tensor, which JAX cannot hold under jax.jit; bench times jitted models only."
+        )
     device = jax.devices()[0]
     try:
         device_feed = jax.block_until_ready(jax.device_put(feed))
@@ -43,7 +47,11 @@ def _bench(args) -> int:
     except (JaxOnnxError, jax.errors.JaxRuntimeError) as error:
         raise _failure(error, prepared) from error
     outputs = {name: outputs[name] for name in prepared.model.output_names}  # jit sorts dict keys
-    kind = device.platform if device.device_kind.lower() == device.platform else f"{device.platform} ({device.device_kind})"
+    kind = (
+        device.platform
+        if device.device_kind.lower() == device.platform
+        else f"{device.platform} ({device.device_kind})"
+    )
     print(f"jaxonnx: load {_ms(prepared.load_s)}, trace and lower {_ms(trace_s)}, compile {_ms(compile_s)}")
     print(f"jaxonnx, jax.jit on {kind}: {_timing(times)}")
     hinted = _hinted_outputs(prepared, jit=True)
@@ -125,7 +133,9 @@ def _compare(outputs: dict, expected: dict, hinted: dict[str, _Hinted], args) ->
         if value.dtype.kind not in "fc":
             ok = bool(np.array_equal(value, reference.astype(value.dtype) if value.dtype != object else reference))
             mismatches = int(np.sum(value != reference)) if value.dtype != object else int(not ok)
-            print(f"  {name}: {'pass' if ok else 'FAIL'}: {value.dtype} compared exactly, {mismatches} entries differ{note}")
+            print(
+                f"  {name}: {'pass' if ok else 'FAIL'}: {value.dtype} compared exactly, {mismatches} entries differ{note}"
+            )
             all_pass &= ok
             continue
         default_rtol, default_atol = _TOLERANCES.get(str(value.dtype), _TOLERANCES["float32"])

@@ -43,7 +43,7 @@ def _elide(text: str, width: int) -> str:
     if len(text) <= width:
         return text
     head = (width - 3) // 2
-    return f"{text[:head]}...{text[len(text) - (width - 3 - head):]}"
+    return f"{text[:head]}...{text[len(text) - (width - 3 - head) :]}"
 
 
 def _function_body(op_type: str, opset, domain: str):
@@ -124,7 +124,9 @@ def _check(args) -> int:
             nodes = f"{top + sub} node{'s' if top + sub > 1 else ''}"
             return nodes if not sub else f"{nodes}, {sub} in subgraphs"
 
-        ops = [f"{op} ({where(*c)})" for op, c in sorted(unsupported.items(), key=lambda item: (-sum(item[1]), item[0]))]
+        ops = [
+            f"{op} ({where(*c)})" for op, c in sorted(unsupported.items(), key=lambda item: (-sum(item[1]), item[0]))
+        ]
         print(_wrapped(f"NOT supported: {total} of {len(rows)} nodes; ", ops))
     else:
         print("all nodes supported")
@@ -147,6 +149,9 @@ def _check(args) -> int:
         near = list(dict.fromkeys(n for op in missing for n in difflib.get_close_matches(op, known, n=3, cutoff=0.6)))
         if near:
             print(f"near names in {domain or 'ai.onnx'}: {', '.join(near)}")
-        print(_wrapped(f"jaxonnx supports in {domain or 'ai.onnx'}: ", known) if known
-              else f"jaxonnx knows no ops of the domain {domain!r}")
+        print(
+            _wrapped(f"jaxonnx supports in {domain or 'ai.onnx'}: ", known)
+            if known
+            else f"jaxonnx knows no ops of the domain {domain!r}"
+        )
     return 1

@@ -31,7 +31,9 @@ def _demo() -> int:
     (jitted,) = compiled(x)
     print(f"jax.jit:  y = {np.asarray(jitted).tolist()} (equal to eager: {bool(jnp.array_equal(eager, jitted))})")
     jaxpr = jax.make_jaxpr(model)(x)
-    print(f"jax.jit traces the whole graph into one jaxpr of {len(jaxpr.jaxpr.eqns)} primitives (Constant values folded in)")
+    print(
+        f"jax.jit traces the whole graph into one jaxpr of {len(jaxpr.jaxpr.eqns)} primitives (Constant values folded in)"
+    )
     grad = jax.grad(lambda v: jnp.sum(model(v)[0] ** 2))(x)
     print("gradient of sum(y**2) with respect to x (nonzero where x reaches y):")
     for row in np.asarray(grad).tolist():

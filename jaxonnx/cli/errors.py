@@ -62,7 +62,8 @@ def _for_the_command_line(error: Exception) -> str:
         # A JaxRuntimeError from a host callback carries the callback's traceback, which
         # ends with the jaxonnx error that the callback raised.
         names = "|".join(
-            name for name, value in vars(_errors).items()
+            name
+            for name, value in vars(_errors).items()
             if isinstance(value, type) and issubclass(value, _errors.JaxOnnxError)
         )
         raised = re.findall(rf"^(?:jaxonnx\._errors\.)?(?:{names}): (.*)$", message, flags=re.MULTILINE)

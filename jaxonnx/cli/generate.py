@@ -28,7 +28,8 @@ from jaxonnx.cli.errors import _UsageError
 def add_parser(commands) -> None:
     """Adds the ``generate`` subcommand to the command line's subparsers."""
     generate = commands.add_parser(
-        "generate", help="generate text (or token ids) from a causal LM with its KV cache, the loop under one jax.jit",
+        "generate",
+        help="generate text (or token ids) from a causal LM with its KV cache, the loop under one jax.jit",
         description=_plain(__doc__.split("\n\n")[0] + "\n\n" + __doc__.split("\n\n", 2)[2]),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -42,9 +43,16 @@ def add_parser(commands) -> None:
     generate.add_argument("--temperature", type=float, default=1.0, help="sampling temperature (default 1)")
     generate.add_argument("--top-k", type=int, metavar="K", help="sample among the K most likely tokens")
     generate.add_argument("--top-p", type=float, metavar="P", help="sample among the most likely tokens adding up to P")
-    generate.add_argument("--eos-token-id", type=int, action="append", metavar="ID",
-                          help="a token that ends a prompt's generation (repeatable; default from the model's config)")
-    generate.add_argument("--pad-token-id", type=int, metavar="ID", help="what follows the end (default from the config)")
+    generate.add_argument(
+        "--eos-token-id",
+        type=int,
+        action="append",
+        metavar="ID",
+        help="a token that ends a prompt's generation (repeatable; default from the model's config)",
+    )
+    generate.add_argument(
+        "--pad-token-id", type=int, metavar="ID", help="what follows the end (default from the config)"
+    )
 
 
 def _plain(text: str) -> str:
@@ -83,9 +91,17 @@ def run(args) -> int:
     layout = find_cache(model, dims=cache_dims_beside(args.model))
     start = time.perf_counter()
     out = jaxonnx.generate(
-        model, ids, args.max_new_tokens, attention_mask=mask, cache=layout,
+        model,
+        ids,
+        args.max_new_tokens,
+        attention_mask=mask,
+        cache=layout,
         rng=jax.random.key(args.seed) if args.sample else None,
-        temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, eos_token_id=eos, pad_token_id=pad,
+        temperature=args.temperature,
+        top_k=args.top_k,
+        top_p=args.top_p,
+        eos_token_id=eos,
+        pad_token_id=pad,
     )
     out = np.asarray(jax.block_until_ready(out))
     seconds = time.perf_counter() - start

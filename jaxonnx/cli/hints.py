@@ -103,11 +103,15 @@ def _print_outputs(outputs: dict, hinted: dict[str, _Hinted]) -> None:
         print(f"  {name}: shape {list(np.shape(value))}, dtype {value.dtype}{note}, {_summary(real)}{of_real}")
 
 
-_OVERFLOW = re.compile(r"(Compress|NonZero) (?:selected|found) (\d+) .*? at run time but its output was given size=(\d+)")
+_OVERFLOW = re.compile(
+    r"(Compress|NonZero) (?:selected|found) (\d+) .*? at run time but its output was given size=(\d+)"
+)
 
 
 #: The same overflow found by the eager path, which knows the node (the interpreter names it).
-_EAGER_OVERFLOW = re.compile(r"^Node '([^']*)' \((?:Compress|NonZero)-\d+, .*?(?:selected|found) (\d+) .*?but `size`=\d+")
+_EAGER_OVERFLOW = re.compile(
+    r"^Node '([^']*)' \((?:Compress|NonZero)-\d+, .*?(?:selected|found) (\d+) .*?but `size`=\d+"
+)
 
 
 def _failure(error: Exception, prepared: _Prepared) -> _RunFailed:
@@ -118,22 +122,27 @@ def _failure(error: Exception, prepared: _Prepared) -> _RunFailed:
     if overflow:
         op_type, count, size = overflow.group(1), int(overflow.group(2)), int(overflow.group(3))
         candidates = [
-            (name, node) for index, node in enumerate(prepared.proto.graph.node)
-            if node.op_type == op_type for name in node.output if prepared.hints.get(name) == size
+            (name, node)
+            for index, node in enumerate(prepared.proto.graph.node)
+            if node.op_type == op_type
+            for name in node.output
+            if prepared.hints.get(name) == size
         ]
         if candidates:
             names = " or ".join(repr(name) for name, _ in candidates)
             nodes = ", ".join(repr(node.name or node.op_type) for _, node in candidates)
-            option = f"`--size-hint {candidates[0][0]}={count}`" if len(candidates) == 1 else f"`--size-hint OUTPUT={count}`"
-            message = (
-                f"The size-hinted output {names} (node {nodes}) overflowed: "
-                + message.replace("`--size-hint OUTPUT=N`", f"{option} or more")
+            option = (
+                f"`--size-hint {candidates[0][0]}={count}`" if len(candidates) == 1 else f"`--size-hint OUTPUT={count}`"
+            )
+            message = f"The size-hinted output {names} (node {nodes}) overflowed: " + message.replace(
+                "`--size-hint OUTPUT=N`", f"{option} or more"
             )
     eager = _EAGER_OVERFLOW.search(message)
     if eager:
         label, count = eager.group(1), int(eager.group(2))
         outputs = [
-            node.output[0] for index, node in enumerate(prepared.proto.graph.node)
+            node.output[0]
+            for index, node in enumerate(prepared.proto.graph.node)
             if (node.name or f"{node.op_type}_{index}") == label
         ]
         if outputs:

@@ -17,20 +17,37 @@ _DIM_ADVICE = "set them with `--dim NAME=N`, or whole shapes with `--shape INPUT
 
 def _add_input_options(command: argparse.ArgumentParser) -> None:
     command.add_argument("model", help="path to an .onnx file")
-    command.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy", help="an input from a .npy file (repeatable)")
     command.add_argument(
-        "--dim", action="append", default=[], metavar="NAME=N",
+        "--input", action="append", default=[], metavar="NAME=FILE.npy", help="an input from a .npy file (repeatable)"
+    )
+    command.add_argument(
+        "--dim",
+        action="append",
+        default=[],
+        metavar="NAME=N",
         help="the length of a symbolic dim of the random inputs (repeatable), e.g. --dim batch=1 --dim height=640",
     )
     command.add_argument(
-        "--shape", action="append", default=[], metavar="NAME=D1,D2,...",
+        "--shape",
+        action="append",
+        default=[],
+        metavar="NAME=D1,D2,...",
         help="the whole shape of a random input (repeatable), e.g. --shape images=1,3,640,640",
     )
     command.add_argument(
-        "--batch", type=int, metavar="N", help="the first dim of every random input whose first dim is symbolic or unknown"
+        "--batch",
+        type=int,
+        metavar="N",
+        help="the first dim of every random input whose first dim is symbolic or unknown",
     )
     command.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
-    command.add_argument("--size-hint", action="append", default=[], metavar="OUTPUT=N", help="the length to pad an output to whose length only the run decides (repeatable)")
+    command.add_argument(
+        "--size-hint",
+        action="append",
+        default=[],
+        metavar="OUTPUT=N",
+        help="the length to pad an output to whose length only the run decides (repeatable)",
+    )
 
 
 # --------------------------------------------------------------------------- the model and its inputs
@@ -72,9 +89,9 @@ class _Prepared:
             return None
         made = [f"{name} {list(self.feed[name].shape)}" for name in self.random]
         dims = [f"{name}={self.dims[name][0]}" for name in self.defaulted()]
-        defaulted = (
-            f"; the symbolic dims {', '.join(dims)} were not given and set to 1" if dims else ""
-        ) + (f"; {', '.join(self.unknown)} (unknown) set to 1" if self.unknown else "")
+        defaulted = (f"; the symbolic dims {', '.join(dims)} were not given and set to 1" if dims else "") + (
+            f"; {', '.join(self.unknown)} (unknown) set to 1" if self.unknown else ""
+        )
         return (
             f"the model ran on made-up inputs: {', '.join(made)} {'was' if len(made) == 1 else 'were'} random"
             f"{defaulted}. Give real inputs "
@@ -115,7 +132,9 @@ def _prepare(args) -> _Prepared:
                 exit_code=2,
             )
         if name in dict(inputs):
-            raise _UsageError(f"--shape {name}=... and --input {name}=... both give the input {name!r}; give one.", exit_code=2)
+            raise _UsageError(
+                f"--shape {name}=... and --input {name}=... both give the input {name!r}; give one.", exit_code=2
+            )
     symbolic = {d for info in declared.values() for d in (info.shape or ()) if isinstance(d, str)}
     unused = sorted(set(dim_values) - symbolic)
     if unused:
@@ -151,7 +170,9 @@ def _prepare(args) -> _Prepared:
     for name, shape in shapes.items():
         info = declared[name]
         if info.shape is not None:
-            fits = len(shape) == len(info.shape) and all(not isinstance(d, int) or d == n for d, n in zip(info.shape, shape))
+            fits = len(shape) == len(info.shape) and all(
+                not isinstance(d, int) or d == n for d, n in zip(info.shape, shape)
+            )
             if not fits:
                 raise _UsageError(
                     f"--shape {name}={','.join(map(str, shape))} does not fit the input's declared shape "
@@ -206,7 +227,9 @@ def _prepare(args) -> _Prepared:
 
 def _no_random_value(info, shape_known: bool = False):
     """A usage error: the input's declaration lacks what a random value needs."""
-    missing = [what for what, known in (("a shape", shape_known), ("an element type", info.dtype is not None)) if not known]
+    missing = [
+        what for what, known in (("a shape", shape_known), ("an element type", info.dtype is not None)) if not known
+    ]
     advice = f"`--input {info.name}=FILE.npy`"
     if not shape_known and info.dtype is not None:
         advice += f", or its shape with `--shape {info.name}=D1,D2,...`"
@@ -223,7 +246,7 @@ def _random_value(shape, dtype, rng: np.random.Generator):
         return rng.random(shape) < 0.5
     if dtype.kind in "iu":
         return rng.integers(0, 4, size=shape).astype(dtype)
-    if dtype == object:
+    if dtype.kind == "O":
         return np.array(rng.choice(["a", "b", "c"], size=shape), dtype=object)
     if dtype.kind == "c":
         return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
@@ -239,8 +262,7 @@ def _load_npy(name: str, path: str) -> np.ndarray:
         raise _UsageError(f"Cannot read --input {name}={path}: {error.strerror}.") from None
     if magic[:4] == b"PK\x03\x04":
         raise _UsageError(
-            f"Cannot read --input {name}={path}: it is an .npz archive; give each array as a .npy file "
-            "(`numpy.save`)."
+            f"Cannot read --input {name}={path}: it is an .npz archive; give each array as a .npy file (`numpy.save`)."
         )
     if magic != b"\x93NUMPY":
         raise _UsageError(f"Cannot read --input {name}={path}: it is not a .npy file (save arrays with `numpy.save`).")
@@ -299,9 +321,13 @@ def _print_inputs(prepared: _Prepared) -> None:
         print(f"  input {name}: shape {list(value.shape)}, dtype {value.dtype} ({source})")
     if prepared.dims:
         where = {"--dim": "--dim", "default": "not given: 1"}
-        print("  symbolic dims: " + ", ".join(
-            f"{name}={length} ({where.get(source, 'from ' + source)})" for name, (length, source) in prepared.dims.items()
-        ))
+        print(
+            "  symbolic dims: "
+            + ", ".join(
+                f"{name}={length} ({where.get(source, 'from ' + source)})"
+                for name, (length, source) in prepared.dims.items()
+            )
+        )
     if prepared.defaulted() or prepared.unknown:
         unknown = f"; {', '.join(prepared.unknown)} (unknown) set to 1" if prepared.unknown else ""
         print(f"  note: dims not given were set to 1{unknown}; {_DIM_ADVICE}.")

@@ -43,7 +43,9 @@ def _run(args) -> int:
             start = time.perf_counter()
             outputs = prepared.model.run(feed)
             jax.block_until_ready([v for v in outputs.values() if isinstance(v, jax.Array)])
-            print(f"ran eagerly in {_ms(time.perf_counter() - start)} ({prepared.model.eager_mode}; the first call compiles):")
+            print(
+                f"ran eagerly in {_ms(time.perf_counter() - start)} ({prepared.model.eager_mode}; the first call compiles):"
+            )
     except (JaxOnnxError, jax.errors.JaxRuntimeError) as error:
         raise _failure(error, prepared) from error
     _print_outputs(outputs, _hinted_outputs(prepared, jit=args.jit))

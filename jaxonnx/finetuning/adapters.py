@@ -43,16 +43,27 @@ from jaxonnx.generation import cache_dims_beside
 METADATA_KEY = "jaxonnx.lora"
 MICROSOFT = "com.microsoft"
 #: The products an adapter can sit beside: (domain, op type).
-ADAPTABLE = {("", "MatMul"), ("", "Gemm"), (MICROSOFT, "FusedMatMul"), (MICROSOFT, "MatMulNBits"),
-             (MICROSOFT, "MatMulBnb4")}
+ADAPTABLE = {
+    ("", "MatMul"),
+    ("", "Gemm"),
+    (MICROSOFT, "FusedMatMul"),
+    (MICROSOFT, "MatMulNBits"),
+    (MICROSOFT, "MatMulBnb4"),
+}
 #: Products whose weights are dequantized inside the op: rematerialized (:func:`_rematerialized`).
 _DEQUANTIZING = ((MICROSOFT, "MatMulNBits"), (MICROSOFT, "MatMulBnb4"))
 #: peft's default ``target_modules`` of the architectures whose exports name their
 #: projections so, tried in order (Llama, Mistral, Qwen2, Gemma: q and v; Phi-3 and the
 #: builder's fused files: qkv; GPT-2: c_attn; Bloom, Falcon, GPT-NeoX: query_key_value;
 #: BERT-like: query and value; MPT: Wqkv).
-DEFAULT_TARGETS = (("q_proj", "v_proj"), ("qkv_proj",), ("c_attn",), ("query_key_value",), ("query", "value"),
-                   ("Wqkv",))
+DEFAULT_TARGETS = (
+    ("q_proj", "v_proj"),
+    ("qkv_proj",),
+    ("c_attn",),
+    ("query_key_value",),
+    ("query", "value"),
+    ("Wqkv",),
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -158,8 +169,9 @@ class LoraModel(Model):
         proto = super().to_proto(params)
         return _merged(proto, self.adapters) if merge else proto
 
-    def save(self, path: str | os.PathLike, params=None, *, merge: bool = False,
-             external_data: bool | None = None) -> None:
+    def save(
+        self, path: str | os.PathLike, params=None, *, merge: bool = False, external_data: bool | None = None
+    ) -> None:
         """Writes the tuned model to ``path``: an ``.onnx`` file, or a folder.
 
         Without ``merge``, the adapters are nodes beside the untouched weights
@@ -201,15 +213,22 @@ class LoraModel(Model):
                 filename = _genai_filename(self.source_folder) or filename
                 for name in sorted(os.listdir(self.source_folder)):
                     source = os.path.join(self.source_folder, name)
-                    if os.path.isfile(source) and not (name.endswith(".onnx") or name.endswith(".onnx.data")
-                                                       or name.endswith(".onnx_data")):
+                    if os.path.isfile(source) and not (
+                        name.endswith(".onnx") or name.endswith(".onnx.data") or name.endswith(".onnx_data")
+                    ):
                         shutil.copyfile(source, os.path.join(path, name))
             path = os.path.join(path, filename)
         if external_data is None:
             external_data = proto.ByteSize() > 2**31 - 2**20
         if external_data:
-            onnx.save_model(proto, path, save_as_external_data=True, all_tensors_to_one_file=True,
-                            location=os.path.basename(path) + ".data", size_threshold=0)
+            onnx.save_model(
+                proto,
+                path,
+                save_as_external_data=True,
+                all_tensors_to_one_file=True,
+                location=os.path.basename(path) + ".data",
+                size_threshold=0,
+            )
         else:
             onnx.save_model(proto, path)
 
@@ -273,8 +292,10 @@ def lora(
     source_folder = None
     dims: dict[str, int] = {}
     if isinstance(model, LoraModel):
-        raise OnnxValidationError("The model already has LoRA adapters; train it as it is, or save it merged "
-                                  "(`save(path, merge=True)`) and load that to add new ones.")
+        raise OnnxValidationError(
+            "The model already has LoRA adapters; train it as it is, or save it merged "
+            "(`save(path, merge=True)`) and load that to add new ones."
+        )
     if not isinstance(model, Model):
         path = _model_file(os.fspath(model))
         source_folder = os.path.dirname(path)
@@ -292,8 +313,9 @@ def lora(
             f"({', '.join(sorted(op for _, op in ADAPTABLE))} with an initializer weight); LoRA has nothing to adapt."
         )
     chosen = _choose(products, targets, {o.name for o in proto.graph.output})
-    too_small = [f"{p.node} ({p.in_features} x {p.out_features})" for p in chosen
-                 if rank > min(p.in_features, p.out_features)]
+    too_small = [
+        f"{p.node} ({p.in_features} x {p.out_features})" for p in chosen if rank > min(p.in_features, p.out_features)
+    ]
     if too_small:
         raise OnnxValidationError(
             f"`rank`={rank} is larger than the products {too_small} allow (at most the smaller of K and N); "
@@ -316,8 +338,9 @@ def _model_file(path: str) -> str:
         if "model.onnx" in candidates:
             candidates = ["model.onnx"]
         if len(candidates) != 1:
-            raise OnnxValidationError(f"The folder {path!r} holds {candidates or 'no .onnx files'}; pass the model's "
-                                      "file itself.")
+            raise OnnxValidationError(
+                f"The folder {path!r} holds {candidates or 'no .onnx files'}; pass the model's file itself."
+            )
         path = os.path.join(path, candidates[0])
     return os.path.abspath(path)
 
@@ -415,7 +438,7 @@ def _named(product: Product, target: str) -> bool:
     wanted = _parts(target)
     for name in (product.node, product.weight):
         parts = _parts(name)
-        if name == target or any(parts[i:i + len(wanted)] == wanted for i in range(len(parts) - len(wanted) + 1)):
+        if name == target or any(parts[i : i + len(wanted)] == wanted for i in range(len(parts) - len(wanted) + 1)):
             return True
     return False
 
@@ -426,8 +449,12 @@ def _named(product: Product, target: str) -> bool:
 def _add_adapters(proto: onnx.ModelProto, chosen: list[Product], rank: int, alpha: float, key) -> None:
     graph = proto.graph
     initializers = {t.name: t for t in graph.initializer}
-    taken = set(initializers) | {v.name for v in graph.input} | {o for n in graph.node for o in n.output} \
+    taken = (
+        set(initializers)
+        | {v.name for v in graph.input}
+        | {o for n in graph.node for o in n.output}
         | {n.name for n in graph.node}
+    )
 
     def fresh(name: str) -> str:
         candidate, count = name, 1
@@ -452,13 +479,18 @@ def _add_adapters(proto: onnx.ModelProto, chosen: list[Product], rank: int, alph
         a_name, b_name, scale_name = fresh(f"{stem}.lora_A"), fresh(f"{stem}.lora_B"), fresh(f"{stem}.lora_scale")
         k, n = product.in_features, product.out_features
         bound = 1.0 / math.sqrt(k)
-        a = np.asarray(jax.random.uniform(jax.random.fold_in(key, len(table)), (k, rank), minval=-bound,
-                                          maxval=bound), np.float64).astype(dtype)
+        a = np.asarray(
+            jax.random.uniform(jax.random.fold_in(key, len(table)), (k, rank), minval=-bound, maxval=bound), np.float64
+        ).astype(dtype)
         # A Gemm's or FusedMatMul's alpha scales its product, so the update to its weight too.
         scale = np.asarray(alpha / rank * float(attributes.get("alpha", 1.0)), dtype)
-        graph.initializer.extend([numpy_helper.from_array(a, a_name),
-                                  numpy_helper.from_array(np.zeros((rank, n), dtype), b_name),
-                                  numpy_helper.from_array(scale, scale_name)])
+        graph.initializer.extend(
+            [
+                numpy_helper.from_array(a, a_name),
+                numpy_helper.from_array(np.zeros((rank, n), dtype), b_name),
+                numpy_helper.from_array(scale, scale_name),
+            ]
+        )
         base_output = fresh(f"{node.output[0]}/lora_base")
         output = node.output[0]
         node.output[0] = base_output
@@ -467,13 +499,17 @@ def _add_adapters(proto: onnx.ModelProto, chosen: list[Product], rank: int, alph
         added = []
         if node.op_type == "Gemm" and attributes.get("transA", 0):
             transposed = fresh(f"{label}/lora_input")
-            added.append(helper.make_node("Transpose", [x], [transposed], name=fresh(f"{label}/lora_transpose"),
-                                          perm=[1, 0]))
+            added.append(
+                helper.make_node("Transpose", [x], [transposed], name=fresh(f"{label}/lora_transpose"), perm=[1, 0])
+            )
             x = transposed
         down, up, scaled = fresh(f"{label}/lora_down"), fresh(f"{label}/lora_up"), fresh(f"{label}/lora_scaled")
         if node.op_type == "FusedMatMul" and attributes.get("transA", 0):
-            added.append(helper.make_node("FusedMatMul", [x, a_name], [down], name=fresh(f"{label}/lora_A"),
-                                          domain=MICROSOFT, transA=1))
+            added.append(
+                helper.make_node(
+                    "FusedMatMul", [x, a_name], [down], name=fresh(f"{label}/lora_A"), domain=MICROSOFT, transA=1
+                )
+            )
         else:
             added.append(helper.make_node("MatMul", [x, a_name], [down], name=fresh(f"{label}/lora_A")))
         added += [
@@ -482,12 +518,28 @@ def _add_adapters(proto: onnx.ModelProto, chosen: list[Product], rank: int, alph
             helper.make_node("Add", [base_output, scaled], [output], name=fresh(f"{label}/lora_add")),
         ]
         nodes.extend(added)
-        table.append(Adapter(node.name, node.op_type, product.weight, a_name, b_name, scale_name, rank, alpha,
-                             base_output, output, tuple(n.name for n in added)))
+        table.append(
+            Adapter(
+                node.name,
+                node.op_type,
+                product.weight,
+                a_name,
+                b_name,
+                scale_name,
+                rank,
+                alpha,
+                base_output,
+                output,
+                tuple(n.name for n in added),
+            )
+        )
     del graph.node[:]
     graph.node.extend(nodes)
-    proto.metadata_props.append(onnx.StringStringEntryProto(
-        key=METADATA_KEY, value=json.dumps([dataclasses.asdict(adapter) for adapter in table])))
+    proto.metadata_props.append(
+        onnx.StringStringEntryProto(
+            key=METADATA_KEY, value=json.dumps([dataclasses.asdict(adapter) for adapter in table])
+        )
+    )
 
 
 def _adapter_dtype(node: onnx.NodeProto, initializers) -> np.dtype:
@@ -495,8 +547,10 @@ def _adapter_dtype(node: onnx.NodeProto, initializers) -> np.dtype:
     products' scales' (their input ``A`` has that type)."""
     source = node.input[2] if node.op_type in ("MatMulNBits", "MatMulBnb4") else node.input[1]
     if source not in initializers:
-        raise OnnxValidationError(f"The node {node.name!r} ({node.op_type}) reads its scales {source!r} from no "
-                                  "initializer, so the adapters' element type is unknown.")
+        raise OnnxValidationError(
+            f"The node {node.name!r} ({node.op_type}) reads its scales {source!r} from no "
+            "initializer, so the adapters' element type is unknown."
+        )
     return helper.tensor_dtype_to_np_dtype(initializers[source].data_type)
 
 
@@ -509,10 +563,12 @@ def _adapter_stem(node: onnx.NodeProto, product: Product) -> str:
 def _read_table(proto: onnx.ModelProto) -> tuple[Adapter, ...]:
     for entry in proto.metadata_props:
         if entry.key == METADATA_KEY:
-            return tuple(Adapter(**{**item, "added_nodes": tuple(item["added_nodes"])})
-                         for item in json.loads(entry.value))
-    raise OnnxValidationError(f"The model has no LoRA adapters (no {METADATA_KEY!r} metadata); make them with "
-                              "`jaxonnx.lora(model)`.")
+            return tuple(
+                Adapter(**{**item, "added_nodes": tuple(item["added_nodes"])}) for item in json.loads(entry.value)
+            )
+    raise OnnxValidationError(
+        f"The model has no LoRA adapters (no {METADATA_KEY!r} metadata); make them with `jaxonnx.lora(model)`."
+    )
 
 
 # --------------------------------------------------------------------------- merging
@@ -591,6 +647,7 @@ def _rematerialized(fn):
     dequantizes ``W`` whole, not through the op's chunked ``lax.map``, whose buffers XLA:CPU
     kept apart per loop. A pass that is not differentiated (``generate``) runs the op as it
     is. Forward mode (``jax.jvp``) does not go through it."""
+
     @functools.wraps(fn)
     def run(*inputs, **keywords):
         traced = [i for i, x in enumerate(inputs) if x is not None and is_traced(x)]
@@ -633,8 +690,9 @@ def _product(fn, keywords, inputs, frozen):
         # keeps apart per loop (the op's chunked product kept one float layer per layer).
         transposed = fn.__name__ == "matmul_bnb4" and not keywords.get("transB", 1)
         g = cotangent.astype(jnp.float32).reshape(-1, weight.shape[1] if transposed else weight.shape[0])
-        da = jax.lax.dot_general(g, weight, (((1,), (1 if transposed else 0,)), ((), ())),
-                                 precision=jax.lax.Precision.HIGHEST)
+        da = jax.lax.dot_general(
+            g, weight, (((1,), (1 if transposed else 0,)), ((), ())), precision=jax.lax.Precision.HIGHEST
+        )
         return (da.reshape(a.shape).astype(a.dtype),)
 
     product.defvjp(forward, backward)
@@ -653,8 +711,11 @@ def _dense_weight(op: str, inputs, keywords):
         mask = np.uint8((1 << bits) - 1)
         unpack = lambda v: jnp.stack([(v >> np.uint8(bits * p)) & mask for p in range(8 // bits)], -1)  # noqa: E731
         q = unpack(codes.reshape(n, k_blocks, -1)).reshape(n, k_blocks, block).astype(jnp.float32)
-        zero = np.float32(1 << (bits - 1)) if zero_points is None else \
-            unpack(zero_points.reshape(n, -1)).reshape(n, -1)[:, :k_blocks].astype(jnp.float32)[..., None]
+        zero = (
+            np.float32(1 << (bits - 1))
+            if zero_points is None
+            else unpack(zero_points.reshape(n, -1)).reshape(n, -1)[:, :k_blocks].astype(jnp.float32)[..., None]
+        )
         weight = (q - zero) * scales.reshape(n, k_blocks).astype(jnp.float32)[..., None]
         return weight.reshape(n, k_blocks * block)[:, :k]
     if op == "matmul_bnb4":

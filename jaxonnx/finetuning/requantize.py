@@ -20,18 +20,34 @@ import numpy as np
 from jaxonnx._errors import OnnxValidationError
 
 #: bitsandbytes' decision thresholds (``dQuantizeNF4``): the code is how many lie below ``x``.
-_NF4_THRESHOLDS = np.array([
-    -0.8480964004993439, -0.6106329262256622, -0.4599952697753906, -0.33967943489551544, -0.23460740596055984,
-    -0.13791173323988914, -0.045525018125772476, 0.03979014977812767, 0.1202552504837513, 0.2035212516784668,
-    0.2920137718319893, 0.3893125355243683, 0.5016634166240692, 0.6427869200706482, 0.8614784181118011,
-], np.float32)
+_NF4_THRESHOLDS = np.array(
+    [
+        -0.8480964004993439,
+        -0.6106329262256622,
+        -0.4599952697753906,
+        -0.33967943489551544,
+        -0.23460740596055984,
+        -0.13791173323988914,
+        -0.045525018125772476,
+        0.03979014977812767,
+        0.1202552504837513,
+        0.2035212516784668,
+        0.2920137718319893,
+        0.3893125355243683,
+        0.5016634166240692,
+        0.6427869200706482,
+        0.8614784181118011,
+    ],
+    np.float32,
+)
 #: bitsandbytes' ``dQuantizeFP4``: thresholds on ``|x|`` and the codes between them; the sign is bit 3.
 _FP4_THRESHOLDS = np.array([0.00260417, 0.0859375, 0.20833333, 0.29166667, 0.4166667, 0.583333, 0.8333333], np.float32)
 _FP4_CODES = np.array([0b000, 0b001, 0b110, 0b111, 0b100, 0b101, 0b010, 0b011], np.uint8)
 
 
-def fold(op_type: str, node: str, inputs: list[str], attributes: dict, values: dict[str, np.ndarray],
-         delta: np.ndarray) -> dict[str, np.ndarray]:
+def fold(
+    op_type: str, node: str, inputs: list[str], attributes: dict, values: dict[str, np.ndarray], delta: np.ndarray
+) -> dict[str, np.ndarray]:
     """The initializers of a product with ``delta`` ``(K, N)`` (float64, in the adapter's
     orientation: added to ``x @ W``) folded into its weight, by name.
 
@@ -92,7 +108,8 @@ def _unpack(codes: np.ndarray, bits: int) -> np.ndarray:
     per_byte = 8 // bits
     mask = np.uint8((1 << bits) - 1)
     return np.stack([(codes >> np.uint8(bits * p)) & mask for p in range(per_byte)], axis=-1).reshape(
-        codes.shape[:-1] + (-1,))
+        codes.shape[:-1] + (-1,)
+    )
 
 
 def _pack(values: np.ndarray, bits: int) -> np.ndarray:
@@ -139,7 +156,9 @@ def quantize_nbits(weight: np.ndarray, *, block_size: int, bits: int, symmetric:
             zero_float = np.where(scale != 0, np.float32(0) - low / np.where(scale != 0, scale, 1), low)
         zero = np.clip(_round_half_away(zero_float.astype(np.float32)), 0, top)
     with np.errstate(divide="ignore"):
-        reciprocal = np.where(scale != 0, np.float32(1) / np.where(scale != 0, scale, 1), np.float32(0)).astype(np.float32)
+        reciprocal = np.where(scale != 0, np.float32(1) / np.where(scale != 0, scale, 1), np.float32(0)).astype(
+            np.float32
+        )
     q = np.clip(_round_half_away(blocks * reciprocal[..., None] + zero[..., None]), 0, top).astype(np.uint8)
     codes = _pack(q, bits)
     zero_codes = zero.astype(np.uint8)
@@ -174,7 +193,9 @@ def quantize_bnb4(weight: np.ndarray, *, block_size: int, quant_type: int):
     padded[:size] = flat
     absmax = np.abs(padded.reshape(blocks, block_size)).max(axis=-1)
     with np.errstate(divide="ignore"):
-        reciprocal = np.where(absmax != 0, np.float32(1) / np.where(absmax != 0, absmax, 1), np.float32(0)).astype(np.float32)
+        reciprocal = np.where(absmax != 0, np.float32(1) / np.where(absmax != 0, absmax, 1), np.float32(0)).astype(
+            np.float32
+        )
     normalized = (padded.reshape(blocks, block_size) * reciprocal[:, None]).reshape(-1)[:size]
     if size % 2:  # the last byte's second code is that of 0, as onnxruntime packs it
         normalized = np.concatenate([normalized, np.zeros(1, np.float32)])

@@ -42,16 +42,28 @@ def _scan_reference(state, xs, **_):
 
 EXAMPLES = {
     "If": [
-        Example([np.array(True)], {"then_branch": _then, "else_branch": _else}, grad=False,
-                reference=lambda cond, **a: list((a["then_branch"] if cond else a["else_branch"])())),
-        Example([np.array([False])], {"then_branch": _then, "else_branch": _else}, grad=False,
-                reference=lambda cond, **a: list((a["then_branch"] if cond.all() else a["else_branch"])())),
+        Example(
+            [np.array(True)],
+            {"then_branch": _then, "else_branch": _else},
+            grad=False,
+            reference=lambda cond, **a: list((a["then_branch"] if cond else a["else_branch"])()),
+        ),
+        Example(
+            [np.array([False])],
+            {"then_branch": _then, "else_branch": _else},
+            grad=False,
+            reference=lambda cond, **a: list((a["then_branch"] if cond.all() else a["else_branch"])()),
+        ),
     ],
     "Loop": [
         Example([np.array(3, np.int64), None, _x], {"body": _loop_body}, reference=_loop_reference, vmap=False),
     ],
     "Scan": [
-        Example([_x, np.stack([_x, 2 * _x, -_x])], {"body": _scan_body, "num_scan_inputs": 1},
-                versions={9, 11, 16, 19, 21, 23, 24, 25}, reference=_scan_reference),
+        Example(
+            [_x, np.stack([_x, 2 * _x, -_x])],
+            {"body": _scan_body, "num_scan_inputs": 1},
+            versions={9, 11, 16, 19, 21, 23, 24, 25},
+            reference=_scan_reference,
+        ),
     ],
 }

@@ -54,13 +54,16 @@ def _comparison(modern_versions, integer_versions):
 def _logical():
     return [Example([_MASK_A, _MASK_B], versions=(7,)), Example([_MASK_A, _MASK_B], {"broadcast": 1}, versions=(1,))]
 
+
 EXAMPLES = {
     "Add": _binary_arithmetic(),
     "Sub": _binary_arithmetic(),
     "Mul": _binary_arithmetic(),
     "Div": [
         *_binary_arithmetic(),
-        Example([np.array([-7, 7, -7, 7, 6, -6], np.int32), np.array([2, 2, -2, -2, 3, 4], np.int32)], versions=(7, 13, 14)),
+        Example(
+            [np.array([-7, 7, -7, 7, 6, -6], np.int32), np.array([2, 2, -2, -2, 3, 4], np.int32)], versions=(7, 13, 14)
+        ),
     ],
     "Pow": [
         Example([_POSITIVE, _A]),  # equal shapes: also Pow-1 (onnx.reference's Pow-1 has no `broadcast`)
@@ -68,8 +71,12 @@ EXAMPLES = {
         Example([_A, np.array([2, 3, -1, 0], np.int64)], versions=(12, 13, 15)),
         Example([_POSITIVE.astype(np.float64), np.float32(1.5) * np.ones(4, np.float32)], versions=(12, 13, 15)),
         # Negative integer exponents: numpy (so onnx.reference) refuses them; see `pow`'s docstring.
-        Example([np.array([2, -3, 4, 1, -1, 5], np.int64), np.array([3, 3, 2, 7, 3, 0], np.int64)], versions=(12, 13, 15)),
-        Example([np.array([2, 3, 9], np.int32), np.array([0.5, 2.0, 0.5], np.float32)], versions=(12, 13, 15), grad=False),
+        Example(
+            [np.array([2, -3, 4, 1, -1, 5], np.int64), np.array([3, 3, 2, 7, 3, 0], np.int64)], versions=(12, 13, 15)
+        ),
+        Example(
+            [np.array([2, 3, 9], np.int32), np.array([0.5, 2.0, 0.5], np.float32)], versions=(12, 13, 15), grad=False
+        ),
     ],
     "Mod": [
         Example([_I, _J]),
@@ -165,9 +172,19 @@ EXAMPLES = {
         Example([np.array([16, 255, 7, 1], np.uint8), np.array([1, 7, 8, 9], np.uint8)], {"direction": "RIGHT"}),
         Example([np.array([16, 255, 7, 1], np.uint8), np.array([1, 7, 8, 9], np.uint8)], {"direction": "LEFT"}),
         Example([np.array([[3], [70000]], np.uint32), np.array([0, 4, 31, 32], np.uint32)], {"direction": "LEFT"}),
-        Example([np.array([-8, -1, 64, -128, 5], np.int8), np.array([1, 3, 1, 8, 0], np.int8)], {"direction": "RIGHT"}, versions=(28,)),
-        Example([np.array([-8, -1, 64, -128, 5], np.int8), np.array([1, 3, 1, 8, -1], np.int8)], {"direction": "LEFT"}, versions=(28,)),
-        Example([np.array([-(2**40), 3], np.int64), np.array([63, 64], np.int64)], {"direction": "RIGHT"}, versions=(28,)),
+        Example(
+            [np.array([-8, -1, 64, -128, 5], np.int8), np.array([1, 3, 1, 8, 0], np.int8)],
+            {"direction": "RIGHT"},
+            versions=(28,),
+        ),
+        Example(
+            [np.array([-8, -1, 64, -128, 5], np.int8), np.array([1, 3, 1, 8, -1], np.int8)],
+            {"direction": "LEFT"},
+            versions=(28,),
+        ),
+        Example(
+            [np.array([-(2**40), 3], np.int64), np.array([63, 64], np.int64)], {"direction": "RIGHT"}, versions=(28,)
+        ),
     ],
     "BitwiseAnd": [Example([_I, _J]), Example([np.array([200, 15], np.uint8), np.array([[255], [7]], np.uint8)])],
     "BitwiseOr": [Example([_I, _J]), Example([np.array([200, 15], np.uint8), np.array([[255], [7]], np.uint8)])],

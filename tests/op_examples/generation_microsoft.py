@@ -49,8 +49,19 @@ def _greedy_reference(input_ids, max_length, *_, eos_token_id, pad_token_id, dec
     return [np.array(sequences, np.int32)]
 
 
-def _beam_reference(input_ids, max_length, min_length, num_beams, num_return_sequences, length_penalty, *_,
-                    eos_token_id, pad_token_id, early_stopping=0, **__):
+def _beam_reference(
+    input_ids,
+    max_length,
+    min_length,
+    num_beams,
+    num_return_sequences,
+    length_penalty,
+    *_,
+    eos_token_id,
+    pad_token_id,
+    early_stopping=0,
+    **__,
+):
     """onnxruntime's BeamSearchScorer, with Python lists: sorted hypotheses, candidates in order."""
     beams, returned, max_length = int(num_beams[0]), int(num_return_sequences[0]), int(max_length[0])
     penalty = np.float32(length_penalty[0])
@@ -95,9 +106,10 @@ def _beam_reference(input_ids, max_length, min_length, num_beams, num_return_seq
                 if len(chosen) == beams:
                     break
             next_beams += chosen
-            best = flat[entry * beams: entry * beams + 2 * beams].max()
+            best = flat[entry * beams : entry * beams + 2 * beams].max()
             if len(hypotheses[entry]) == beams and (
-                    early_stopping or not hypotheses[entry][-1][0] < best / np.float32(length) ** penalty):
+                early_stopping or not hypotheses[entry][-1][0] < best / np.float32(length) ** penalty
+            ):
                 done[entry] = True
         sequences = [sequences[row] + [token] for _, token, row in next_beams]
         beam_scores = np.array([score for score, _, _ in next_beams], np.float32)
@@ -119,10 +131,22 @@ _SEARCH = {"eos_token_id": 2, "pad_token_id": 0, "decoder": _bigram}
 
 EXAMPLES = {
     "BeamSearch": [
-        Example([_IDS, _int32(7), _int32(0), _int32(3), _int32(2), np.array([1.3], np.float32)], dict(_SEARCH),
-                outputs=3, grad=False, vmap=False, reference=_beam_reference),
-        Example([_IDS[:1], _int32(7), None, _int32(2), _int32(1), np.array([0.7], np.float32)],
-                {**_SEARCH, "early_stopping": 1}, outputs=2, grad=False, vmap=False, reference=_beam_reference),
+        Example(
+            [_IDS, _int32(7), _int32(0), _int32(3), _int32(2), np.array([1.3], np.float32)],
+            dict(_SEARCH),
+            outputs=3,
+            grad=False,
+            vmap=False,
+            reference=_beam_reference,
+        ),
+        Example(
+            [_IDS[:1], _int32(7), None, _int32(2), _int32(1), np.array([0.7], np.float32)],
+            {**_SEARCH, "early_stopping": 1},
+            outputs=2,
+            grad=False,
+            vmap=False,
+            reference=_beam_reference,
+        ),
     ],
     # top_p this small keeps only the most likely token: the draw is greedy's, whatever the key.
     "Sampling": [

@@ -42,6 +42,7 @@ def _unique_by_numpy(x, axis=None, sorted=1):
         y = np.take(x.reshape(-1), indices) if axis is None else np.take(x, indices, axis=axis)
     return [y, indices.astype(_I64), inverse.astype(_I64), counts.astype(_I64)]
 
+
 EXAMPLES = {
     "Gather": [
         Example([_X, np.array([[2, -1], [0, 0]], _I64)], {"axis": 0}),
@@ -64,13 +65,19 @@ EXAMPLES = {
         Example([_X, np.array([[1, 0, 2], [2, 1, 0]], _I64), _EL_UPDATES], {"axis": 0}),
         Example([_X, np.array([[3, -4, 1], [0, 2, -1]], _I64), _EL_UPDATES], {"axis": -1}),
         *(
-            Example([_X, np.array([[1, 1, 0], [1, 2, 2]], _I64), _EL_UPDATES], {"axis": 1, "reduction": reduction}, versions=versions)
+            Example(
+                [_X, np.array([[1, 1, 0], [1, 2, 2]], _I64), _EL_UPDATES],
+                {"axis": 1, "reduction": reduction},
+                versions=versions,
+            )
             for reduction, versions in [("add", (16, 18)), ("mul", (16, 18)), ("max", (18,)), ("min", (18,))]
         ),
     ],
     "Scatter": [
         Example([_X, np.array([[1, 0, 2], [2, 1, 0]], _I64), _EL_UPDATES], {"axis": 0}, reference=_scatter_by_loop),
-        Example([_X, np.array([[3, -4, 1], [0, 2, -1]], np.int32), _EL_UPDATES], {"axis": -1}, reference=_scatter_by_loop),
+        Example(
+            [_X, np.array([[3, -4, 1], [0, 2, -1]], np.int32), _EL_UPDATES], {"axis": -1}, reference=_scatter_by_loop
+        ),
     ],
     "NonZero": [
         Example([np.where(_X3 > 0.3, _X3, np.float32(0))]),
@@ -90,12 +97,18 @@ EXAMPLES = {
         Example([_X3, np.array([1, 0, 2, 2, 3, 1], _I64)], {"mode": "edge"}),
         Example([_X3, np.array([1, 2, 3, 1, 1, 2], _I64)], {"mode": "reflect"}, versions=(11, 13)),
         Example([_X3, np.array([3, 1, 2, 1], _I64), None, np.array([-1, 1], _I64)], {"mode": "reflect"}),
-        Example([_X3, np.array([5, 2], _I64), None, np.array([2], _I64)], {"mode": "wrap"}, versions=(19, 21, 23, 24, 25)),
+        Example(
+            [_X3, np.array([5, 2], _I64), None, np.array([2], _I64)], {"mode": "wrap"}, versions=(19, 21, 23, 24, 25)
+        ),
     ],
     "OneHot": [
         Example([np.array([[0, 3], [4, 1]], _I64), np.array(5, _I64), np.array([-1.5, 2.5], np.float32)], {"axis": 1}),
-        Example([np.array([1, -1, 7, -9], np.int32), np.array(4.0, np.float32), np.array([0, 3], _I64)], versions=(11, 28)),
-        Example([np.array([[2.0, 0.0, 5.0]], np.float32), np.array(3, _I64), np.array([0.25, 1.5], np.float32)], {"axis": 0}),
+        Example(
+            [np.array([1, -1, 7, -9], np.int32), np.array(4.0, np.float32), np.array([0, 3], _I64)], versions=(11, 28)
+        ),
+        Example(
+            [np.array([[2.0, 0.0, 5.0]], np.float32), np.array(3, _I64), np.array([0.25, 1.5], np.float32)], {"axis": 0}
+        ),
     ],
     "Trilu": [
         Example([_X]),

@@ -30,7 +30,9 @@ EXAMPLES = {
         # With stash_type 1 `inv_std_var` is float32 even for double data, too coarse for the
         # float64 finite differences of the gradient check; the stash_type 11 examples check them.
         Example([_normal(2, 3, 8), _normal(8)], grad=False, reference=_simplified),
-        Example([_normal(2, 3, 4), _normal(3, 4)], {"axis": 1, "epsilon": 1e-3, "stash_type": 11}, reference=_simplified),
+        Example(
+            [_normal(2, 3, 4), _normal(3, 4)], {"axis": 1, "epsilon": 1e-3, "stash_type": 11}, reference=_simplified
+        ),
         Example([_normal(2, 3, 4), _normal(1, 4)], {"axis": -2, "stash_type": 11}, reference=_simplified),
         Example([_normal(3, 8, dtype=np.float16), _normal(8)], grad=False, rtol=2e-3, atol=2e-3, reference=_simplified),
         Example([_normal(3, 8), _normal(8)], {"stash_type": 11}, reference=_simplified),

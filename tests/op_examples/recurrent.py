@@ -32,8 +32,16 @@ def _examples(gates: int, *, peepholes: bool = False, states: int = 1):
 
 EXAMPLES = {
     "LSTM": _examples(4, peepholes=True, states=2),
-    "GRU": _examples(3) + [Example(_examples(3)[0].inputs, {"hidden_size": 5, "linear_before_reset": 1},
-                                   versions={3, 7, 14, 22}, rtol=1e-4, atol=1e-5)],
+    "GRU": _examples(3)
+    + [
+        Example(
+            _examples(3)[0].inputs,
+            {"hidden_size": 5, "linear_before_reset": 1},
+            versions={3, 7, 14, 22},
+            rtol=1e-4,
+            atol=1e-5,
+        )
+    ],
     # onnx.reference has no RNN-1 (version 1 only adds `output_sequence`, which changes nothing here).
     "RNN": [Example(e.inputs, e.attributes, versions={7, 14, 22}, rtol=e.rtol, atol=e.atol) for e in _examples(1)],
 }

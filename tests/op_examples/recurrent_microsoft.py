@@ -29,9 +29,25 @@ def _sigmoid(x):
     return (1 / (1 + np.exp(-x.astype(np.float64)))).astype(_F)
 
 
-def _dynamic_quantize_lstm(X, W, R, B=None, sequence_lens=None, initial_h=None, initial_c=None, P=None, W_scale=None,
-                           W_zero_point=None, R_scale=None, R_zero_point=None, *, hidden_size, direction="forward",
-                           clip=None, input_forget=0):
+def _dynamic_quantize_lstm(
+    X,
+    W,
+    R,
+    B=None,
+    sequence_lens=None,
+    initial_h=None,
+    initial_c=None,
+    P=None,
+    W_scale=None,
+    W_zero_point=None,
+    R_scale=None,
+    R_zero_point=None,
+    *,
+    hidden_size,
+    direction="forward",
+    clip=None,
+    input_forget=0,
+):
     steps, batch, _ = X.shape
     count, hidden = W.shape[0], hidden_size
     lengths = np.full(batch, steps) if sequence_lens is None else sequence_lens.astype(np.int64)
@@ -75,8 +91,20 @@ def _dynamic_quantize_lstm(X, W, R, B=None, sequence_lens=None, initial_h=None, 
     return [np.stack(ys, axis=1), np.stack(finals_h), np.stack(finals_c)]
 
 
-def _example(seq, batch, inputs, hidden, *, count=1, signed=True, per_column=False, bias=True, states=True,
-             lengths=None, peepholes=False):
+def _example(
+    seq,
+    batch,
+    inputs,
+    hidden,
+    *,
+    count=1,
+    signed=True,
+    per_column=False,
+    bias=True,
+    states=True,
+    lengths=None,
+    peepholes=False,
+):
     columns = (count, 4 * hidden) if per_column else (count,)
     per_direction = _rng.integers(100, 150, (count,) + (1,) * (len(columns) - 1))  # onnxruntime: one per direction
     zero = np.zeros(columns, np.int8) if signed else np.broadcast_to(per_direction, columns).astype(np.uint8)
@@ -96,8 +124,10 @@ def _example(seq, batch, inputs, hidden, *, count=1, signed=True, per_column=Fal
         (_rng.standard_normal((count, batch, hidden)) * 0.5).astype(_F) if states else None,
         (_rng.standard_normal((count, batch, hidden)) * 0.5).astype(_F) if states else None,
         (_rng.standard_normal((count, 3 * hidden)) * 0.3).astype(_F) if peepholes else None,
-        _rng.uniform(0.002, 0.01, columns).astype(_F), zero,
-        _rng.uniform(0.002, 0.01, columns).astype(_F), zero.copy(),
+        _rng.uniform(0.002, 0.01, columns).astype(_F),
+        zero,
+        _rng.uniform(0.002, 0.01, columns).astype(_F),
+        zero.copy(),
     ]
 
 
@@ -105,14 +135,37 @@ EXAMPLES = {
     "DynamicQuantizeLSTM": [
         # One step: the differentiable inputs (B, initial_c, P and the scales) enter smoothly
         # (the hidden state is quantized only for the next step), so gradients are checked.
-        Example(_example(1, 2, 3, 4, peepholes=True), {"hidden_size": 4}, rtol=1e-5, atol=1e-6,
-                reference=_dynamic_quantize_lstm),
+        Example(
+            _example(1, 2, 3, 4, peepholes=True),
+            {"hidden_size": 4},
+            rtol=1e-5,
+            atol=1e-6,
+            reference=_dynamic_quantize_lstm,
+        ),
         # Several steps: each step's hidden state is rounded, so no gradient check.
-        Example(_example(5, 3, 4, 5, count=2, per_column=True), {"hidden_size": 5, "direction": "bidirectional"},
-                grad=False, rtol=1e-5, atol=1e-6, reference=_dynamic_quantize_lstm),
-        Example(_example(4, 3, 3, 4, signed=False, lengths=[4, 0, 2]), {"hidden_size": 4, "direction": "reverse"},
-                grad=False, rtol=1e-5, atol=1e-6, reference=_dynamic_quantize_lstm),
-        Example(_example(3, 2, 3, 4, bias=False, states=False), {"hidden_size": 4, "clip": 0.5, "input_forget": 1},
-                grad=False, rtol=1e-5, atol=1e-6, reference=_dynamic_quantize_lstm),
+        Example(
+            _example(5, 3, 4, 5, count=2, per_column=True),
+            {"hidden_size": 5, "direction": "bidirectional"},
+            grad=False,
+            rtol=1e-5,
+            atol=1e-6,
+            reference=_dynamic_quantize_lstm,
+        ),
+        Example(
+            _example(4, 3, 3, 4, signed=False, lengths=[4, 0, 2]),
+            {"hidden_size": 4, "direction": "reverse"},
+            grad=False,
+            rtol=1e-5,
+            atol=1e-6,
+            reference=_dynamic_quantize_lstm,
+        ),
+        Example(
+            _example(3, 2, 3, 4, bias=False, states=False),
+            {"hidden_size": 4, "clip": 0.5, "input_forget": 1},
+            grad=False,
+            rtol=1e-5,
+            atol=1e-6,
+            reference=_dynamic_quantize_lstm,
+        ),
     ],
 }

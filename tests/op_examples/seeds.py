@@ -22,8 +22,12 @@ EXAMPLES = {
     "Slice": [
         Example([_X], {"starts": [1, 0], "ends": [3, -1], "axes": [0, 2]}, versions=(1,)),
         Example([_X, np.array([1, 0]), np.array([3, -1]), np.array([0, 2])], versions=(10,)),
-        Example([_X, np.array([-1, 4]), np.array([-2**63, 0]), np.array([1, -1]), np.array([-2, -1])], versions=(11, 13)),
+        Example(
+            [_X, np.array([-1, 4]), np.array([-(2**63), 0]), np.array([1, -1]), np.array([-2, -1])], versions=(11, 13)
+        ),
     ],
-    "Constant": [Example([], {"value_floats": [1.0, 2.5]}, versions=(12, 13, 19, 21, 23, 24, 25), grad=False, vmap=False)],
+    "Constant": [
+        Example([], {"value_floats": [1.0, 2.5]}, versions=(12, 13, 19, 21, 23, 24, 25), grad=False, vmap=False)
+    ],
     "Identity": [Example([_X])],
 }

@@ -19,13 +19,23 @@ EXAMPLES = {
     "SequenceLength": [Example([_seq], grad=False, vmap=False)],
     "SequenceInsert": [Example([_seq, _b, _i], grad=False, vmap=False), Example([_seq, _b], grad=False, vmap=False)],
     "SequenceErase": [Example([_seq, _i], grad=False, vmap=False), Example([_seq], grad=False, vmap=False)],
-    "SplitToSequence": [Example([np.arange(10, dtype=np.float32).reshape(5, 2), np.array(2, np.int64)], grad=False,
-                                vmap=False),
-                        Example([np.arange(6, dtype=np.float32).reshape(3, 2)], {"keepdims": 0}, grad=False, vmap=False)],
-    "ConcatFromSequence": [Example([_seq], {"axis": 0}, grad=False, vmap=False),
-                           Example([[_a, _a]], {"axis": 1, "new_axis": 1}, grad=False, vmap=False)],
-    "SequenceMap": [Example([_seq], {"body": lambda x: (x * 2,)}, grad=False, vmap=False,
-                            reference=lambda seq, body: [[body(x)[0] for x in seq]])],
+    "SplitToSequence": [
+        Example([np.arange(10, dtype=np.float32).reshape(5, 2), np.array(2, np.int64)], grad=False, vmap=False),
+        Example([np.arange(6, dtype=np.float32).reshape(3, 2)], {"keepdims": 0}, grad=False, vmap=False),
+    ],
+    "ConcatFromSequence": [
+        Example([_seq], {"axis": 0}, grad=False, vmap=False),
+        Example([[_a, _a]], {"axis": 1, "new_axis": 1}, grad=False, vmap=False),
+    ],
+    "SequenceMap": [
+        Example(
+            [_seq],
+            {"body": lambda x: (x * 2,)},
+            grad=False,
+            vmap=False,
+            reference=lambda seq, body: [[body(x)[0] for x in seq]],
+        )
+    ],
     # onnx.reference holds a non-empty optional as a one-element list; jaxonnx as the value itself.
     "Optional": [Example([_a], grad=False, vmap=False, reference=lambda x, **_: [x])],
     "OptionalHasElement": [Example([_a], grad=False, vmap=False)],

@@ -47,9 +47,13 @@ EXAMPLES = {
     ],
     "MelWeightMatrix": [
         Example([np.array(8), np.array(16), np.array(8192), np.float32(0), np.float32(4096)]),
-        Example([np.array(5), np.array(64), np.array(16000), np.float64(100), np.float64(7000)], {"output_datatype": 11}),
-        Example([np.array(3, np.int32), np.array(20, np.int32), np.array(100, np.int32), np.float32(5), np.float32(40)],
-                {"output_datatype": 10}),
+        Example(
+            [np.array(5), np.array(64), np.array(16000), np.float64(100), np.float64(7000)], {"output_datatype": 11}
+        ),
+        Example(
+            [np.array(3, np.int32), np.array(20, np.int32), np.array(100, np.int32), np.float32(5), np.float32(40)],
+            {"output_datatype": 10},
+        ),
     ],
     **{
         op_type: [

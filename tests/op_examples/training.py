@@ -22,6 +22,7 @@ def _states(*shapes, dtype=np.float32):  # second moments are not negative
 _R = np.array(0.1, np.float32)
 _STEP_0, _STEP_3 = np.array(0, np.int64), np.array(3, np.int64)
 
+
 def _computation(x, w, z):  # y = sum(tanh(x @ w) * z), a function of xs = (x, w) and zs = (z,)
     return (jnp.sum(jnp.tanh(x @ w) * z),)
 
@@ -34,32 +35,57 @@ def _gradient_reference(x, w, z, **_):
 
 EXAMPLES = {
     "Gradient": [
-        Example([*_tensors((2, 3), (3, 4)), _tensors((2, 4))[0]],
-                {"xs": ["x", "w"], "zs": ["z"], "y": "y", "computation": _computation},
-                reference=_gradient_reference, rtol=1e-5, atol=1e-6),
+        Example(
+            [*_tensors((2, 3), (3, 4)), _tensors((2, 4))[0]],
+            {"xs": ["x", "w"], "zs": ["z"], "y": "y", "computation": _computation},
+            reference=_gradient_reference,
+            rtol=1e-5,
+            atol=1e-6,
+        ),
     ],
     "Adagrad": [
         Example([_R, _STEP_0, *_tensors((3,), (3,)), *_states((3,))]),
-        Example([_R, _STEP_3, *_tensors((2, 2), (3,), (2, 2), (3,)), *_states((2, 2), (3,))],
-                {"decay_factor": 0.1, "epsilon": 1e-4, "norm_coefficient": 0.01}),
-        Example([_R.astype(np.float64), _STEP_3, *_tensors((4,), (4,), dtype=np.float64),
-                 *_states((4,), dtype=np.float64)], {"decay_factor": 0.5}),
+        Example(
+            [_R, _STEP_3, *_tensors((2, 2), (3,), (2, 2), (3,)), *_states((2, 2), (3,))],
+            {"decay_factor": 0.1, "epsilon": 1e-4, "norm_coefficient": 0.01},
+        ),
+        Example(
+            [_R.astype(np.float64), _STEP_3, *_tensors((4,), (4,), dtype=np.float64), *_states((4,), dtype=np.float64)],
+            {"decay_factor": 0.5},
+        ),
     ],
     "Momentum": [
-        Example([_R, _STEP_0, *_tensors((3,), (3,), (3,))],
-                {"alpha": 0.9, "beta": 0.5, "mode": "standard", "norm_coefficient": 0.01}),
-        Example([_R, _STEP_3, *_tensors((2,), (3, 1), (2,), (3, 1), (2,), (3, 1))],
-                {"alpha": 0.9, "beta": 0.5, "mode": "standard", "norm_coefficient": 0.0}),
-        Example([_R, _STEP_3, *_tensors((2, 3), (2, 3), (2, 3))],
-                {"alpha": 0.8, "beta": 0.7, "mode": "nesterov", "norm_coefficient": 0.1}),
-        Example([_R.astype(np.float64), _STEP_0, *_tensors((3,), (3,), (3,), dtype=np.float64)],
-                {"alpha": 0.8, "beta": 0.7, "mode": "nesterov", "norm_coefficient": 0.1}),
+        Example(
+            [_R, _STEP_0, *_tensors((3,), (3,), (3,))],
+            {"alpha": 0.9, "beta": 0.5, "mode": "standard", "norm_coefficient": 0.01},
+        ),
+        Example(
+            [_R, _STEP_3, *_tensors((2,), (3, 1), (2,), (3, 1), (2,), (3, 1))],
+            {"alpha": 0.9, "beta": 0.5, "mode": "standard", "norm_coefficient": 0.0},
+        ),
+        Example(
+            [_R, _STEP_3, *_tensors((2, 3), (2, 3), (2, 3))],
+            {"alpha": 0.8, "beta": 0.7, "mode": "nesterov", "norm_coefficient": 0.1},
+        ),
+        Example(
+            [_R.astype(np.float64), _STEP_0, *_tensors((3,), (3,), (3,), dtype=np.float64)],
+            {"alpha": 0.8, "beta": 0.7, "mode": "nesterov", "norm_coefficient": 0.1},
+        ),
     ],
     "Adam": [
         Example([_R, _STEP_0, *_tensors((3,), (3,), (3,)), *_states((3,))]),
-        Example([_R, _STEP_3, *_tensors((2,), (1, 3), (2,), (1, 3), (2,), (1, 3)), *_states((2,), (1, 3))],
-                {"alpha": 0.8, "beta": 0.9, "epsilon": 1e-3, "norm_coefficient": 0.01, "norm_coefficient_post": 0.1}),
-        Example([_R.astype(np.float64), _STEP_3, *_tensors((4,), (4,), (4,), dtype=np.float64),
-                 *_states((4,), dtype=np.float64)], {"alpha": 0.5, "norm_coefficient_post": 0.2}),
+        Example(
+            [_R, _STEP_3, *_tensors((2,), (1, 3), (2,), (1, 3), (2,), (1, 3)), *_states((2,), (1, 3))],
+            {"alpha": 0.8, "beta": 0.9, "epsilon": 1e-3, "norm_coefficient": 0.01, "norm_coefficient_post": 0.1},
+        ),
+        Example(
+            [
+                _R.astype(np.float64),
+                _STEP_3,
+                *_tensors((4,), (4,), (4,), dtype=np.float64),
+                *_states((4,), dtype=np.float64),
+            ],
+            {"alpha": 0.5, "norm_coefficient_post": 0.2},
+        ),
     ],
 }

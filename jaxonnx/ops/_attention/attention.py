@@ -9,7 +9,6 @@ NaN, as the 1.23 errata of every version say.
 
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -103,24 +102,63 @@ def attention(
             f"(`Q` of shape {tuple(Q.shape)}); they are for 3-D inputs only, the 4-D shapes give the heads."
         )
     return _attention(
-        Q, K, V, attn_mask, past_key, past_value, nonpad_kv_seqlen,
-        is_causal=is_causal, kv_num_heads=kv_num_heads, q_num_heads=q_num_heads,
-        mode=qk_matmul_output_mode, scale=scale, softcap=softcap, softmax_precision=softmax_precision,
-        left=left_window_size, right=right_window_size, checks=checks,
+        Q,
+        K,
+        V,
+        attn_mask,
+        past_key,
+        past_value,
+        nonpad_kv_seqlen,
+        is_causal=is_causal,
+        kv_num_heads=kv_num_heads,
+        q_num_heads=q_num_heads,
+        mode=qk_matmul_output_mode,
+        scale=scale,
+        softcap=softcap,
+        softmax_precision=softmax_precision,
+        left=left_window_size,
+        right=right_window_size,
+        checks=checks,
     )
 
 
 @register("Attention", 24, folds=False, concrete=("nonpad_kv_seqlen",), checks=True)
 def _attention_24(
-    Q, K, V, attn_mask=None, past_key=None, past_value=None, nonpad_kv_seqlen=None, *,
-    is_causal=0, kv_num_heads=None, q_num_heads=None, qk_matmul_output_mode=0, scale=None,
-    softcap=0.0, softmax_precision=None, checks=None,
+    Q,
+    K,
+    V,
+    attn_mask=None,
+    past_key=None,
+    past_value=None,
+    nonpad_kv_seqlen=None,
+    *,
+    is_causal=0,
+    kv_num_heads=None,
+    q_num_heads=None,
+    qk_matmul_output_mode=0,
+    scale=None,
+    softcap=0.0,
+    softmax_precision=None,
+    checks=None,
 ):
     return _attention(
-        Q, K, V, attn_mask, past_key, past_value, nonpad_kv_seqlen,
-        is_causal=is_causal, kv_num_heads=kv_num_heads, q_num_heads=q_num_heads,
-        mode=qk_matmul_output_mode, scale=scale, softcap=softcap, softmax_precision=softmax_precision,
-        left=-1, right=-1, checks=checks,
+        Q,
+        K,
+        V,
+        attn_mask,
+        past_key,
+        past_value,
+        nonpad_kv_seqlen,
+        is_causal=is_causal,
+        kv_num_heads=kv_num_heads,
+        q_num_heads=q_num_heads,
+        mode=qk_matmul_output_mode,
+        scale=scale,
+        softcap=softcap,
+        softmax_precision=softmax_precision,
+        left=-1,
+        right=-1,
+        checks=checks,
     )
 
 
@@ -130,8 +168,26 @@ def _attention_23(Q, K, V, attn_mask=None, past_key=None, past_value=None, **att
     return _attention_24(Q, K, V, attn_mask, past_key, past_value, None, **attributes)
 
 
-def _attention(Q, K, V, attn_mask, past_key, past_value, nonpad, *, is_causal, kv_num_heads, q_num_heads,
-               mode, scale, softcap, softmax_precision, left, right, checks=None):
+def _attention(
+    Q,
+    K,
+    V,
+    attn_mask,
+    past_key,
+    past_value,
+    nonpad,
+    *,
+    is_causal,
+    kv_num_heads,
+    q_num_heads,
+    mode,
+    scale,
+    softcap,
+    softmax_precision,
+    left,
+    right,
+    checks=None,
+):
     if not (Q.ndim == K.ndim == V.ndim and Q.ndim in (3, 4)):
         raise OnnxValidationError(
             f"needs `Q`, `K` and `V` all 3-D or all 4-D, got shapes {tuple(Q.shape)}, {tuple(K.shape)} "
@@ -143,29 +199,38 @@ def _attention(Q, K, V, attn_mask, past_key, past_value, nonpad, *, is_causal, k
         if size < -1:
             raise OnnxValidationError(f"got `{name}`={size}; it is -1 (unbounded) or >= 0.")
     if scale is not None and scale < 0:
-        raise OnnxValidationError(
-            f"got `scale`={scale}; `Q` and `K` are each scaled by sqrt(scale), so it is >= 0."
-        )
+        raise OnnxValidationError(f"got `scale`={scale}; `Q` and `K` are each scaled by sqrt(scale), so it is >= 0.")
     if softmax_precision is not None and softmax_precision not in _SOFTMAX_PRECISIONS:
         raise OnnxValidationError(
-            f"got `softmax_precision`={softmax_precision}; it is 1 (float), 10 (float16), 11 (double) "
-            "or 16 (bfloat16)."
+            f"got `softmax_precision`={softmax_precision}; it is 1 (float), 10 (float16), 11 (double) or 16 (bfloat16)."
         )
     dtype = Q.dtype
     if Q.ndim == 3:
-        q, k, v = (_split_heads(x, heads, name, attr) for x, heads, name, attr in (
-            (Q, q_num_heads, "Q", "q_num_heads"), (K, kv_num_heads, "K", "kv_num_heads"),
-            (V, kv_num_heads, "V", "kv_num_heads")))
+        q, k, v = (
+            _split_heads(x, heads, name, attr)
+            for x, heads, name, attr in (
+                (Q, q_num_heads, "Q", "q_num_heads"),
+                (K, kv_num_heads, "K", "kv_num_heads"),
+                (V, kv_num_heads, "V", "kv_num_heads"),
+            )
+        )
     else:
         q, k, v = Q, K, V
-        for name, given, heads in (("q_num_heads", q_num_heads, Q.shape[1]), ("kv_num_heads", kv_num_heads, K.shape[1])):
+        for name, given, heads in (
+            ("q_num_heads", q_num_heads, Q.shape[1]),
+            ("kv_num_heads", kv_num_heads, K.shape[1]),
+        ):
             if given is not None and given != heads:
                 raise OnnxValidationError(
                     f"got `{name}`={given} for 4-D inputs with {heads} heads (`Q` {tuple(Q.shape)}, `K` {tuple(K.shape)})."
                 )
     batch, heads, q_len, head_size = q.shape
-    if not (k.shape[0] == v.shape[0] == batch and k.shape[1] == v.shape[1] and k.shape[2] == v.shape[2]
-            and k.shape[3] == head_size):
+    if not (
+        k.shape[0] == v.shape[0] == batch
+        and k.shape[1] == v.shape[1]
+        and k.shape[2] == v.shape[2]
+        and k.shape[3] == head_size
+    ):
         raise OnnxValidationError(
             f"needs `K` and `V` of `Q`'s batch, with one number of heads and one sequence length, and `K` "
             f"of `Q`'s head size; got (4-D) `Q` {tuple(q.shape)}, `K` {tuple(k.shape)}, `V` {tuple(v.shape)}."
@@ -186,7 +251,11 @@ def _attention(Q, K, V, attn_mask, past_key, past_value, nonpad, *, is_causal, k
             )
         past = past_key.shape[2] if past_key.ndim == 4 else -1
         if tuple(past_key.shape) != (batch, kv_heads, past, head_size) or tuple(past_value.shape) != (
-                batch, kv_heads, past, v.shape[3]):
+            batch,
+            kv_heads,
+            past,
+            v.shape[3],
+        ):
             raise OnnxValidationError(
                 f"needs `past_key` (batch, kv_num_heads, past_sequence_length, head_size) = {(batch, kv_heads, 'past', head_size)} "
                 f"and `past_value` (batch, kv_num_heads, past_sequence_length, v_head_size) = "
@@ -214,8 +283,19 @@ def _attention(Q, K, V, attn_mask, past_key, past_value, nonpad, *, is_causal, k
         cap = jnp.asarray(softcap, dtype)
         capped = jnp.tanh(scores / cap) * cap
 
-    bias = _bias(attn_mask, dtype, batch=batch, heads=heads, q_len=q_len, total=total, past_len=past_len,
-                 nonpad=nonpad, is_causal=is_causal, left=left, right=right)
+    bias = _bias(
+        attn_mask,
+        dtype,
+        batch=batch,
+        heads=heads,
+        q_len=q_len,
+        total=total,
+        past_len=past_len,
+        nonpad=nonpad,
+        is_causal=is_causal,
+        left=left,
+        right=right,
+    )
     biased = capped if bias is None else capped + bias
 
     work = dtype if softmax_precision is None else jax_dtype(numpy_dtype(softmax_precision))
@@ -242,9 +322,14 @@ def _checked_nonpad(nonpad, batch, total, mask, checks=None):
     if nonpad.ndim != 1 or nonpad.shape[0] != batch:
         raise OnnxValidationError(f"needs `nonpad_kv_seqlen` of shape ({batch},), got {tuple(nonpad.shape)}.")
     outside = f"got `nonpad_kv_seqlen`={{values}}; each is in [0, {total}], the key sequence length."
-    past_mask = None if mask is None or not mask.ndim else (
-        f"got `attn_mask` of shape {tuple(mask.shape)} with `nonpad_kv_seqlen`={{values}}; its last "
-        "dim must be at least the largest of them (the valid keys), as the text requires.")
+    past_mask = (
+        None
+        if mask is None or not mask.ndim
+        else (
+            f"got `attn_mask` of shape {tuple(mask.shape)} with `nonpad_kv_seqlen`={{values}}; its last "
+            "dim must be at least the largest of them (the valid keys), as the text requires."
+        )
+    )
     if not is_traced(nonpad):
         values = np.asarray(nonpad)
         if values.size and (values.min() < 0 or values.max() > total):

@@ -22,8 +22,9 @@ _SOFTMAX_PRECISIONS = {1: "float", 10: "float16", 11: "double", 16: "bfloat16"}
 
 
 @register("FlexAttention", 1, domain="ai.onnx.preview", folds=False)
-def flex_attention(Q, K, V, *, scale: float | None = None, score_mod=None, prob_mod=None,
-                   softmax_precision: int | None = None):
+def flex_attention(
+    Q, K, V, *, scale: float | None = None, score_mod=None, prob_mod=None, softmax_precision: int | None = None
+):
     """Implements ONNX FlexAttention (ai.onnx.preview, version 1): ``prob_mod(softmax(score_mod(Q K^T * scale))) V``.
 
     Grouped-query attention (fewer key/value heads than query heads) gives query head ``h``
@@ -62,8 +63,12 @@ def flex_attention(Q, K, V, *, scale: float | None = None, score_mod=None, prob_
             )
     batch, heads, q_len, head_size = Q.shape
     kv_heads, kv_len = K.shape[1], K.shape[2]
-    if not (K.shape[0] == V.shape[0] == batch and V.shape[1] == kv_heads and V.shape[2] == kv_len
-            and K.shape[3] == head_size):
+    if not (
+        K.shape[0] == V.shape[0] == batch
+        and V.shape[1] == kv_heads
+        and V.shape[2] == kv_len
+        and K.shape[3] == head_size
+    ):
         raise OnnxValidationError(
             f"needs `K` and `V` of `Q`'s batch, with one number of heads and one sequence length, and `K` "
             f"of `Q`'s head size; got `Q` {tuple(Q.shape)}, `K` {tuple(K.shape)}, `V` {tuple(V.shape)}."
@@ -79,8 +84,7 @@ def flex_attention(Q, K, V, *, scale: float | None = None, score_mod=None, prob_
         work = numpy_dtype(softmax_precision)
     else:
         raise OnnxValidationError(
-            f"got `softmax_precision`={softmax_precision}; it is 1 (float), 10 (float16), 11 (double) "
-            "or 16 (bfloat16)."
+            f"got `softmax_precision`={softmax_precision}; it is 1 (float), 10 (float16), 11 (double) or 16 (bfloat16)."
         )
     work = jax_dtype(work)
 

@@ -17,7 +17,6 @@ positions follow too.
 
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 import onnx.defs
@@ -43,17 +42,37 @@ _SCHEMA = contrib_schema(
     "GroupQueryAttention",
     "Grouped-query self attention with a BNSH key/value cache, rotary embedding, local window, "
     "soft cap, smooth softmax or head sinks, attention bias and per-head Q/K RMS norms.",
-    inputs=[("query", "T"), ("key", "T", "optional"), ("value", "T", "optional"),
-            ("past_key", "T_CACHE", "optional"), ("past_value", "T_CACHE", "optional"), ("seqlens_k", "M"),
-            ("total_sequence_length", "M"), ("cos_cache", "T", "optional"), ("sin_cache", "T", "optional"),
-            ("position_ids", "tensor(int64)", "optional"), ("attention_bias", "T", "optional"),
-            ("head_sink", "T", "optional"), ("k_scale", "T_KV_SCALE", "optional"),
-            ("v_scale", "T_KV_SCALE", "optional"), ("q_norm_weight", "T", "optional"),
-            ("k_norm_weight", "T", "optional"), ("query_seqlens", "M", "optional")],
-    outputs=[("output", "T"), ("present_key", "T_CACHE", "optional"), ("present_value", "T_CACHE", "optional"),
-             ("output_qk", "T", "optional")],
-    type_constraints=[("T", _FLOATS), ("T_CACHE", _FLOATS + ["tensor(uint8)", "tensor(int8)", "tensor(float8e4m3fn)"]),
-                      ("T_KV_SCALE", ["tensor(float)"]), ("M", ["tensor(int32)"])],
+    inputs=[
+        ("query", "T"),
+        ("key", "T", "optional"),
+        ("value", "T", "optional"),
+        ("past_key", "T_CACHE", "optional"),
+        ("past_value", "T_CACHE", "optional"),
+        ("seqlens_k", "M"),
+        ("total_sequence_length", "M"),
+        ("cos_cache", "T", "optional"),
+        ("sin_cache", "T", "optional"),
+        ("position_ids", "tensor(int64)", "optional"),
+        ("attention_bias", "T", "optional"),
+        ("head_sink", "T", "optional"),
+        ("k_scale", "T_KV_SCALE", "optional"),
+        ("v_scale", "T_KV_SCALE", "optional"),
+        ("q_norm_weight", "T", "optional"),
+        ("k_norm_weight", "T", "optional"),
+        ("query_seqlens", "M", "optional"),
+    ],
+    outputs=[
+        ("output", "T"),
+        ("present_key", "T_CACHE", "optional"),
+        ("present_value", "T_CACHE", "optional"),
+        ("output_qk", "T", "optional"),
+    ],
+    type_constraints=[
+        ("T", _FLOATS),
+        ("T_CACHE", _FLOATS + ["tensor(uint8)", "tensor(int8)", "tensor(float8e4m3fn)"]),
+        ("T_KV_SCALE", ["tensor(float)"]),
+        ("M", ["tensor(int32)"]),
+    ],
     attributes=[
         _Attribute("num_heads", _INT, "Number of query heads."),
         _Attribute("kv_num_heads", _INT, "Number of key/value heads."),
@@ -73,21 +92,66 @@ _SCHEMA = contrib_schema(
         _Attribute("q_norm_epsilon", _FLOAT, "Epsilon of the Q norm (overrides qk_norm_epsilon).", required=False),
         _Attribute("k_norm_epsilon", _FLOAT, "Epsilon of the K norm (overrides qk_norm_epsilon).", required=False),
     ],
-    differentiable=("query", "key", "value", "past_key", "past_value", "cos_cache", "sin_cache", "attention_bias",
-                    "head_sink", "q_norm_weight", "k_norm_weight"),
+    differentiable=(
+        "query",
+        "key",
+        "value",
+        "past_key",
+        "past_value",
+        "cos_cache",
+        "sin_cache",
+        "attention_bias",
+        "head_sink",
+        "q_norm_weight",
+        "k_norm_weight",
+    ),
 )
 
 
-@register("GroupQueryAttention", 1, domain="com.microsoft", schema=_SCHEMA, folds=False,
-          concrete=("total_sequence_length", "seqlens_k", "query_seqlens", "position_ids"))
+@register(
+    "GroupQueryAttention",
+    1,
+    domain="com.microsoft",
+    schema=_SCHEMA,
+    folds=False,
+    concrete=("total_sequence_length", "seqlens_k", "query_seqlens", "position_ids"),
+)
 def group_query_attention(
-    query, key=None, value=None, past_key=None, past_value=None, seqlens_k=None, total_sequence_length=None,
-    cos_cache=None, sin_cache=None, position_ids=None, attention_bias=None, head_sink=None, k_scale=None,
-    v_scale=None, q_norm_weight=None, k_norm_weight=None, query_seqlens=None, *,
-    num_heads=None, kv_num_heads=None, scale=None, softcap=None, local_window_size=-1, do_rotary=None,
-    rotary_interleaved=None, smooth_softmax=-1, qk_output=0, causal=1, sliding_window_cache=0,
-    kv_cache_bit_width=None, k_quant_type="NONE", v_quant_type="NONE", qk_norm_epsilon=1e-6,
-    q_norm_epsilon=None, k_norm_epsilon=None,
+    query,
+    key=None,
+    value=None,
+    past_key=None,
+    past_value=None,
+    seqlens_k=None,
+    total_sequence_length=None,
+    cos_cache=None,
+    sin_cache=None,
+    position_ids=None,
+    attention_bias=None,
+    head_sink=None,
+    k_scale=None,
+    v_scale=None,
+    q_norm_weight=None,
+    k_norm_weight=None,
+    query_seqlens=None,
+    *,
+    num_heads=None,
+    kv_num_heads=None,
+    scale=None,
+    softcap=None,
+    local_window_size=-1,
+    do_rotary=None,
+    rotary_interleaved=None,
+    smooth_softmax=-1,
+    qk_output=0,
+    causal=1,
+    sliding_window_cache=0,
+    kv_cache_bit_width=None,
+    k_quant_type="NONE",
+    v_quant_type="NONE",
+    qk_norm_epsilon=1e-6,
+    q_norm_epsilon=None,
+    k_norm_epsilon=None,
 ):
     """Implements com.microsoft GroupQueryAttention: attention with ``kv_num_heads`` key/value
     heads shared by groups of the ``num_heads`` query heads, and a BNSH cache.
@@ -174,8 +238,9 @@ def group_query_attention(
     past_key_dtype = None if past_key is None else past_key.dtype
     past_value_dtype = None if past_value is None else past_value.dtype
     key_codec = _cache_codec("k", k_quant_type, k_scale, past_key, kv_cache_bit_width, kv_num_heads, head_size, q.dtype)
-    value_codec = _cache_codec("v", v_quant_type, v_scale, past_value, kv_cache_bit_width, kv_num_heads, head_size,
-                               q.dtype)
+    value_codec = _cache_codec(
+        "v", v_quant_type, v_scale, past_value, kv_cache_bit_width, kv_num_heads, head_size, q.dtype
+    )
     if key_codec is not None:
         # Computed in float: the past as its codes say, the new keys and values as the cache
         # will hold them; the present caches are quantized at the end.
@@ -209,7 +274,9 @@ def group_query_attention(
     if q_norm_weight is not None:
         for name, weight in (("q_norm_weight", q_norm_weight), ("k_norm_weight", k_norm_weight)):
             if tuple(weight.shape) != (head_size,):
-                raise OnnxValidationError(f"needs `{name}` of shape (head_size,) = ({head_size},), got {tuple(weight.shape)}.")
+                raise OnnxValidationError(
+                    f"needs `{name}` of shape (head_size,) = ({head_size},), got {tuple(weight.shape)}."
+                )
         q = rms_normalize(q, q_norm_weight, q_norm_epsilon if q_norm_epsilon is not None else qk_norm_epsilon)
         k = rms_normalize(k, k_norm_weight, k_norm_epsilon if k_norm_epsilon is not None else qk_norm_epsilon)
     if do_rotary:
@@ -218,15 +285,20 @@ def group_query_attention(
             rotary_positions = _checked_position_ids(position_ids, batch, length)
             # A first prompt reads only the first position id (of the first entry), the others
             # following it, as onnxruntime does.
-            first_prompt = query_seqlens is None and length == total and (past_key is None or not is_traced(total_sequence_length))
+            first_prompt = (
+                query_seqlens is None and length == total and (past_key is None or not is_traced(total_sequence_length))
+            )
             if first_prompt:
                 rotary_positions = jnp.broadcast_to(
-                    rotary_positions[:1, :1] + jnp.arange(length, dtype=rotary_positions.dtype)[None, :], (batch, length))
+                    rotary_positions[:1, :1] + jnp.arange(length, dtype=rotary_positions.dtype)[None, :],
+                    (batch, length),
+                )
         q, k = _rotary(q, k, cos_cache, sin_cache, rotary_positions, head_size, total, rotary_interleaved)
 
     if windowed:
-        keys_k, keys_v, key_at, present_key, present_value = _windowed(past_key, past_value, k, v, totals, starts, valid,
-                                                                       local_window_size)
+        keys_k, keys_v, key_at, present_key, present_value = _windowed(
+            past_key, past_value, k, v, totals, starts, valid, local_window_size
+        )
         key_valid = key_at >= 0
     else:
         present_key = _present(past_key, k, starts, valid, present_length)
@@ -256,15 +328,26 @@ def group_query_attention(
     sink = None
     if head_sink is not None:
         if tuple(head_sink.shape) != (num_heads,):
-            raise OnnxValidationError(f"needs `head_sink` of shape (num_heads,) = ({num_heads},), got {tuple(head_sink.shape)}.")
+            raise OnnxValidationError(
+                f"needs `head_sink` of shape (num_heads,) = ({num_heads},), got {tuple(head_sink.shape)}."
+            )
         sink = head_sink.astype(dtype).reshape(1, num_heads, 1, 1)
     elif smooth_softmax == 1:
         sink = jnp.zeros((), dtype)
     scale = float(scale) if scale else 1.0 / np.sqrt(head_size)
     if qk_output not in (0, 1, 2):
         raise OnnxValidationError(f"got `qk_output`={qk_output}; it is 0, 1 (scores) or 2 (probabilities).")
-    result = grouped_attention(q, keys_k, keys_v, scale=scale, allowed=allowed, bias=bias,
-                               softcap=float(softcap or 0.0), sink=sink, probabilities=bool(qk_output))
+    result = grouped_attention(
+        q,
+        keys_k,
+        keys_v,
+        scale=scale,
+        allowed=allowed,
+        bias=bias,
+        softcap=float(softcap or 0.0),
+        sink=sink,
+        probabilities=bool(qk_output),
+    )
     if not qk_output:
         return merge_heads(result), present_key, present_value
     y, scores, weights = result
@@ -352,7 +435,9 @@ def _heads(query, key, value, num_heads, kv_num_heads):
 def _total(total_sequence_length, past_length, length, attention_bias, qk_output):
     """The value of ``total_sequence_length``; traced, what the shapes say it is."""
     if total_sequence_length.size != 1:
-        raise OnnxValidationError(f"needs a one-element `total_sequence_length`, got shape {tuple(total_sequence_length.shape)}.")
+        raise OnnxValidationError(
+            f"needs a one-element `total_sequence_length`, got shape {tuple(total_sequence_length.shape)}."
+        )
     if not is_traced(total_sequence_length):
         return int(np.asarray(total_sequence_length).reshape(()))
     if attention_bias is not None and attention_bias.ndim == 4:
@@ -451,8 +536,9 @@ def _present(past, new, starts, valid, present_length):
     start = starts.reshape(batch, 1, 1, 1)
     offset = rows - start  # the new row each present row would take
     # A gather of the new rows, so that the positions may be traced (a decode loop under jit).
-    picked = jnp.take_along_axis(new, jnp.broadcast_to(jnp.clip(offset, 0, length - 1), (batch, heads, present_length, 1)),
-                                 axis=2)
+    picked = jnp.take_along_axis(
+        new, jnp.broadcast_to(jnp.clip(offset, 0, length - 1), (batch, heads, present_length, 1)), axis=2
+    )
     limit = length if valid is None else valid.reshape(batch, 1, 1, 1)
     present = jnp.where((offset >= 0) & (offset < limit), picked, jnp.zeros((), new.dtype))
     if past is not None:
@@ -467,7 +553,11 @@ def _checked_bias(bias, batch, heads, length, total, key_at):
     """``attention_bias`` at each key's absolute position (its last axis is
     ``total_sequence_length`` long, indexed by position): ``(batch or 1, heads or 1, S, keys)``."""
     target = (batch, heads, length, total)
-    if bias.ndim != 4 or any(b not in (1, t) for b, t in zip(bias.shape[:2], target[:2])) or tuple(bias.shape[2:]) != target[2:]:
+    if (
+        bias.ndim != 4
+        or any(b not in (1, t) for b, t in zip(bias.shape[:2], target[:2]))
+        or tuple(bias.shape[2:]) != target[2:]
+    ):
         raise OnnxValidationError(
             f"needs `attention_bias` of shape (batch or 1, num_heads or 1, sequence, total_sequence_length) = "
             f"{target}, got {tuple(bias.shape)}."
@@ -521,7 +611,9 @@ def _windowed(past_key, past_value, k, v, totals, starts, valid, window):
     # Present row r holds position T - L + r: a past row or a new one.
     ends = starts + new_count
     wanted = ends[:, None] - after[:, None] + rows  # (batch, capacity)
-    source = jnp.where(wanted < starts[:, None], wanted - (starts[:, None] - before[:, None]), capacity + wanted - starts[:, None])
+    source = jnp.where(
+        wanted < starts[:, None], wanted - (starts[:, None] - before[:, None]), capacity + wanted - starts[:, None]
+    )
     source = jnp.clip(source, 0, capacity + length - 1)
     index = jnp.broadcast_to(source.reshape(batch, 1, capacity, 1), (batch, heads, capacity, 1))
     keep = (rows < after[:, None]).reshape(batch, 1, capacity, 1)

@@ -13,8 +13,20 @@ _RULES = ("linear", "gated", "delta", "gated_delta")
 
 
 @register("LinearAttention", 27, folds=False)
-def linear_attention(query, key, value, past_state=None, decay=None, beta=None, *, chunk_size: int = 64,
-                     kv_num_heads: int | None = None, q_num_heads: int | None = None, scale: float = 0.0, update_rule: str = "gated_delta"):
+def linear_attention(
+    query,
+    key,
+    value,
+    past_state=None,
+    decay=None,
+    beta=None,
+    *,
+    chunk_size: int = 64,
+    kv_num_heads: int | None = None,
+    q_num_heads: int | None = None,
+    scale: float = 0.0,
+    update_rule: str = "gated_delta",
+):
     """Implements ONNX LinearAttention: the recurrent state update of linear attention, token by token.
 
     Per key/value head the state ``S`` (``d_k x d_v``, float32, from ``past_state`` or zeros)
@@ -71,7 +83,9 @@ def linear_attention(query, key, value, past_state=None, decay=None, beta=None, 
             )
     for name, x in (("query", query), ("key", key), ("value", value)):
         if x.ndim != 3:
-            raise OnnxValidationError(f"needs a 3-D `{name}` (batch, tokens, heads * size), got shape {tuple(x.shape)}.")
+            raise OnnxValidationError(
+                f"needs a 3-D `{name}` (batch, tokens, heads * size), got shape {tuple(x.shape)}."
+            )
     batch, tokens, q_hidden = query.shape
     if q_hidden % q_num_heads or value.shape[2] % kv_num_heads:
         raise OnnxValidationError(
@@ -91,6 +105,7 @@ def linear_attention(query, key, value, past_state=None, decay=None, beta=None, 
         )
 
     f32 = jnp.float32
+
     # Time-major (tokens, batch, heads, size) in float32, the state's precision.
     def heads(x, count):
         return x.reshape(batch, tokens, count, x.shape[2] // count).transpose(1, 0, 2, 3).astype(f32)
@@ -100,7 +115,11 @@ def linear_attention(query, key, value, past_state=None, decay=None, beta=None, 
     k, v = heads(key, kv_num_heads), heads(value, kv_num_heads)
     xs = {"q": q, "k": k, "v": v}
     if gated:
-        if decay.ndim != 3 or decay.shape[:2] != (batch, tokens) or decay.shape[2] not in (kv_num_heads, kv_num_heads * d_k):
+        if (
+            decay.ndim != 3
+            or decay.shape[:2] != (batch, tokens)
+            or decay.shape[2] not in (kv_num_heads, kv_num_heads * d_k)
+        ):
             raise OnnxValidationError(
                 f"needs `decay` of shape (batch, tokens, kv_num_heads) or (batch, tokens, kv_num_heads * d_k), "
                 f"with kv_num_heads={kv_num_heads} and d_k={d_k}; got {tuple(decay.shape)}."

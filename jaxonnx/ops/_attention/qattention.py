@@ -10,13 +10,13 @@ import onnx.helper
 from jaxonnx._core.registry import register
 from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.attention import stacked_self_attention
-from jaxonnx.ops._helpers.schemas import contrib_schema
 from jaxonnx.ops._helpers.quantization import (
     per_tensor_value,
     quantized_matmul,
     row_and_column_layout,
     zero_points_apart,
 )
+from jaxonnx.ops._helpers.schemas import contrib_schema
 
 _Attribute = onnx.defs.OpSchema.Attribute
 _INT = onnx.defs.OpSchema.AttrType.INT
@@ -24,12 +24,24 @@ _FLOAT = onnx.defs.OpSchema.AttrType.FLOAT
 _SCHEMA = contrib_schema(
     "QAttention",
     "Multi-head self attention after a quantized input projection.",
-    inputs=[("input", "T1"), ("weight", "T2"), ("bias", "T3"), ("input_scale", "T3"), ("weight_scale", "T3"),
-            ("mask_index", "T4", "optional"), ("input_zero_point", "T1", "optional"),
-            ("weight_zero_point", "T2", "optional"), ("past", "T3", "optional")],
+    inputs=[
+        ("input", "T1"),
+        ("weight", "T2"),
+        ("bias", "T3"),
+        ("input_scale", "T3"),
+        ("weight_scale", "T3"),
+        ("mask_index", "T4", "optional"),
+        ("input_zero_point", "T1", "optional"),
+        ("weight_zero_point", "T2", "optional"),
+        ("past", "T3", "optional"),
+    ],
     outputs=[("output", "T3"), ("present", "T3", "optional")],
-    type_constraints=[("T1", ["tensor(int8)", "tensor(uint8)"]), ("T2", ["tensor(int8)", "tensor(uint8)"]),
-                      ("T3", ["tensor(float)", "tensor(float16)"]), ("T4", ["tensor(int32)"])],
+    type_constraints=[
+        ("T1", ["tensor(int8)", "tensor(uint8)"]),
+        ("T2", ["tensor(int8)", "tensor(uint8)"]),
+        ("T3", ["tensor(float)", "tensor(float16)"]),
+        ("T4", ["tensor(int32)"]),
+    ],
     attributes=[
         _Attribute("num_heads", _INT, "Number of attention heads."),
         _Attribute("unidirectional", onnx.helper.make_attribute("unidirectional", 0), "Causal attention."),
@@ -44,8 +56,21 @@ _SCHEMA = contrib_schema(
 
 @register("QAttention", 1, domain="com.microsoft", schema=_SCHEMA, folds=False)
 def qattention(
-    input, weight, bias, input_scale, weight_scale, mask_index=None, input_zero_point=None, weight_zero_point=None,
-    past=None, *, num_heads=None, unidirectional=0, scale=None, mask_filter_value=None, do_rotary=None,
+    input,
+    weight,
+    bias,
+    input_scale,
+    weight_scale,
+    mask_index=None,
+    input_zero_point=None,
+    weight_zero_point=None,
+    past=None,
+    *,
+    num_heads=None,
+    unidirectional=0,
+    scale=None,
+    mask_filter_value=None,
+    do_rotary=None,
     past_present_share_buffer=None,
 ):
     """Implements com.microsoft QAttention: com.microsoft Attention after the quantized
@@ -95,18 +120,32 @@ def qattention(
         raise OnnxValidationError(f"needs `bias` of shape ({3 * hidden},), got {tuple(bias.shape)}.")
     input_zero = per_tensor_value(input_zero_point, "input_zero_point")
     column_shape = row_and_column_layout(weight_zero_point, weight, rows=False, name="weight_zero_point")
-    accumulated = quantized_matmul(zero_points_apart(input, input_zero), zero_points_apart(weight, weight_zero_point, column_shape),
-                                   names=("input", "weight"))
+    accumulated = quantized_matmul(
+        zero_points_apart(input, input_zero),
+        zero_points_apart(weight, weight_zero_point, column_shape),
+        names=("input", "weight"),
+    )
     scale_shape = row_and_column_layout(weight_scale, weight, rows=False, name="weight_scale")
-    multiplier = per_tensor_value(input_scale, "input_scale").astype(np.float32) * weight_scale.astype(np.float32).reshape(scale_shape)
+    multiplier = per_tensor_value(input_scale, "input_scale").astype(np.float32) * weight_scale.astype(
+        np.float32
+    ).reshape(scale_shape)
     if multiplier.ndim:  # per column, over (batch, sequence, columns)
         multiplier = multiplier.reshape(1, 1, -1)
     dtype = bias.dtype
     projected = (accumulated.astype(np.float32) * multiplier).astype(dtype) + bias.reshape(1, 1, -1)
-    q, k, v = projected[..., :hidden], projected[..., hidden:2 * hidden], projected[..., 2 * hidden:]
+    q, k, v = projected[..., :hidden], projected[..., hidden : 2 * hidden], projected[..., 2 * hidden :]
     return stacked_self_attention(
-        q, k, v, num_heads=num_heads, mask_index=mask_index, past=past, attention_bias=None, past_sequence_length=None,
-        unidirectional=unidirectional, scale=scale, filter_value=-10000.0 if mask_filter_value is None else mask_filter_value,
+        q,
+        k,
+        v,
+        num_heads=num_heads,
+        mask_index=mask_index,
+        past=past,
+        attention_bias=None,
+        past_sequence_length=None,
+        unidirectional=unidirectional,
+        scale=scale,
+        filter_value=-10000.0 if mask_filter_value is None else mask_filter_value,
         share_buffer=False,
     )
 

@@ -12,8 +12,17 @@ from jaxonnx.ops._helpers.common import is_traced
 
 
 @register("RotaryEmbedding", 23, folds=False, concrete=("position_ids",), checks=True)
-def rotary_embedding(X, cos_cache, sin_cache, position_ids=None, *, interleaved: int = 0,
-                     num_heads: int | None = None, rotary_embedding_dim: int = 0, checks=None):
+def rotary_embedding(
+    X,
+    cos_cache,
+    sin_cache,
+    position_ids=None,
+    *,
+    interleaved: int = 0,
+    num_heads: int | None = None,
+    rotary_embedding_dim: int = 0,
+    checks=None,
+):
     """Implements ONNX RotaryEmbedding: rotary positional embeddings (RoPE) of each head of ``X``.
 
     The first ``rotary_embedding_dim`` features of each head are taken as pairs (the two
@@ -97,15 +106,21 @@ def _at_positions(cos_cache, sin_cache, position_ids, batch, length, half, check
         raise OnnxValidationError(
             f"needs `position_ids` of shape (batch, sequence) = {(batch, length)}, got {tuple(position_ids.shape)}."
         )
-    message = (f"got `position_ids` from {{low}} to {{high}}; each is in [0, {cos_cache.shape[0]}), "
-               "the rows of the caches.")
+    message = (
+        f"got `position_ids` from {{low}} to {{high}}; each is in [0, {cos_cache.shape[0]}), the rows of the caches."
+    )
     if not is_traced(position_ids):
         values = np.asarray(position_ids)
         if values.size and (values.min() < 0 or values.max() >= cos_cache.shape[0]):
             raise OnnxValidationError(message.format(low=values.min(), high=values.max()))
     elif checks is not None and position_ids.size:  # an empty one has nothing to check (nor a min)
-        checks.fail_where((position_ids < 0) | (position_ids >= cos_cache.shape[0]), position_ids, message,
-                          low=position_ids.min(), high=position_ids.max())
+        checks.fail_where(
+            (position_ids < 0) | (position_ids >= cos_cache.shape[0]),
+            position_ids,
+            message,
+            low=position_ids.min(),
+            high=position_ids.max(),
+        )
     positions = jnp.asarray(position_ids)
     return jnp.take(cos_cache, positions, axis=0), jnp.take(sin_cache, positions, axis=0)
 

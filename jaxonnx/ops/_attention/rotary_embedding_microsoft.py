@@ -28,22 +28,39 @@ _SCHEMA = contrib_schema(
     type_constraints=[("T", ["tensor(float)", "tensor(float16)", "tensor(bfloat16)"]), ("M", ["tensor(int64)"])],
     attributes=[
         _Attribute("num_heads", _INT, "Number of heads; needed with rotary_embedding_dim.", required=False),
-        _Attribute("rotary_embedding_dim", _INT, "How many features of each head rotate (0: the head size).",
-                   required=False),
+        _Attribute(
+            "rotary_embedding_dim", _INT, "How many features of each head rotate (0: the head size).", required=False
+        ),
         _Attribute("interleaved", onnx.helper.make_attribute("interleaved", 0), "Pairs are neighbours (2i, 2i+1)."),
-        _Attribute("is_packed_batching", onnx.helper.make_attribute("is_packed_batching", 0),
-                   "Ragged batches packed into the sequence (the computation is per token, so the same)."),
-        _Attribute("scale", _FLOAT, "Scale of the caches' frequencies when they are rebuilt (not used).",
-                   required=False),
+        _Attribute(
+            "is_packed_batching",
+            onnx.helper.make_attribute("is_packed_batching", 0),
+            "Ragged batches packed into the sequence (the computation is per token, so the same).",
+        ),
+        _Attribute(
+            "scale", _FLOAT, "Scale of the caches' frequencies when they are rebuilt (not used).", required=False
+        ),
     ],
     differentiable=("input", "cos_cache", "sin_cache"),
 )
 
 
-@register("RotaryEmbedding", 1, domain="com.microsoft", schema=_SCHEMA, folds=False, concrete=("position_ids",),
-          checks=True)
-def rotary_embedding_microsoft(input, position_ids, cos_cache, sin_cache, *, num_heads=None, rotary_embedding_dim=None,
-                               interleaved=0, is_packed_batching=0, scale=None, checks=None):
+@register(
+    "RotaryEmbedding", 1, domain="com.microsoft", schema=_SCHEMA, folds=False, concrete=("position_ids",), checks=True
+)
+def rotary_embedding_microsoft(
+    input,
+    position_ids,
+    cos_cache,
+    sin_cache,
+    *,
+    num_heads=None,
+    rotary_embedding_dim=None,
+    interleaved=0,
+    is_packed_batching=0,
+    scale=None,
+    checks=None,
+):
     """Implements com.microsoft RotaryEmbedding: rotary positional embeddings of each head.
 
     The first ``rotary_embedding_dim`` features of each head are taken as pairs (the two
@@ -138,8 +155,9 @@ def _positions(position_ids, batch, length, rows, checks=None):
     if first is not None and (first < 0 or last >= rows):
         raise OnnxValidationError(message.format(low=first, high=last))
     if is_traced(position_ids) and checks is not None and positions.size:  # empty: nothing to check (nor a min)
-        checks.fail_where((positions < 0) | (positions >= rows), positions, message,
-                          low=positions.min(), high=positions.max())
+        checks.fail_where(
+            (positions < 0) | (positions >= rows), positions, message, low=positions.min(), high=positions.max()
+        )
     return jnp.asarray(positions)
 
 

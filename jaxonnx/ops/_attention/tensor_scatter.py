@@ -45,8 +45,11 @@ def tensor_scatter(past_cache, update, write_indices=None, *, axis: int = -2, mo
     if axis == 0:
         raise OnnxValidationError("got `axis` naming dim 0, the batch dim; the sequence dim is another.")
     cache_shape, update_shape = tuple(past_cache.shape), tuple(update.shape)
-    if (len(update_shape) != len(cache_shape) or update_shape[axis] > cache_shape[axis]
-            or any(u != c for i, (u, c) in enumerate(zip(update_shape, cache_shape)) if i != axis)):
+    if (
+        len(update_shape) != len(cache_shape)
+        or update_shape[axis] > cache_shape[axis]
+        or any(u != c for i, (u, c) in enumerate(zip(update_shape, cache_shape)) if i != axis)
+    ):
         raise OnnxValidationError(
             f"needs `update` of the shape of `past_cache` {cache_shape} except along axis {axis}, where it is "
             f"at most {cache_shape[axis]} long; got {update_shape}."
@@ -59,15 +62,18 @@ def tensor_scatter(past_cache, update, write_indices=None, *, axis: int = -2, mo
         if tuple(write_indices.shape) != (batch,):
             raise OnnxValidationError(f"needs `write_indices` of shape ({batch},), got {tuple(write_indices.shape)}.")
         starts = write_indices
-        message = (f"got `write_indices`={{values}} for an update of length {length} along axis {axis}; "
-                   f"in 'linear' mode each is in [0, {capacity - length}], so the update fits the cache.")
+        message = (
+            f"got `write_indices`={{values}} for an update of length {length} along axis {axis}; "
+            f"in 'linear' mode each is in [0, {capacity - length}], so the update fits the cache."
+        )
         if mode == "linear" and not is_traced(write_indices):
             values = np.asarray(write_indices)
             if values.size and (values.min() < 0 or values.max() + length > capacity):
                 raise OnnxValidationError(message.format(values=values.tolist()))
         elif mode == "linear" and checks is not None:
-            checks.fail_where((write_indices < 0) | (write_indices > capacity - length), write_indices, message,
-                              values=write_indices)
+            checks.fail_where(
+                (write_indices < 0) | (write_indices > capacity - length), write_indices, message, values=write_indices
+            )
     # Positions (batch, length) along the sequence dim, moved next to the batch dim.
     positions = xp.asarray(starts).reshape(batch, 1) + xp.arange(length).reshape(1, length)
     if mode == "circular":

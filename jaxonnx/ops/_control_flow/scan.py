@@ -13,8 +13,15 @@ from jaxonnx.ops._helpers.common import normalize_axis
 
 
 @register("Scan", 9, 11, 16, 19, 21, 23, 24, 25, folds=False)
-def scan(*inputs, body, num_scan_inputs, scan_input_axes=None, scan_input_directions=None,
-         scan_output_axes=None, scan_output_directions=None):
+def scan(
+    *inputs,
+    body,
+    num_scan_inputs,
+    scan_input_axes=None,
+    scan_input_directions=None,
+    scan_output_axes=None,
+    scan_output_directions=None,
+):
     """Implements ONNX Scan as ``jax.lax.scan``: ``body`` runs once per slice of the scan
     inputs, carrying the state values; its scan outputs are stacked.
 
@@ -83,8 +90,13 @@ def _scan_8(sequence_lens, *inputs, body, num_scan_inputs, directions=None):
             )
 
     def one(*values):
-        return scan(*values, body=body, num_scan_inputs=num_scan_inputs, scan_input_axes=[0] * num_scan_inputs,
-                    scan_input_directions=directions)
+        return scan(
+            *values,
+            body=body,
+            num_scan_inputs=num_scan_inputs,
+            scan_input_axes=[0] * num_scan_inputs,
+            scan_input_directions=directions,
+        )
 
     return jax.vmap(one)(*inputs)
 

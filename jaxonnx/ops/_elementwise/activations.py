@@ -17,8 +17,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxonnx._errors import OnnxValidationError
 from jaxonnx._core.registry import register
+from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.common import namespace
 from jaxonnx.ops._helpers.legacy import without_consumed_inputs
 
@@ -274,13 +274,31 @@ def _expm1_of_negative_part(X):
 
 
 for _op_type, _fn in [
-    ("Sigmoid", sigmoid), ("HardSigmoid", hard_sigmoid), ("Relu", relu), ("LeakyRelu", leaky_relu),
-    ("Elu", elu), ("Selu", selu),
+    ("Sigmoid", sigmoid),
+    ("HardSigmoid", hard_sigmoid),
+    ("Relu", relu),
+    ("LeakyRelu", leaky_relu),
+    ("Elu", elu),
+    ("Selu", selu),
 ]:
     register(_op_type, 1, folds=False, padding="elementwise")(without_consumed_inputs(_fn))
 del _op_type, _fn
 
 __all__ = [
-    "sigmoid", "hard_sigmoid", "hard_swish", "relu", "leaky_relu", "elu", "selu", "softplus", "celu", "mish",
-    "softsign", "thresholded_relu", "swish", "swiglu", "prelu", "shrink",
+    "sigmoid",
+    "hard_sigmoid",
+    "hard_swish",
+    "relu",
+    "leaky_relu",
+    "elu",
+    "selu",
+    "softplus",
+    "celu",
+    "mish",
+    "softsign",
+    "thresholded_relu",
+    "swish",
+    "swiglu",
+    "prelu",
+    "shrink",
 ]

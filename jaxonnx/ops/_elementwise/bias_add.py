@@ -7,8 +7,10 @@ from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.schemas import contrib_schema
 
 _SCHEMA = contrib_schema(
-    "BiasAdd", "Y = X + bias + skip, bias along the channels (the last dim).",
-    inputs=[("X", "T"), ("bias", "T"), ("skip", "T")], outputs=[("Y", "T")],
+    "BiasAdd",
+    "Y = X + bias + skip, bias along the channels (the last dim).",
+    inputs=[("X", "T"), ("bias", "T"), ("skip", "T")],
+    outputs=[("Y", "T")],
     type_constraints=[("T", ["tensor(float16)", "tensor(float)"])],
 )
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import jax
 import numpy as np
 
-from jaxonnx._errors import OnnxValidationError
 from jaxonnx._core.registry import register
+from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.broadcasting import broadcast_together
 from jaxonnx.ops._helpers.common import namespace
 

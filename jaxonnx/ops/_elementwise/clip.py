@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from jaxonnx._errors import OnnxValidationError
 from jaxonnx._core.registry import register
+from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.common import namespace
 
 
@@ -50,9 +50,7 @@ def _clip_6(input, *, min=None, max=None, consumed_inputs=None):
 
 def _scalar(bound, name: str):
     if bound.size != 1:
-        raise OnnxValidationError(
-            f"needs a scalar `{name}` (one element), got shape {tuple(bound.shape)}."
-        )
+        raise OnnxValidationError(f"needs a scalar `{name}` (one element), got shape {tuple(bound.shape)}.")
     return bound.reshape(())
 
 

@@ -7,8 +7,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxonnx._errors import OnnxValidationError
 from jaxonnx._core.registry import register
+from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.schemas import attribute, contrib_schema
 
 
@@ -34,18 +34,38 @@ def gelu(X, *, approximate: str = "none"):
 # half-precision data in float32 and cast once, as onnxruntime's kernels do.
 _MS = "com.microsoft"
 _FLOATS = ["tensor(float16)", "tensor(float)", "tensor(double)", "tensor(bfloat16)"]
-_GELU_SCHEMA = contrib_schema("Gelu", "Y = 0.5 * X * (1 + erf(X / sqrt(2))).", [("X", "T")], [("Y", "T")],
-                              [("T", _FLOATS)])
-_BIAS_GELU_SCHEMA = contrib_schema("BiasGelu", "C = Gelu(A + B), B a 1-D bias along the last dim.",
-                                   [("A", "T"), ("B", "T")], [("C", "T")], [("T", _FLOATS)])
+_GELU_SCHEMA = contrib_schema(
+    "Gelu", "Y = 0.5 * X * (1 + erf(X / sqrt(2))).", [("X", "T")], [("Y", "T")], [("T", _FLOATS)]
+)
+_BIAS_GELU_SCHEMA = contrib_schema(
+    "BiasGelu",
+    "C = Gelu(A + B), B a 1-D bias along the last dim.",
+    [("A", "T"), ("B", "T")],
+    [("C", "T")],
+    [("T", _FLOATS)],
+)
 _FAST_GELU_SCHEMA = contrib_schema(
-    "FastGelu", "Y = 0.5 * X * (1 + tanh(0.7978845608 * (X + 0.044715 * X^3))), X plus the optional bias.",
-    [("X", "T"), ("bias", "T", "optional")], [("Y", "T")], [("T", _FLOATS)])
-_QUICK_GELU_SCHEMA = contrib_schema("QuickGelu", "Y = X * sigmoid(alpha * X).", [("X", "T")], [("Y", "T")],
-                                    [("T", _FLOATS)], [attribute("alpha", 1.702, "The factor inside the sigmoid.")])
+    "FastGelu",
+    "Y = 0.5 * X * (1 + tanh(0.7978845608 * (X + 0.044715 * X^3))), X plus the optional bias.",
+    [("X", "T"), ("bias", "T", "optional")],
+    [("Y", "T")],
+    [("T", _FLOATS)],
+)
+_QUICK_GELU_SCHEMA = contrib_schema(
+    "QuickGelu",
+    "Y = X * sigmoid(alpha * X).",
+    [("X", "T")],
+    [("Y", "T")],
+    [("T", _FLOATS)],
+    [attribute("alpha", 1.702, "The factor inside the sigmoid.")],
+)
 _BIAS_SPLIT_GELU_SCHEMA = contrib_schema(
-    "BiasSplitGelu", "X + bias split in halves along the last dim: Y = left * Gelu(right).",
-    [("X", "T"), ("bias", "T")], [("Y", "T")], [("T", ["tensor(float16)", "tensor(float)"])])
+    "BiasSplitGelu",
+    "X + bias split in halves along the last dim: Y = left * Gelu(right).",
+    [("X", "T"), ("bias", "T")],
+    [("Y", "T")],
+    [("T", ["tensor(float16)", "tensor(float)"])],
+)
 
 
 def _in_float32(x):

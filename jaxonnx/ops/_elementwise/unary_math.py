@@ -14,8 +14,8 @@ from __future__ import annotations
 import jax
 import numpy as np
 
-from jaxonnx._errors import OnnxValidationError
 from jaxonnx._core.registry import register
+from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.common import namespace
 from jaxonnx.ops._helpers.legacy import without_consumed_inputs
 
@@ -314,7 +314,12 @@ def atanh(input):
 
 
 for _op_type, _fn in [
-    ("Neg", neg), ("Abs", abs), ("Sqrt", sqrt), ("Reciprocal", reciprocal), ("Floor", floor), ("Ceil", ceil)
+    ("Neg", neg),
+    ("Abs", abs),
+    ("Sqrt", sqrt),
+    ("Reciprocal", reciprocal),
+    ("Floor", floor),
+    ("Ceil", ceil),
 ]:
     register(_op_type, 1, padding="elementwise")(without_consumed_inputs(_fn))
 for _op_type, _fn in [("Exp", exp), ("Log", log), ("Tanh", tanh)]:
@@ -322,7 +327,29 @@ for _op_type, _fn in [("Exp", exp), ("Log", log), ("Tanh", tanh)]:
 del _op_type, _fn
 
 __all__ = [
-    "neg", "abs", "sqrt", "reciprocal", "floor", "ceil", "round", "sign", "is_nan", "is_inf",
-    "exp", "log", "sin", "cos", "tanh", "erf",
-    "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh",
+    "neg",
+    "abs",
+    "sqrt",
+    "reciprocal",
+    "floor",
+    "ceil",
+    "round",
+    "sign",
+    "is_nan",
+    "is_inf",
+    "exp",
+    "log",
+    "sin",
+    "cos",
+    "tanh",
+    "erf",
+    "tan",
+    "asin",
+    "acos",
+    "atan",
+    "sinh",
+    "cosh",
+    "asinh",
+    "acosh",
+    "atanh",
 ]

@@ -12,8 +12,8 @@ import operator
 
 import numpy as np
 
-from jaxonnx._errors import OnnxValidationError
 from jaxonnx._core.registry import register
+from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.broadcasting import broadcast_together, true_divide, variadic_names
 from jaxonnx.ops._helpers.common import namespace
 

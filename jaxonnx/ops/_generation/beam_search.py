@@ -27,17 +27,37 @@ _Kind = onnx.defs.OpSchema.AttrType
 _SCHEMA = contrib_schema(
     "BeamSearch",
     "Beam search for GPT-2 (model_type 0) and T5 (model_type 1) decoders held as subgraphs.",
-    inputs=[("input_ids", "F"), ("max_length", "I"), ("min_length", "I", "optional"), ("num_beams", "I"),
-            ("num_return_sequences", "I"), ("length_penalty", "T", "optional"),
-            ("repetition_penalty", "T", "optional"), ("vocab_mask", "M", "optional"),
-            ("prefix_vocab_mask", "M", "optional"), ("attention_mask", "I", "optional"),
-            ("decoder_input_ids", "I", "optional"), ("logits_processor", "I", "optional"),
-            ("cross_qk_layer_head", "I", "optional"), ("extra_decoding_ids", "I", "optional"),
-            ("temperature", "T", "optional")],
-    outputs=[("sequences", "I"), ("sequences_scores", "T", "optional"), ("scores", "T", "optional"),
-             ("cross_qk", "V", "optional"), ("non_speech_probs", "T", "optional")],
-    type_constraints=[("T", ["tensor(float)", "tensor(float16)"]), ("F", ["tensor(int32)", "tensor(float)", "tensor(float16)"]),
-                      ("I", ["tensor(int32)"]), ("M", ["tensor(int32)"]), ("V", ["tensor(float)"])],
+    inputs=[
+        ("input_ids", "F"),
+        ("max_length", "I"),
+        ("min_length", "I", "optional"),
+        ("num_beams", "I"),
+        ("num_return_sequences", "I"),
+        ("length_penalty", "T", "optional"),
+        ("repetition_penalty", "T", "optional"),
+        ("vocab_mask", "M", "optional"),
+        ("prefix_vocab_mask", "M", "optional"),
+        ("attention_mask", "I", "optional"),
+        ("decoder_input_ids", "I", "optional"),
+        ("logits_processor", "I", "optional"),
+        ("cross_qk_layer_head", "I", "optional"),
+        ("extra_decoding_ids", "I", "optional"),
+        ("temperature", "T", "optional"),
+    ],
+    outputs=[
+        ("sequences", "I"),
+        ("sequences_scores", "T", "optional"),
+        ("scores", "T", "optional"),
+        ("cross_qk", "V", "optional"),
+        ("non_speech_probs", "T", "optional"),
+    ],
+    type_constraints=[
+        ("T", ["tensor(float)", "tensor(float16)"]),
+        ("F", ["tensor(int32)", "tensor(float)", "tensor(float16)"]),
+        ("I", ["tensor(int32)"]),
+        ("M", ["tensor(int32)"]),
+        ("V", ["tensor(float)"]),
+    ],
     attributes=[
         _Attribute("eos_token_id", _Kind.INT, "The end-of-sequence token."),
         _Attribute("pad_token_id", _Kind.INT, "The pad token."),
@@ -56,14 +76,46 @@ _SCHEMA = contrib_schema(
 )
 
 
-@register("BeamSearch", 1, domain="com.microsoft", schema=_SCHEMA, folds=False,
-          static=("max_length", "num_beams", "num_return_sequences"), output_count=True)
-def beam_search(input_ids, max_length, min_length=None, num_beams=None, num_return_sequences=None,
-                length_penalty=None, repetition_penalty=None, vocab_mask=None, prefix_vocab_mask=None,
-                attention_mask=None, decoder_input_ids=None, logits_processor=None, cross_qk_layer_head=None,
-                extra_decoding_ids=None, temperature=None, *, eos_token_id=None, pad_token_id=None, decoder=None,
-                decoder_start_token_id=-1, no_repeat_ngram_size=0, early_stopping=0, model_type=0, encoder=None,
-                init_decoder=None, vocab_size=-1, decoder_output_cross_qk=0, no_speech_token=-1, output_count=3):
+@register(
+    "BeamSearch",
+    1,
+    domain="com.microsoft",
+    schema=_SCHEMA,
+    folds=False,
+    static=("max_length", "num_beams", "num_return_sequences"),
+    output_count=True,
+)
+def beam_search(
+    input_ids,
+    max_length,
+    min_length=None,
+    num_beams=None,
+    num_return_sequences=None,
+    length_penalty=None,
+    repetition_penalty=None,
+    vocab_mask=None,
+    prefix_vocab_mask=None,
+    attention_mask=None,
+    decoder_input_ids=None,
+    logits_processor=None,
+    cross_qk_layer_head=None,
+    extra_decoding_ids=None,
+    temperature=None,
+    *,
+    eos_token_id=None,
+    pad_token_id=None,
+    decoder=None,
+    decoder_start_token_id=-1,
+    no_repeat_ngram_size=0,
+    early_stopping=0,
+    model_type=0,
+    encoder=None,
+    init_decoder=None,
+    vocab_size=-1,
+    decoder_output_cross_qk=0,
+    no_speech_token=-1,
+    output_count=3,
+):
     """Implements com.microsoft BeamSearch: the ``num_return_sequences`` best of ``num_beams``
     beams per prompt, with their scores, as onnxruntime's CPU kernel computes them.
 
@@ -103,10 +155,16 @@ def beam_search(input_ids, max_length, min_length=None, num_beams=None, num_retu
         Array([[[0, 1, 0, 0],
                 [0, 1, 0, 1]]], dtype=int32)
     """
-    for name, value in (("decoder_input_ids", decoder_input_ids), ("logits_processor", logits_processor),
-                        ("cross_qk_layer_head", cross_qk_layer_head), ("extra_decoding_ids", extra_decoding_ids)):
+    for name, value in (
+        ("decoder_input_ids", decoder_input_ids),
+        ("logits_processor", logits_processor),
+        ("cross_qk_layer_head", cross_qk_layer_head),
+        ("extra_decoding_ids", extra_decoding_ids),
+    ):
         if value is not None:
-            raise OnnxValidationError(f"got the Whisper input `{name}`, which is not supported (model_type 0 and 1 are).")
+            raise OnnxValidationError(
+                f"got the Whisper input `{name}`, which is not supported (model_type 0 and 1 are)."
+            )
     if model_type not in (0, 1):
         raise OnnxValidationError(f"supports `model_type` 0 (GPT-2) and 1 (T5), got {model_type}.")
     if decoder_output_cross_qk:
@@ -115,8 +173,10 @@ def beam_search(input_ids, max_length, min_length=None, num_beams=None, num_retu
     num_beams = search.static_int(num_beams, "num_beams")
     returned = search.static_int(num_return_sequences, "num_return_sequences")
     if not jnp.issubdtype(jnp.asarray(input_ids).dtype, jnp.integer):
-        raise OnnxValidationError(f"needs int32 `input_ids` for model_type {model_type} (float features are "
-                                  f"Whisper's), got {jnp.asarray(input_ids).dtype}.")
+        raise OnnxValidationError(
+            f"needs int32 `input_ids` for model_type {model_type} (float features are "
+            f"Whisper's), got {jnp.asarray(input_ids).dtype}."
+        )
     input_ids = jnp.asarray(input_ids).astype(jnp.int32)
     batch, prompt_length = input_ids.shape
     if num_beams < 1:
@@ -134,14 +194,24 @@ def beam_search(input_ids, max_length, min_length=None, num_beams=None, num_retu
     if model_type == 0:
         mask, positions, real_lengths = search.gpt_prompt_inputs(input_ids, attention_mask, pad_token_id)
         expand = lambda x: jnp.repeat(x, num_beams, axis=0)  # noqa: E731
-        stepper = search.GptDecoder(decoder, expand(input_ids), expand(mask), expand(positions), expand(real_lengths),
-                                    max_length, vocab_size, first_decoder=init_decoder)
+        stepper = search.GptDecoder(
+            decoder,
+            expand(input_ids),
+            expand(mask),
+            expand(positions),
+            expand(real_lengths),
+            max_length,
+            vocab_size,
+            first_decoder=init_decoder,
+        )
         start, start_length = input_ids, prompt_length
     else:
         if encoder is None:
             raise OnnxValidationError("needs the `encoder` subgraph for model_type 1 (T5).")
         if decoder_start_token_id < 0:
-            raise OnnxValidationError(f"needs `decoder_start_token_id` for model_type 1 (T5), got {decoder_start_token_id}.")
+            raise OnnxValidationError(
+                f"needs `decoder_start_token_id` for model_type 1 (T5), got {decoder_start_token_id}."
+            )
         encoder_mask = search.t5_encoder_mask(input_ids, attention_mask, pad_token_id)
         cross = [jnp.repeat(value, num_beams, axis=0) for value in encoder(input_ids, encoder_mask)]
         stepper = search.T5Decoder(decoder, jnp.repeat(encoder_mask, num_beams, axis=0), cross, vocab_size)
@@ -156,9 +226,19 @@ def beam_search(input_ids, max_length, min_length=None, num_beams=None, num_retu
     def scored(logits, tokens, length, step, beam_scores):
         scores = search.log_softmax(logits)
         scores = search.process_scores(
-            scores, tokens, length, step, batch_size=batch, eos_token_id=eos_token_id, min_length=min_length,
-            repetition_penalty=repetition_penalty, no_repeat_ngram_size=no_repeat_ngram_size, vocab_mask=vocab_mask,
-            prefix_vocab_mask=prefix_vocab_mask, temperature=temperature)
+            scores,
+            tokens,
+            length,
+            step,
+            batch_size=batch,
+            eos_token_id=eos_token_id,
+            min_length=min_length,
+            repetition_penalty=repetition_penalty,
+            no_repeat_ngram_size=no_repeat_ngram_size,
+            vocab_mask=vocab_mask,
+            prefix_vocab_mask=prefix_vocab_mask,
+            temperature=temperature,
+        )
         return scores + beam_scores[:, None]
 
     def body(state):
@@ -169,37 +249,71 @@ def beam_search(input_ids, max_length, min_length=None, num_beams=None, num_retu
         top_scores, top_index = jax.lax.top_k(scores.reshape(batch, num_beams * vocab), 2 * num_beams)
         top_beams, top_tokens = top_index // vocab, (top_index % vocab).astype(jnp.int32)
         next_scores, next_tokens, next_rows, hyp_tokens, hyp_scores, hyp_used, done = _scorer_process(
-            tokens, length, top_scores, top_tokens, top_beams, hyp_tokens, hyp_scores, hyp_used, done,
-            num_beams=num_beams, eos_token_id=eos_token_id, pad_token_id=pad_token_id,
-            length_penalty=length_penalty, early_stopping=bool(early_stopping))
+            tokens,
+            length,
+            top_scores,
+            top_tokens,
+            top_beams,
+            hyp_tokens,
+            hyp_scores,
+            hyp_used,
+            done,
+            num_beams=num_beams,
+            eos_token_id=eos_token_id,
+            pad_token_id=pad_token_id,
+            length_penalty=length_penalty,
+            early_stopping=bool(early_stopping),
+        )
         tokens = tokens[next_rows]
         tokens = jax.lax.dynamic_update_slice_in_dim(tokens, next_tokens[:, None], length, axis=1)
         # The next step's logits, each row continuing its source beam's cache (on the last
         # iteration, one decoder call more than onnxruntime makes).
         logits, caches = stepper.step(stepper.reorder(caches, next_rows), tokens, length + 1)
-        return (tokens, length + 1, step, next_scores, hyp_tokens, hyp_scores, hyp_used, done, all_scores, logits,
-                caches)
+        return (
+            tokens,
+            length + 1,
+            step,
+            next_scores,
+            hyp_tokens,
+            hyp_scores,
+            hyp_used,
+            done,
+            all_scores,
+            logits,
+            caches,
+        )
 
     def running(state):
         length, done = state[1], state[7]
         return (length < max_length) & ~jnp.all(done)
 
-    state = (tokens, jnp.int32(start_length), jnp.int32(0), search.first_beam_scores(batch, num_beams),
-             jnp.full((batch, num_beams, max_length), pad_token_id, jnp.int32),
-             jnp.zeros((batch, num_beams), jnp.float32), jnp.zeros((batch,), jnp.int32), jnp.zeros((batch,), bool),
-             jnp.zeros((steps, batch, num_beams, vocab), jnp.float32), logits, caches)
+    state = (
+        tokens,
+        jnp.int32(start_length),
+        jnp.int32(0),
+        search.first_beam_scores(batch, num_beams),
+        jnp.full((batch, num_beams, max_length), pad_token_id, jnp.int32),
+        jnp.zeros((batch, num_beams), jnp.float32),
+        jnp.zeros((batch,), jnp.int32),
+        jnp.zeros((batch,), bool),
+        jnp.zeros((steps, batch, num_beams, vocab), jnp.float32),
+        logits,
+        caches,
+    )
     tokens, length, _, beam_scores, hyp_tokens, hyp_scores, hyp_used, done, all_scores, _, _ = jax.lax.while_loop(
-        running, body, state)
+        running, body, state
+    )
 
     # Finalize: every beam of an entry not done yet becomes a hypothesis, in beam order.
     by_entry = tokens.reshape(batch, num_beams, max_length)
     final = search.length_normalized(beam_scores.reshape(batch, num_beams), length, length_penalty)
     for beam in range(num_beams):
         hyp_tokens, hyp_scores, hyp_used = search.add_hypotheses(
-            hyp_tokens, hyp_scores, hyp_used, _up_to(by_entry[:, beam], length, pad_token_id), final[:, beam], ~done)
+            hyp_tokens, hyp_scores, hyp_used, _up_to(by_entry[:, beam], length, pad_token_id), final[:, beam], ~done
+        )
     outputs = (hyp_tokens[:, :returned], hyp_scores[:, :returned], all_scores)
     wanted = 3 if output_count is None else output_count  # the Whisper outputs after these are never made
-    return outputs[:max(1, min(wanted, 3))] + (None,) * max(0, wanted - 3)
+    return outputs[: max(1, min(wanted, 3))] + (None,) * max(0, wanted - 3)
 
 
 def _up_to(rows, length, pad_token_id: int):
@@ -207,8 +321,23 @@ def _up_to(rows, length, pad_token_id: int):
     return jnp.where(jnp.arange(rows.shape[-1], dtype=jnp.int32)[None, :] < length, rows, pad_token_id)
 
 
-def _scorer_process(tokens, length, top_scores, top_tokens, top_beams, hyp_tokens, hyp_scores, hyp_used, done, *,
-                    num_beams: int, eos_token_id: int, pad_token_id: int, length_penalty, early_stopping: bool):
+def _scorer_process(
+    tokens,
+    length,
+    top_scores,
+    top_tokens,
+    top_beams,
+    hyp_tokens,
+    hyp_scores,
+    hyp_used,
+    done,
+    *,
+    num_beams: int,
+    eos_token_id: int,
+    pad_token_id: int,
+    length_penalty,
+    early_stopping: bool,
+):
     """``BeamSearchScorer::Process`` for every batch entry at once: the candidates in order,
     an end token among the first ``num_beams`` closing a hypothesis, the others filling the
     next beams until there are ``num_beams``; then whether each entry is done."""

@@ -21,9 +21,15 @@ _Kind = onnx.defs.OpSchema.AttrType
 _SCHEMA = contrib_schema(
     "GreedySearch",
     "Greedy decoding for a GPT-2 decoder held as a subgraph.",
-    inputs=[("input_ids", "I"), ("max_length", "I"), ("min_length", "I", "optional"),
-            ("repetition_penalty", "T", "optional"), ("vocab_mask", "I", "optional"),
-            ("prefix_vocab_mask", "I", "optional"), ("attention_mask", "I", "optional")],
+    inputs=[
+        ("input_ids", "I"),
+        ("max_length", "I"),
+        ("min_length", "I", "optional"),
+        ("repetition_penalty", "T", "optional"),
+        ("vocab_mask", "I", "optional"),
+        ("prefix_vocab_mask", "I", "optional"),
+        ("attention_mask", "I", "optional"),
+    ],
     outputs=[("sequences", "I")],
     type_constraints=[("T", ["tensor(float)"]), ("I", ["tensor(int32)"])],
     attributes=[
@@ -42,10 +48,25 @@ _SCHEMA = contrib_schema(
 
 
 @register("GreedySearch", 1, domain="com.microsoft", schema=_SCHEMA, folds=False, static=("max_length",))
-def greedy_search(input_ids, max_length, min_length=None, repetition_penalty=None, vocab_mask=None,
-                  prefix_vocab_mask=None, attention_mask=None, *, eos_token_id=None, pad_token_id=None, decoder=None,
-                  decoder_start_token_id=-1, no_repeat_ngram_size=0, model_type=0, encoder=None, init_decoder=None,
-                  vocab_size=-1):
+def greedy_search(
+    input_ids,
+    max_length,
+    min_length=None,
+    repetition_penalty=None,
+    vocab_mask=None,
+    prefix_vocab_mask=None,
+    attention_mask=None,
+    *,
+    eos_token_id=None,
+    pad_token_id=None,
+    decoder=None,
+    decoder_start_token_id=-1,
+    no_repeat_ngram_size=0,
+    model_type=0,
+    encoder=None,
+    init_decoder=None,
+    vocab_size=-1,
+):
     """Implements com.microsoft GreedySearch: the most likely next token at every step, after
     onnxruntime's logits processors, until the end token or ``max_length``.
 
@@ -83,14 +104,32 @@ def greedy_search(input_ids, max_length, min_length=None, repetition_penalty=Non
 
     def processors(scores, tokens, length, step):
         return search.process_scores(
-            scores, tokens, length, step, batch_size=batch, eos_token_id=eos_token_id, min_length=min_length,
-            repetition_penalty=repetition_penalty, no_repeat_ngram_size=no_repeat_ngram_size, vocab_mask=vocab_mask,
-            prefix_vocab_mask=prefix_vocab_mask)
+            scores,
+            tokens,
+            length,
+            step,
+            batch_size=batch,
+            eos_token_id=eos_token_id,
+            min_length=min_length,
+            repetition_penalty=repetition_penalty,
+            no_repeat_ngram_size=no_repeat_ngram_size,
+            vocab_mask=vocab_mask,
+            prefix_vocab_mask=prefix_vocab_mask,
+        )
 
     return search.greedy_loop(
-        input_ids, search.static_int(max_length, "max_length"), lambda scores, step: jnp.argmax(scores, axis=-1),
-        decoder=decoder, model_type=model_type, attention_mask=attention_mask, pad_token_id=pad_token_id,
-        eos_token_id=eos_token_id, vocab_size=vocab_size, processors=processors, init_decoder=init_decoder)
+        input_ids,
+        search.static_int(max_length, "max_length"),
+        lambda scores, step: jnp.argmax(scores, axis=-1),
+        decoder=decoder,
+        model_type=model_type,
+        attention_mask=attention_mask,
+        pad_token_id=pad_token_id,
+        eos_token_id=eos_token_id,
+        vocab_size=vocab_size,
+        processors=processors,
+        init_decoder=init_decoder,
+    )
 
 
 __all__ = ["greedy_search"]

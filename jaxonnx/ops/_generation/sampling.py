@@ -16,8 +16,8 @@ import onnx
 from jaxonnx._core.registry import register
 from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers import search
-from jaxonnx.ops._helpers.schemas import attribute, contrib_schema
 from jaxonnx.ops._helpers.random import draw_key
+from jaxonnx.ops._helpers.schemas import attribute, contrib_schema
 
 _Attribute = onnx.defs.OpSchema.Attribute
 _Kind = onnx.defs.OpSchema.AttrType
@@ -26,10 +26,17 @@ _Kind = onnx.defs.OpSchema.AttrType
 _SCHEMA = contrib_schema(
     "Sampling",
     "Top-p sampling for a GPT-2 decoder held as a subgraph.",
-    inputs=[("input_ids", "I"), ("max_length", "I"), ("min_length", "I", "optional"),
-            ("repetition_penalty", "T", "optional"), ("vocab_mask", "I", "optional"),
-            ("prefix_vocab_mask", "I", "optional"), ("attention_mask", "I", "optional"),
-            ("presence_mask", "I", "optional"), ("seed", "I", "optional")],
+    inputs=[
+        ("input_ids", "I"),
+        ("max_length", "I"),
+        ("min_length", "I", "optional"),
+        ("repetition_penalty", "T", "optional"),
+        ("vocab_mask", "I", "optional"),
+        ("prefix_vocab_mask", "I", "optional"),
+        ("attention_mask", "I", "optional"),
+        ("presence_mask", "I", "optional"),
+        ("seed", "I", "optional"),
+    ],
     outputs=[("sequences", "I"), ("filtered_logits", "T", "optional")],
     type_constraints=[("T", ["tensor(float)"]), ("I", ["tensor(int32)"])],
     attributes=[
@@ -53,13 +60,45 @@ _SCHEMA = contrib_schema(
 )
 
 
-@register("Sampling", 1, domain="com.microsoft", schema=_SCHEMA, folds=False, static=("max_length",), rng=True,
-          output_count=True)
-def sampling(input_ids, max_length, min_length=None, repetition_penalty=None, vocab_mask=None, prefix_vocab_mask=None,
-             attention_mask=None, presence_mask=None, seed=None, *, eos_token_id=None, pad_token_id=None,
-             decoder=None, decoder_start_token_id=-1, no_repeat_ngram_size=0, temperature=1.0, top_p=0.0,
-             filter_value=float("-inf"), min_tokens_to_keep=1, presence_penalty=0.0, custom=0, model_type=0,
-             encoder=None, init_decoder=None, vocab_size=-1, rng=None, output_count=1):
+@register(
+    "Sampling",
+    1,
+    domain="com.microsoft",
+    schema=_SCHEMA,
+    folds=False,
+    static=("max_length",),
+    rng=True,
+    output_count=True,
+)
+def sampling(
+    input_ids,
+    max_length,
+    min_length=None,
+    repetition_penalty=None,
+    vocab_mask=None,
+    prefix_vocab_mask=None,
+    attention_mask=None,
+    presence_mask=None,
+    seed=None,
+    *,
+    eos_token_id=None,
+    pad_token_id=None,
+    decoder=None,
+    decoder_start_token_id=-1,
+    no_repeat_ngram_size=0,
+    temperature=1.0,
+    top_p=0.0,
+    filter_value=float("-inf"),
+    min_tokens_to_keep=1,
+    presence_penalty=0.0,
+    custom=0,
+    model_type=0,
+    encoder=None,
+    init_decoder=None,
+    vocab_size=-1,
+    rng=None,
+    output_count=1,
+):
     """Implements com.microsoft Sampling: each next token drawn from the processed logits,
     after temperature and top-p filtering, until the end token or ``max_length``.
 
@@ -103,19 +142,39 @@ def sampling(input_ids, max_length, min_length=None, repetition_penalty=None, vo
 
     def processors(scores, tokens, length, step):
         return search.process_scores(
-            scores, tokens, length, step, batch_size=batch, eos_token_id=eos_token_id, min_length=min_length,
-            repetition_penalty=repetition_penalty, no_repeat_ngram_size=no_repeat_ngram_size, vocab_mask=vocab_mask,
-            prefix_vocab_mask=prefix_vocab_mask, temperature=jnp.float32(temperature),
-            presence_mask=presence_mask, presence_penalty=presence_penalty)
+            scores,
+            tokens,
+            length,
+            step,
+            batch_size=batch,
+            eos_token_id=eos_token_id,
+            min_length=min_length,
+            repetition_penalty=repetition_penalty,
+            no_repeat_ngram_size=no_repeat_ngram_size,
+            vocab_mask=vocab_mask,
+            prefix_vocab_mask=prefix_vocab_mask,
+            temperature=jnp.float32(temperature),
+            presence_mask=presence_mask,
+            presence_penalty=presence_penalty,
+        )
 
     def draw(scores, step):
         scores = search.top_p_filter(scores, top_p, filter_value, min_tokens_to_keep)
         return jax.random.categorical(jax.random.fold_in(key, step), scores, axis=-1)
 
     sequences = search.greedy_loop(
-        input_ids, search.static_int(max_length, "max_length"), draw, decoder=decoder, model_type=model_type,
-        attention_mask=attention_mask, pad_token_id=pad_token_id, eos_token_id=eos_token_id, vocab_size=vocab_size,
-        processors=processors, init_decoder=init_decoder)
+        input_ids,
+        search.static_int(max_length, "max_length"),
+        draw,
+        decoder=decoder,
+        model_type=model_type,
+        attention_mask=attention_mask,
+        pad_token_id=pad_token_id,
+        eos_token_id=eos_token_id,
+        vocab_size=vocab_size,
+        processors=processors,
+        init_decoder=init_decoder,
+    )
     if output_count is None or output_count == 1:
         return sequences
     return (sequences,) + (None,) * (output_count - 1)

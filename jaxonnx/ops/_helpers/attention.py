@@ -115,8 +115,13 @@ def grouped_attention(q, k, v, *, scale, allowed=None, bias=None, softcap=0.0, s
     # (XLA:CPU has no half-precision product with a float32 result, which jax's formulation
     # asks for: half precision on a CPU takes the explicit path below.)
     half = dtype in (jnp.float16, jnp.bfloat16)
-    if not probabilities and softcap <= 0 and sink is None and v.shape[3] == head_size and (
-            not half or jax.default_backend() == "gpu"):
+    if (
+        not probabilities
+        and softcap <= 0
+        and sink is None
+        and v.shape[3] == head_size
+        and (not half or jax.default_backend() == "gpu")
+    ):
         # jax's own fused formulation: (batch, length, heads, size) layouts.
         mask = None if allowed is None else jnp.broadcast_to(allowed, (batch, heads, q_len, kv_len))
         if bias is not None:
@@ -124,8 +129,9 @@ def grouped_attention(q, k, v, *, scale, allowed=None, bias=None, softcap=0.0, s
         operands = (q.transpose(0, 2, 1, 3), k.transpose(0, 2, 1, 3), v.transpose(0, 2, 1, 3))
         implementation = _implementation(q, k, v)
         try:
-            y = jax.nn.dot_product_attention(*operands, bias=bias, mask=mask, scale=float(scale),
-                                             implementation=implementation)
+            y = jax.nn.dot_product_attention(
+                *operands, bias=bias, mask=mask, scale=float(scale), implementation=implementation
+            )
         except (ValueError, NotImplementedError, RuntimeError):
             if implementation is None:
                 raise
@@ -192,7 +198,7 @@ def mask_index_allowed(mask, *, batch, length, total, past, name="mask_index"):
                 f"needs a 4-D `{name}` of shape (batch, 1, max_length, max_length) with max_length >= {past + length} "
                 f"rows and {total} columns, got {tuple(mask.shape)}."
             )
-        return mask[:, :, past:past + length, :total] != 0
+        return mask[:, :, past : past + length, :total] != 0
     if mask.ndim == 2:
         mask = mask.reshape(mask.shape[0], 1, 1, mask.shape[1])
     elif mask.ndim == 3:
@@ -210,8 +216,20 @@ def mask_index_allowed(mask, *, batch, length, total, past, name="mask_index"):
     return allowed
 
 
-def masked_attention(q, k, v, *, scale, allowed=None, filter_value=-10000.0, unidirectional=False, past=0,
-                     valid_keys=None, bias=None, probabilities=False):
+def masked_attention(
+    q,
+    k,
+    v,
+    *,
+    scale,
+    allowed=None,
+    filter_value=-10000.0,
+    unidirectional=False,
+    past=0,
+    valid_keys=None,
+    bias=None,
+    probabilities=False,
+):
     """onnxruntime's CPU attention for Attention, QAttention and MultiHeadAttention:
     ``softmax(scale * q k^T + mask + bias) v`` where the mask adds ``filter_value`` (not
     -inf) to each key that ``allowed`` leaves out, while the keys after the causal frontier
@@ -237,8 +255,21 @@ def masked_attention(q, k, v, *, scale, allowed=None, filter_value=-10000.0, uni
     return grouped_attention(q, k, v, scale=scale, allowed=within, bias=additive, probabilities=probabilities)
 
 
-def stacked_self_attention(q, k, v, *, num_heads, mask_index, past, attention_bias, past_sequence_length, unidirectional,
-                           scale, filter_value, share_buffer):
+def stacked_self_attention(
+    q,
+    k,
+    v,
+    *,
+    num_heads,
+    mask_index,
+    past,
+    attention_bias,
+    past_sequence_length,
+    unidirectional,
+    scale,
+    filter_value,
+    share_buffer,
+):
     """onnxruntime's Attention and QAttention after their input projection: ``q``, ``k``,
     ``v`` 3-D ``(batch, S, heads * size)``; ``past`` stacked ``(2, batch, heads, past, size)``
     (keys, then values) and put before the new ones, or, with ``share_buffer``, a buffer of
@@ -261,7 +292,9 @@ def stacked_self_attention(q, k, v, *, num_heads, mask_index, past, attention_bi
             )
         if share_buffer:
             if past_sequence_length is None or past_sequence_length.size != 1:
-                raise OnnxValidationError("needs a one-element `past_sequence_length` with `past_present_share_buffer`=1.")
+                raise OnnxValidationError(
+                    "needs a one-element `past_sequence_length` with `past_present_share_buffer`=1."
+                )
             past_length = jnp.asarray(past_sequence_length).reshape(()).astype(jnp.int32)
             if not is_traced(past_sequence_length):
                 value = int(np.asarray(past_sequence_length).reshape(()))
@@ -282,17 +315,31 @@ def stacked_self_attention(q, k, v, *, num_heads, mask_index, past, attention_bi
     total = kh.shape[2]
     allowed = mask_index_allowed(mask_index, batch=batch, length=length, total=total, past=past_length)
     bias = None if attention_bias is None else attention_bias_padded(attention_bias, batch, num_heads, length, total)
-    y = masked_attention(qh, kh, vh, scale=scale if scale else 1.0 / np.sqrt(head_size), allowed=allowed,
-                         filter_value=filter_value, unidirectional=unidirectional, past=past_length,
-                         valid_keys=valid_keys, bias=bias)
+    y = masked_attention(
+        qh,
+        kh,
+        vh,
+        scale=scale if scale else 1.0 / np.sqrt(head_size),
+        allowed=allowed,
+        filter_value=filter_value,
+        unidirectional=unidirectional,
+        past=past_length,
+        valid_keys=valid_keys,
+        bias=bias,
+    )
     return merge_heads(y) if present is None else (merge_heads(y), present)
 
 
 def attention_bias_padded(bias, batch, heads, length, total):
     """``attention_bias`` ``(batch or 1, heads or 1, S, keys)``, its keys padded to ``total``
     (a shared buffer's unused tail, never attended)."""
-    if bias.ndim != 4 or bias.shape[0] not in (1, batch) or bias.shape[1] not in (1, heads) or bias.shape[2] != length \
-            or bias.shape[3] > total:
+    if (
+        bias.ndim != 4
+        or bias.shape[0] not in (1, batch)
+        or bias.shape[1] not in (1, heads)
+        or bias.shape[2] != length
+        or bias.shape[3] > total
+    ):
         raise OnnxValidationError(
             f"needs `attention_bias` of shape (batch or 1, num_heads or 1, sequence, total_sequence_length) = "
             f"{(batch, heads, length, total)}, got {tuple(bias.shape)}."

@@ -32,8 +32,7 @@ def broadcast_together(*arrays, names):
         raise OnnxValidationError(f"cannot broadcast {described} to one shape (numpy's rule).") from None
     rank = max((len(s) for s in shapes), default=0)
     return tuple(
-        a if a is None or a.ndim == rank else a.reshape((1,) * (rank - a.ndim) + tuple(a.shape))
-        for a in arrays
+        a if a is None or a.ndim == rank else a.reshape((1,) * (rank - a.ndim) + tuple(a.shape)) for a in arrays
     )
 
 

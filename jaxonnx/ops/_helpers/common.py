@@ -11,8 +11,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxonnx._core.dtypes import jax_dtype
-from jaxonnx._errors import OnnxValidationError
 from jaxonnx._core.registry import is_traced as is_traced
+from jaxonnx._errors import OnnxValidationError
 
 
 def namespace(*arrays):
@@ -40,8 +40,7 @@ def normalize_axis(axis: int, rank: int, *, name: str = "axis", allow_negative=T
     lower = -rank if allow_negative else 0
     if not lower <= axis < upper:
         raise OnnxValidationError(
-            f"got `{name}`={axis} for an input of rank {rank}; the accepted range is "
-            f"[{lower}, {upper - 1}]."
+            f"got `{name}`={axis} for an input of rank {rank}; the accepted range is [{lower}, {upper - 1}]."
         )
     return axis + rank if axis < 0 else axis
 

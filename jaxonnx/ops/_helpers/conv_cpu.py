@@ -101,7 +101,13 @@ def convolve(x, w, strides, padding, dilations, group, *, channels_last=False):
     On CPU it runs as :func:`cpu_convolve`; elsewhere as XLA's convolution."""
     strides, dilations = tuple(strides), tuple(dilations)
     padding = tuple(tuple(p) for p in padding)
-    geometry = {"strides": strides, "padding": padding, "dilations": dilations, "group": group, "channels_last": channels_last}
+    geometry = {
+        "strides": strides,
+        "padding": padding,
+        "dilations": dilations,
+        "group": group,
+        "channels_last": channels_last,
+    }
     if _cpu_formulation(onnx_shape(x.shape, channels_last), w.shape, strides, padding, dilations, group) is None:
         return xla_convolve(x, w, **geometry)
     if not is_traced(w):
@@ -110,9 +116,9 @@ def convolve(x, w, strides, padding, dilations, group, *, channels_last=False):
         # constant folding of the same transform took 0.3-1 s per convolution to compile.
         w = np.asarray(w)
         return platform_dependent(
-            x, cpu=partial(cpu_convolve, w=w, **geometry), default=partial(xla_convolve, w=w, **geometry))
-    return platform_dependent(
-        x, w, cpu=partial(cpu_convolve, **geometry), default=partial(xla_convolve, **geometry))
+            x, cpu=partial(cpu_convolve, w=w, **geometry), default=partial(xla_convolve, w=w, **geometry)
+        )
+    return platform_dependent(x, w, cpu=partial(cpu_convolve, **geometry), default=partial(xla_convolve, **geometry))
 
 
 def _cpu_formulation(x_shape, w_shape, strides, padding, dilations, group, *, ynn=None) -> str | None:
@@ -148,8 +154,13 @@ def patches(w_shape, strides, padding, dilations, group) -> bool:
     reads it once. With Eigen's convolution for its 16x16 patch embedding the ViT fixture ran
     0.17-0.19 ms at batch 1 (two interleaved runs), with this dot 0.14 (as with YNNPACK's)."""
     kernel = tuple(w_shape[2:])
-    return (group == 1 and math.prod(kernel) > 1 and tuple(strides) == kernel
-            and all(r == 1 for r in dilations) and all(p == (0, 0) for p in padding))
+    return (
+        group == 1
+        and math.prod(kernel) > 1
+        and tuple(strides) == kernel
+        and all(r == 1 for r in dilations)
+        and all(p == (0, 0) for p in padding)
+    )
 
 
 def multiply_adds(w_shape, group) -> bool:
@@ -173,8 +184,9 @@ def xla_convolve(x, w, *, strides, padding, dilations, group, channels_last=Fals
         numbers = jax.lax.ConvDimensionNumbers(lhs_spec=last, rhs_spec=tuple(range(rank)), out_spec=last)
     else:
         numbers = None
-    return jax.lax.conv_general_dilated(x, w, strides, padding, rhs_dilation=dilations, feature_group_count=group,
-                                        dimension_numbers=numbers)
+    return jax.lax.conv_general_dilated(
+        x, w, strides, padding, rhs_dilation=dilations, feature_group_count=group, dimension_numbers=numbers
+    )
 
 
 def cpu_convolve(x, w, *, strides, padding, dilations, group, channels_last=False, ynn=None):
@@ -185,7 +197,9 @@ def cpu_convolve(x, w, *, strides, padding, dilations, group, channels_last=Fals
     XLA's convolution for the others (see the module docstring).
     ``channels_last``: ``x`` and the result are ``(N, D..., C)``; ``ynn``: as for
     :func:`_cpu_formulation`."""
-    formulation = _cpu_formulation(onnx_shape(x.shape, channels_last), w.shape, strides, padding, dilations, group, ynn=ynn)
+    formulation = _cpu_formulation(
+        onnx_shape(x.shape, channels_last), w.shape, strides, padding, dilations, group, ynn=ynn
+    )
     if formulation == "winograd":
         return winograd_convolve(x, w, padding, channels_last=channels_last)
     if formulation == "dot":
@@ -193,11 +207,15 @@ def cpu_convolve(x, w, *, strides, padding, dilations, group, channels_last=Fals
     if formulation == "patches":
         return _patches(x, w, channels_last)
     if formulation is None:
-        return xla_convolve(x, w, strides=strides, padding=padding, dilations=dilations, group=group,
-                            channels_last=channels_last)
+        return xla_convolve(
+            x, w, strides=strides, padding=padding, dilations=dilations, group=group, channels_last=channels_last
+        )
     n, spatial = x.shape[0], onnx_shape(x.shape, channels_last)[2:]
-    out_channels, group_channels, kernel = w.shape[0], w.shape[1], w.shape[2:]
-    sizes = [(d + lo + hi - (k - 1) * r - 1) // s + 1 for d, (lo, hi), k, s, r in zip(spatial, padding, kernel, strides, dilations)]
+    out_channels, kernel = w.shape[0], w.shape[2:]
+    sizes = [
+        (d + lo + hi - (k - 1) * r - 1) // s + 1
+        for d, (lo, hi), k, s, r in zip(spatial, padding, kernel, strides, dilations)
+    ]
     dtype = x.dtype
     if jnp.issubdtype(dtype, jnp.floating) and jnp.finfo(dtype).bits < 32:
         x, w = x.astype(jnp.float32), w.astype(jnp.float32)
@@ -219,7 +237,9 @@ def cpu_convolve(x, w, *, strides, padding, dilations, group, channels_last=Fals
         pads.append((low, (size - 1) * s + (k - 1) * r + 1 - d - low, 0))
     taps = list(itertools.product(*map(range, kernel)))
     if group == 1:
-        y = _stem_multiply_adds(x if not channels_last else jnp.moveaxis(x, -1, 1), w, taps, pads, strides, dilations, sizes)
+        y = _stem_multiply_adds(
+            x if not channels_last else jnp.moveaxis(x, -1, 1), w, taps, pads, strides, dilations, sizes
+        )
         return (y if channels_last else jnp.moveaxis(y, -1, 1)).astype(dtype)
     # Channels-last (see the module docstring): the channel axis last.
     x = jax.lax.pad(x if channels_last else jnp.moveaxis(x, 1, -1), jnp.zeros((), x.dtype), pads + [(0, 0, 0)])

@@ -51,10 +51,9 @@ float32 and round once, as XLA:CPU's convolution does.
 
 from __future__ import annotations
 
-import numpy as np
-
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 # F(2x2, 3x3): B^T transforms 4x4 input tiles, G the 3x3 kernel, A^T the 4x4 products back
 # to 2x2 outputs. Every coefficient is 0, +-1 or +-1/2, so the transforms round no worse
@@ -149,11 +148,15 @@ def winograd_convolve(x, w, padding, *, channels_last=False):
     n, h, wd, c = x.shape
     out_channels = w.shape[0]
     if w.shape[1:] != (c, 3, 3):
-        raise ValueError(f"winograd_convolve needs weights of shape (M, {c}, 3, 3) for an input of shape {x.shape}; got {w.shape}.")
+        raise ValueError(
+            f"winograd_convolve needs weights of shape (M, {c}, 3, 3) for an input of shape {x.shape}; got {w.shape}."
+        )
     (top, bottom), (left, right) = padding
     out_h, out_w = h + top + bottom - 2, wd + left + right - 2
     if out_h < 1 or out_w < 1:
-        raise ValueError(f"winograd_convolve: a 3x3 window does not fit an input of shape {x.shape} padded by {padding}.")
+        raise ValueError(
+            f"winograd_convolve: a 3x3 window does not fit an input of shape {x.shape} padded by {padding}."
+        )
     dtype = x.dtype
     compute = jnp.float32 if jnp.finfo(dtype).bits < 32 else dtype
     x = x.astype(compute)
@@ -164,7 +167,9 @@ def winograd_convolve(x, w, padding, *, channels_last=False):
     pad_h, pad_w = _OUT * tiles_h + 2, _OUT * tiles_w + 2
     # Channels-last: the 16 dots read (tiles, C) rows and write (tiles, M) rows, the layout
     # XLA:CPU's dot runs fastest (see the module docstring).
-    x = jax.lax.pad(x, jnp.zeros((), x.dtype), [(0, 0, 0), (top, pad_h - h - top, 0), (left, pad_w - wd - left, 0), (0, 0, 0)])
+    x = jax.lax.pad(
+        x, jnp.zeros((), x.dtype), [(0, 0, 0), (top, pad_h - h - top, 0), (left, pad_w - wd - left, 0), (0, 0, 0)]
+    )
     v = _transform_input(x, tiles_h, tiles_w)  # (16, N, th, tw, C)
     products = jnp.einsum("knhwc,kcm->knhwm", v, u)
     y = _transform_output(products)  # (N, th, 2, tw, 2, M)

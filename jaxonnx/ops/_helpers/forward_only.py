@@ -30,8 +30,10 @@ def _refuse_transpose(cotangent, value, *, message):
 # Linear: its forward-mode derivative is itself applied to the tangent (zero tangents are
 # skipped), and its transpose, reached only by reverse mode with a nonzero cotangent, raises.
 ad.deflinear2(_forward_only_p, _refuse_transpose)
-batching.primitive_batchers[_forward_only_p] = (
-    lambda values, dims, *, message: (_forward_only_p.bind(values[0], message=message), dims[0]))
+batching.primitive_batchers[_forward_only_p] = lambda values, dims, *, message: (
+    _forward_only_p.bind(values[0], message=message),
+    dims[0],
+)
 mlir.register_lowering(_forward_only_p, lambda ctx, value, *, message: [value])
 
 

@@ -29,8 +29,7 @@ def as_complex(x, *, name: str):
     """
     if x.ndim < 2 or x.shape[-1] not in (1, 2):
         raise OnnxValidationError(
-            f"needs `{name}` of rank >= 2 whose last dimension is 1 (real) or 2 (complex), "
-            f"got shape {tuple(x.shape)}."
+            f"needs `{name}` of rank >= 2 whose last dimension is 1 (real) or 2 (complex), got shape {tuple(x.shape)}."
         )
     if np.dtype(x.dtype).itemsize < 4:
         x = x.astype(np.float32)

@@ -42,9 +42,7 @@ def conv_activation(y, activation, activation_params):
     count, function = CONV_ACTIVATIONS[activation]
     params = list(activation_params or ())
     if len(params) != count:
-        raise OnnxValidationError(
-            f"needs {count} `activation_params` for the activation {activation!r}, got {params}."
-        )
+        raise OnnxValidationError(f"needs {count} `activation_params` for the activation {activation!r}, got {params}.")
     return function(y, *params)
 
 
@@ -62,8 +60,10 @@ GEMM_ACTIVATIONS = {
     "HardSigmoid": (("alpha", "beta"), lambda y, a, b: jnp.clip(_constant(a, y) * y + _constant(b, y), 0, 1)),
     "ScaledTanh": (("alpha", "beta"), lambda y, a, b: _constant(a, y) * jnp.tanh(_constant(b, y) * y)),
     "ParametricSoftplus": (("alpha", "beta"), lambda y, a, b: _constant(a, y) * _softplus(_constant(b, y) * y)),
-    "Selu": (("alpha", "gamma"), lambda y, a, g: _constant(g, y) * jnp.where(
-        y > 0, y, _constant(a, y) * jnp.expm1(jnp.minimum(y, 0)))),
+    "Selu": (
+        ("alpha", "gamma"),
+        lambda y, a, g: _constant(g, y) * jnp.where(y > 0, y, _constant(a, y) * jnp.expm1(jnp.minimum(y, 0))),
+    ),
 }
 
 

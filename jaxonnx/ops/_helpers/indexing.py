@@ -48,15 +48,17 @@ def in_bounds_indices(indices, dim: int, *, axis: int, shape, name: str = "indic
     # In a type that holds `dim` (uint8 indices + 300 would wrap); clamped as XLA would.
     wide = indices.astype(np.promote_types(indices.dtype, index_type)) if indices.dtype.kind == "i" else indices
     if checks is not None:
-        checks.fail_where((wide < -dim) | (wide >= dim), indices,
-                          f"got index {{value}} at position {{position}} of `{name}`, outside "
-                          f"[{-dim}, {dim - 1}] for axis {axis} of `data` with shape {tuple(shape)}.")
+        checks.fail_where(
+            (wide < -dim) | (wide >= dim),
+            indices,
+            f"got index {{value}} at position {{position}} of `{name}`, outside "
+            f"[{-dim}, {dim - 1}] for axis {axis} of `data` with shape {tuple(shape)}.",
+        )
     wrapped = jnp.where(wide < 0, wide + dim, wide) if wide.dtype.kind == "i" else wide
     return jnp.clip(wrapped, 0, dim - 1).astype(index_type)
 
 
-def nd_indices(indices, shape, *, first_dim: int = 0, name: str = "indices", column: bool = True,
-               checks=None) -> tuple:
+def nd_indices(indices, shape, *, first_dim: int = 0, name: str = "indices", column: bool = True, checks=None) -> tuple:
     """The columns of ``indices`` (its last axis indexes the dims of ``shape`` from
     ``first_dim`` on), each wrapped into ``[0, dim)``. Concrete indices outside
     ``[-dim, dim)`` raise with the value and position; traced ones become ``dim``, out of
@@ -83,8 +85,10 @@ def nd_indices(indices, shape, *, first_dim: int = 0, name: str = "indices", col
         wide = values.astype(np.promote_types(values.dtype, index_type))
         inside = (wide >= -dim) & (wide < dim)
         if checks is not None:
-            message = (f"got index {{value}} at position {{position}} of `{name}`, outside "
-                       f"[{-dim}, {dim - 1}] for dim {first_dim + j} of `data` with shape {tuple(shape)}.")
+            message = (
+                f"got index {{value}} at position {{position}} of `{name}`, outside "
+                f"[{-dim}, {dim - 1}] for dim {first_dim + j} of `data` with shape {tuple(shape)}."
+            )
             if column:  # the position in `indices`, its last axis included: column j's only
                 checks.fail_where(jnp.zeros(indices.shape, bool).at[..., j].set(~inside), indices, message)
             else:
@@ -115,7 +119,9 @@ def scatter_elements_along(data, indices, updates, axis: int, reduction: str, ch
     (along,) = nd_indices(indices[..., None], data.shape, first_dim=axis, column=False, checks=checks)
     grid = np.indices(indices.shape, sparse=True)
     # The other dims' positions, in the index type of `along` (strict promotion in a stack).
-    index = tuple(along if d == axis else np.broadcast_to(grid[d].astype(along.dtype), indices.shape) for d in range(rank))
+    index = tuple(
+        along if d == axis else np.broadcast_to(grid[d].astype(along.dtype), indices.shape) for d in range(rank)
+    )
     return scatter(data, index, updates, reduction)
 
 
@@ -155,8 +161,9 @@ def _scatter_mul(data, index, updates):
     # applied in rounds of unique targets: the r-th update of each target in round r.
     rows = index[0].shape
     flat_index = [i.reshape(-1) for i in index]
-    flat_updates = updates.reshape((-1, *updates.shape[len(rows):]))
+    flat_updates = updates.reshape((-1, *updates.shape[len(rows) :]))
     if any(is_traced(i) for i in index):
+
         def step(out, row):
             where, update = row
             return out.at[tuple(where)].multiply(update, mode="drop", unique_indices=True), None

@@ -6,8 +6,8 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from jaxonnx._errors import OnnxValidationError
 from jaxonnx._core.registry import is_traced
+from jaxonnx._errors import OnnxValidationError
 
 REDUCTIONS = ("none", "sum", "mean")
 
@@ -18,7 +18,9 @@ def check_loss_inputs(scores, target, weight, reduction, *, names):
     if reduction not in REDUCTIONS:
         raise OnnxValidationError(f"got `reduction`={reduction!r}; it must be one of {list(REDUCTIONS)}.")
     if scores.ndim < 2:
-        raise OnnxValidationError(f"needs `{scores_name}` of shape (N, C, d1, ..., dk), got shape {tuple(scores.shape)}.")
+        raise OnnxValidationError(
+            f"needs `{scores_name}` of shape (N, C, d1, ..., dk), got shape {tuple(scores.shape)}."
+        )
     expected = (scores.shape[0], *scores.shape[2:])
     if tuple(target.shape) != expected:
         raise OnnxValidationError(
@@ -46,8 +48,10 @@ def negative_log_likelihood(log_prob, target, weight, *, ignore_index, reduction
     target = target if is_traced(target) else np.asarray(target)
     ignored = xp.zeros(target.shape, bool) if ignore_index is None else target == ignore_index
     outside = ((target < 0) | (target >= classes)) & ~ignored
-    message = (f"got class {{value}} at position {{position}} of `{target_name}`, outside [0, {classes - 1}] "
-               f"and not `ignore_index` ({ignore_index}).")
+    message = (
+        f"got class {{value}} at position {{position}} of `{target_name}`, outside [0, {classes - 1}] "
+        f"and not `ignore_index` ({ignore_index})."
+    )
     if not is_traced(target):
         bad = np.asarray(outside)
         if bad.any():

@@ -48,13 +48,21 @@ def binary_scores(score, name: str):
     return jnp.stack([1 - probability, probability], axis=-1)
 
 
-def class_labels(classlabels_ints, classlabels_strings, *, count: int | None = None,
-                 ints: str = "classlabels_ints", strings: str = "classlabels_strings") -> np.ndarray:
+def class_labels(
+    classlabels_ints,
+    classlabels_strings,
+    *,
+    count: int | None = None,
+    ints: str = "classlabels_ints",
+    strings: str = "classlabels_strings",
+) -> np.ndarray:
     """The class labels as an int64 array or an object array of ``str``; exactly one of the
     two attributes is given (``count``: how many labels the scores need, checked)."""
     if (classlabels_ints is None) == (classlabels_strings is None):
-        raise OnnxValidationError(f"needs exactly one of `{ints}` and `{strings}`, got "
-                                  f"{'both' if classlabels_ints is not None else 'neither'}.")
+        raise OnnxValidationError(
+            f"needs exactly one of `{ints}` and `{strings}`, got "
+            f"{'both' if classlabels_ints is not None else 'neither'}."
+        )
     if classlabels_ints is not None:
         labels = np.asarray(classlabels_ints, dtype=np.int64).reshape(-1)
     else:

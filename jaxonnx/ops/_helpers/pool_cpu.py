@@ -77,8 +77,12 @@ def numpy_window_sum(x: np.ndarray, window, strides, dilations, padding) -> np.n
 
 
 def _geometry(window, strides, dilations, padding) -> dict:
-    return {"window": tuple(window), "strides": tuple(strides), "dilations": tuple(dilations),
-            "padding": tuple(tuple(p) for p in padding)}
+    return {
+        "window": tuple(window),
+        "strides": tuple(strides),
+        "dilations": tuple(dilations),
+        "padding": tuple(tuple(p) for p in padding),
+    }
 
 
 def _reduce_max(x, *, window, strides, dilations, padding, lowest):
@@ -86,16 +90,23 @@ def _reduce_max(x, *, window, strides, dilations, padding, lowest):
 
 
 def _reduce_sum(x, *, window, strides, dilations, padding):
-    return jax.lax.reduce_window(x, np.zeros((), x.dtype), jax.lax.add, window, strides, padding, window_dilation=dilations)
+    return jax.lax.reduce_window(
+        x, np.zeros((), x.dtype), jax.lax.add, window, strides, padding, window_dilation=dilations
+    )
 
 
 def _taps(x_shape, window, strides, dilations, padding, xp):
     """The padding that the windows read (ceil_mode's end padding can reach past it; a
     negative amount crops what they never reach) and, per window tap, the slice of the
     padded input that each output reads there."""
-    sizes = [(d + lo + hi - (k - 1) * r - 1) // s + 1 for d, (lo, hi), k, s, r in zip(x_shape, padding, window, strides, dilations)]
-    pads = [(lo, (size - 1) * s + (k - 1) * r + 1 - d - lo) for d, (lo, _), k, s, r, size
-            in zip(x_shape, padding, window, strides, dilations, sizes)]
+    sizes = [
+        (d + lo + hi - (k - 1) * r - 1) // s + 1
+        for d, (lo, hi), k, s, r in zip(x_shape, padding, window, strides, dilations)
+    ]
+    pads = [
+        (lo, (size - 1) * s + (k - 1) * r + 1 - d - lo)
+        for d, (lo, _), k, s, r, size in zip(x_shape, padding, window, strides, dilations, sizes)
+    ]
 
     def slices(padded):
         for tap in itertools.product(*map(range, window)):

@@ -127,7 +127,9 @@ def quantization_layout(
     if _per_tensor(scale):
         return "tensor", None
     if per_tensor_only:
-        raise OnnxValidationError(f"needs a scalar `{scale_name}` (per-tensor quantization), got shape {tuple(scale.shape)}.")
+        raise OnnxValidationError(
+            f"needs a scalar `{scale_name}` (per-tensor quantization), got shape {tuple(scale.shape)}."
+        )
     rank = len(x_shape)
     axis = normalize_axis(axis, rank)
     if not block_size:
@@ -172,7 +174,9 @@ def spread(value, x_shape, layout, *, block_size: int = 0):
 
 
 @np.errstate(all="ignore")  # a zero scale gives infinities, which saturate, as in JAX
-def quantize(x, scale, zero_point, target: str, layout, *, block_size=0, saturate=1, precision=0, straight_through=False):
+def quantize(
+    x, scale, zero_point, target: str, layout, *, block_size=0, saturate=1, precision=0, straight_through=False
+):
     """``saturate(round(x / scale) + zero_point)`` in the element type ``target`` (an ONNX
     name), as QuantizeLinear's text says: the division in :func:`division_dtype`, rounding
     half to even, the integer types saturated to their range (:data:`INTEGER_RANGES`), the
@@ -326,7 +330,9 @@ def conv_int32(x, w, x_zero_point, w_zero_point, bias=None, *, auto_pad, dilatio
     padding, in int16), accumulated exactly in int32, plus the int32 ``bias``: ConvInteger,
     and QLinearConv's integer part. ``x_zero_point`` is a scalar, ``w_zero_point`` a scalar
     or one per output channel. Window attributes as Conv's."""
-    _, strides, dilations, padding, auto_pad = window_attributes(x.shape, kernel_shape, strides, dilations, pads, auto_pad)
+    _, strides, dilations, padding, auto_pad = window_attributes(
+        x.shape, kernel_shape, strides, dilations, pads, auto_pad
+    )
     check_weights(x, w, bias, group, kernel_shape)
     _, padding, _ = output_geometry(x.shape[2:], w.shape[2:], strides, dilations, padding, auto_pad)
     x_shape = per_channel_shape(x_zero_point, 0, w.ndim, name="x_zero_point")
@@ -351,7 +357,9 @@ def per_channel_shape(value, channels: int, rank: int, *, name: str, axis: int =
         return ()
     if channels and value.ndim == 1 and value.shape[0] == channels:
         return (1,) * axis + (channels,) + (1,) * (rank - axis - 1)
-    allowed = f"a scalar (per tensor) or {channels} values (per output channel)" if channels else "a scalar (per tensor)"
+    allowed = (
+        f"a scalar (per tensor) or {channels} values (per output channel)" if channels else "a scalar (per tensor)"
+    )
     raise OnnxValidationError(f"got `{name}` of shape {tuple(value.shape)}; it must be {allowed}.")
 
 
@@ -391,7 +399,9 @@ def fused_multiply_add(a, b, c):
     if not _float64_at_hand(xp):
         return a.astype(np.float32) * b.astype(np.float32) + c.astype(np.float32)
     wide = np.float64
-    return (a.astype(np.float32).astype(wide) * b.astype(np.float32).astype(wide) + c.astype(np.float32).astype(wide)).astype(np.float32)
+    return (
+        a.astype(np.float32).astype(wide) * b.astype(np.float32).astype(wide) + c.astype(np.float32).astype(wide)
+    ).astype(np.float32)
 
 
 def rounded_multiply_add(a, b, c):
@@ -440,12 +450,18 @@ def microsoft_schema(name: str, doc: str, inputs, outputs, type_constraints, att
         option = option[0] if option else ""
         category = schema.DifferentiationCategory
         return schema.FormalParameter(
-            formal_name, type_str, param_option=options[option], is_homogeneous=option != "variadic",
+            formal_name,
+            type_str,
+            param_option=options[option],
+            is_homogeneous=option != "variadic",
             differentiation_category=category.Differentiable if formal_name in differentiable else category.Unknown,
         )
 
     return schema(
-        name, "com.microsoft", 1, doc,
+        name,
+        "com.microsoft",
+        1,
+        doc,
         inputs=[formal(spec) for spec in inputs],
         outputs=[formal(spec) for spec in outputs],
         type_constraints=[(param, list(types), "") for param, types in type_constraints],
@@ -469,6 +485,8 @@ def unpack_low_bits_first(packed, bits: int):
         return packed
     xp = namespace(packed)
     per_byte = 8 // bits
-    shifts = xp.asarray((np.arange(per_byte, dtype=np.uint8) * np.uint8(bits)).reshape((1,) * packed.ndim + (per_byte,)))
+    shifts = xp.asarray(
+        (np.arange(per_byte, dtype=np.uint8) * np.uint8(bits)).reshape((1,) * packed.ndim + (per_byte,))
+    )
     values = (packed[..., None] >> shifts) & np.uint8((1 << bits) - 1)
     return values.reshape(tuple(packed.shape[:-1]) + (packed.shape[-1] * per_byte,))

@@ -117,7 +117,9 @@ def initial_state(value, directions_count: int, batch: int, hidden: int, layout:
         return jnp.zeros((directions_count, batch, hidden), dtype)
     value = jnp.swapaxes(value, 0, 1) if layout else value
     if tuple(value.shape) != (directions_count, batch, hidden):
-        raise OnnxValidationError(f"needs `{name}` of shape {(directions_count, batch, hidden)}, got {tuple(value.shape)}.")
+        raise OnnxValidationError(
+            f"needs `{name}` of shape {(directions_count, batch, hidden)}, got {tuple(value.shape)}."
+        )
     return value
 
 

@@ -24,8 +24,16 @@ FLOATS = ("tensor(float16)", "tensor(float)", "tensor(double)", "tensor(bfloat16
 
 
 def contrib_schema(
-    name: str, doc: str, inputs, outputs, type_constraints, attributes=(), *, domain: str = "com.microsoft",
-    since_version: int = 1, differentiable: tuple[str, ...] | None = None,
+    name: str,
+    doc: str,
+    inputs,
+    outputs,
+    type_constraints,
+    attributes=(),
+    *,
+    domain: str = "com.microsoft",
+    since_version: int = 1,
+    differentiable: tuple[str, ...] | None = None,
 ) -> onnx.defs.OpSchema:
     """The ``onnx.defs.OpSchema`` of onnxruntime's contrib op ``name``.
 
@@ -62,11 +70,19 @@ def contrib_schema(
             # ids, masks and quantized codes are not.
             floats = any("float" in t or "double" in t for t in allowed.get(type_str, [type_str]))
             category = categories.Differentiable if floats else categories.NonDifferentiable
-        return _Schema.FormalParameter(formal_name, type_str, param_option=_OPTIONS[option],
-                                       is_homogeneous=option != "variadic", differentiation_category=category)
+        return _Schema.FormalParameter(
+            formal_name,
+            type_str,
+            param_option=_OPTIONS[option],
+            is_homogeneous=option != "variadic",
+            differentiation_category=category,
+        )
 
     return _Schema(
-        name, domain, since_version, doc,
+        name,
+        domain,
+        since_version,
+        doc,
         inputs=[formal(spec) for spec in inputs],
         outputs=[formal(spec) for spec in outputs],
         type_constraints=[(param, list(types), "") for param, types in type_constraints],
@@ -79,8 +95,9 @@ def attribute(name: str, default, doc: str = "") -> onnx.defs.OpSchema.Attribute
     return _Schema.Attribute(name, onnx.helper.make_attribute(name, default), doc)
 
 
-def attribute_without_default(name: str, kind: onnx.defs.OpSchema.AttrType, doc: str = "", *,
-                              required: bool = False) -> onnx.defs.OpSchema.Attribute:
+def attribute_without_default(
+    name: str, kind: onnx.defs.OpSchema.AttrType, doc: str = "", *, required: bool = False
+) -> onnx.defs.OpSchema.Attribute:
     """An attribute with no default: optional (the op gets None when the node leaves it out)
     or ``required``."""
     return _Schema.Attribute(name, kind, doc, required=required)

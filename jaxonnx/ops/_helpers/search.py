@@ -98,8 +98,17 @@ class GptDecoder:
     so their weights are exactly 0), so every step has the same shapes. GPT-2's positions are
     its ``position_ids``, not slots, so where a key sits in the buffer does not change it."""
 
-    def __init__(self, decoder, input_ids, prompt_mask, prompt_positions, real_lengths, max_length: int,
-                 vocab_size: int | None, first_decoder=None):
+    def __init__(
+        self,
+        decoder,
+        input_ids,
+        prompt_mask,
+        prompt_positions,
+        real_lengths,
+        max_length: int,
+        vocab_size: int | None,
+        first_decoder=None,
+    ):
         self.decoder, self.vocab_size, self.max_length = decoder, vocab_size, max_length
         # convert_generation may add an init_decoder for the prompt's call: the same network and inputs.
         self.first_decoder = decoder if first_decoder is None else first_decoder
@@ -113,8 +122,9 @@ class GptDecoder:
         rows = self.input_ids.shape[0]
         empty = [empty_cache(d, rows, _float_type(self.decoder, 3 + i)) for i, d in enumerate(self.dims)]
         logits, *presents = self.first_decoder(self.input_ids, self.prompt_positions, self.prompt_mask, *empty)
-        caches = tuple(jnp.pad(p, [(0, 0)] * (p.ndim - 2) + [(0, self.max_length - p.shape[-2]), (0, 0)])
-                       for p in presents)
+        caches = tuple(
+            jnp.pad(p, [(0, 0)] * (p.ndim - 2) + [(0, self.max_length - p.shape[-2]), (0, 0)]) for p in presents
+        )
         return _last_logits(logits, jnp.int32(logits.shape[1]), self.vocab_size), caches
 
     def step(self, caches, tokens, length):
@@ -128,8 +138,10 @@ class GptDecoder:
         token = jax.lax.dynamic_slice_in_dim(tokens, last, 1, axis=1)
         position = (self.real_lengths + (last - self.prompt_length))[:, None].astype(jnp.int32)
         logits, *presents = self.decoder(token, position, mask, *caches)
-        caches = tuple(jax.lax.dynamic_update_slice_in_dim(c, p[..., -1:, :].astype(c.dtype), last, axis=c.ndim - 2)
-                       for c, p in zip(caches, presents))
+        caches = tuple(
+            jax.lax.dynamic_update_slice_in_dim(c, p[..., -1:, :].astype(c.dtype), last, axis=c.ndim - 2)
+            for c, p in zip(caches, presents)
+        )
         return _last_logits(logits, jnp.int32(1), self.vocab_size), caches
 
     def reorder(self, caches, rows):
@@ -176,9 +188,23 @@ def log_softmax(scores):
     return shifted - jnp.log(jnp.sum(jnp.exp(shifted), axis=-1, keepdims=True))
 
 
-def process_scores(scores, tokens, length, step, *, batch_size: int, eos_token_id: int, min_length,
-                   repetition_penalty, no_repeat_ngram_size: int, vocab_mask, prefix_vocab_mask,
-                   temperature=None, presence_mask=None, presence_penalty: float = 0.0):
+def process_scores(
+    scores,
+    tokens,
+    length,
+    step,
+    *,
+    batch_size: int,
+    eos_token_id: int,
+    min_length,
+    repetition_penalty,
+    no_repeat_ngram_size: int,
+    vocab_mask,
+    prefix_vocab_mask,
+    temperature=None,
+    presence_mask=None,
+    presence_penalty: float = 0.0,
+):
     """onnxruntime's logits processors in its order (``LogitsProcessorInitImpl``) on
     ``scores`` ``(rows, vocab)``, ``tokens[:, :length]`` being each row's sequence so far and
     ``step`` the 1-based iteration (the prefix mask applies to the first only)."""
@@ -186,7 +212,11 @@ def process_scores(scores, tokens, length, step, *, batch_size: int, eos_token_i
     max_length = tokens.shape[1]
     in_sequence = jnp.arange(max_length, dtype=jnp.int32)[None, :] < length
     if repetition_penalty is not None:
-        seen = jnp.zeros((rows, vocab), bool).at[jnp.arange(rows, dtype=jnp.int32)[:, None], tokens].max(in_sequence, mode="drop")
+        seen = (
+            jnp.zeros((rows, vocab), bool)
+            .at[jnp.arange(rows, dtype=jnp.int32)[:, None], tokens]
+            .max(in_sequence, mode="drop")
+        )
         penalized = jnp.where(scores < 0, scores * repetition_penalty, scores / repetition_penalty)
         scores = jnp.where(seen & (repetition_penalty != 1.0), penalized, scores)
     if no_repeat_ngram_size > 0:
@@ -215,13 +245,29 @@ def _block_repeated_ngrams(scores, tokens, length, size: int):
     starts = jnp.arange(max(max_length - size + 1, 0), dtype=jnp.int32)
     if starts.size == 0:
         return scores
-    prefix = jnp.stack([jax.lax.dynamic_index_in_dim(tokens, length - prefix_length + k, axis=1, keepdims=False)
-                        for k in range(prefix_length)], axis=1) if prefix_length else jnp.zeros((rows, 0), tokens.dtype)
-    windows = jnp.stack([tokens[:, k: k + starts.size] for k in range(prefix_length)], axis=2) if prefix_length \
+    prefix = (
+        jnp.stack(
+            [
+                jax.lax.dynamic_index_in_dim(tokens, length - prefix_length + k, axis=1, keepdims=False)
+                for k in range(prefix_length)
+            ],
+            axis=1,
+        )
+        if prefix_length
+        else jnp.zeros((rows, 0), tokens.dtype)
+    )
+    windows = (
+        jnp.stack([tokens[:, k : k + starts.size] for k in range(prefix_length)], axis=2)
+        if prefix_length
         else jnp.zeros((rows, starts.size, 0), tokens.dtype)
+    )
     matches = jnp.all(windows == prefix[:, None, :], axis=2) & (starts[None, :] <= length - size)
-    completing = tokens[:, prefix_length: prefix_length + starts.size]
-    blocked = jnp.zeros((rows, vocab), bool).at[jnp.arange(rows, dtype=jnp.int32)[:, None], completing].max(matches, mode="drop")
+    completing = tokens[:, prefix_length : prefix_length + starts.size]
+    blocked = (
+        jnp.zeros((rows, vocab), bool)
+        .at[jnp.arange(rows, dtype=jnp.int32)[:, None], completing]
+        .max(matches, mode="drop")
+    )
     return jnp.where(blocked & (size <= length), LOWEST, scores)
 
 
@@ -268,14 +314,26 @@ def top_p_filter(scores, top_p, filter_value: float, min_tokens_to_keep: int):
     vocab = scores.shape[-1]
     order = jnp.argsort(scores, axis=-1, stable=True)
     cumulative = jnp.cumsum(jax.nn.softmax(jnp.take_along_axis(scores, order, axis=-1), axis=-1), axis=-1)
-    remove = (cumulative <= jnp.float32(1.0) - jnp.float32(top_p))
+    remove = cumulative <= jnp.float32(1.0) - jnp.float32(top_p)
     remove = remove & (jnp.arange(vocab, dtype=jnp.int32)[None, :] < vocab - min_tokens_to_keep)
     removed = jnp.zeros_like(remove).at[jnp.arange(scores.shape[0], dtype=jnp.int32)[:, None], order].set(remove)
     return jnp.where(removed, jnp.float32(filter_value), scores)
 
 
-def greedy_loop(input_ids, max_length: int, choose, *, decoder, model_type: int, attention_mask, pad_token_id: int,
-                eos_token_id: int, vocab_size: int, processors, init_decoder=None):
+def greedy_loop(
+    input_ids,
+    max_length: int,
+    choose,
+    *,
+    decoder,
+    model_type: int,
+    attention_mask,
+    pad_token_id: int,
+    eos_token_id: int,
+    vocab_size: int,
+    processors,
+    init_decoder=None,
+):
     """The loop GreedySearch and Sampling share (``greedy_search_impl_gpt.h``): the decoder's
     last logits, the logits processors (``processors(scores, tokens, length, step)``), then
     ``choose(scores, step)`` picks each entry's token; after an end token an entry gets the
@@ -289,8 +347,9 @@ def greedy_loop(input_ids, max_length: int, choose, *, decoder, model_type: int,
         raise OnnxValidationError(f"needs `max_length` ({max_length}) above the prompt's length ({prompt_length}).")
     mask, positions, real_lengths = gpt_prompt_inputs(input_ids, attention_mask, pad_token_id)
     tokens = jnp.full((batch, max_length), pad_token_id, jnp.int32).at[:, :prompt_length].set(input_ids)
-    stepper = GptDecoder(decoder, input_ids, mask, positions, real_lengths, max_length, vocab_size,
-                         first_decoder=init_decoder)
+    stepper = GptDecoder(
+        decoder, input_ids, mask, positions, real_lengths, max_length, vocab_size, first_decoder=init_decoder
+    )
 
     def body(state):
         tokens, length, step, ended, logits, caches = state

@@ -78,7 +78,9 @@ def check_weights(X, W, B, group, kernel_shape, *, transposed=False):
     Conv's ``W`` is ``(M, C / group, k...)``; ConvTranspose's is ``(C, M / group, k...)``.
     """
     if W.ndim != X.ndim:
-        raise OnnxValidationError(f"needs `W` of the rank of `X` ({X.ndim}), got shapes {tuple(W.shape)} and {tuple(X.shape)}.")
+        raise OnnxValidationError(
+            f"needs `W` of the rank of `X` ({X.ndim}), got shapes {tuple(W.shape)} and {tuple(X.shape)}."
+        )
     grouped = W.shape[0] if not transposed else X.shape[1]
     expected = W.shape[1] * group if not transposed else W.shape[0]
     if group < 1 or grouped % group or expected != X.shape[1]:
@@ -87,10 +89,14 @@ def check_weights(X, W, B, group, kernel_shape, *, transposed=False):
             f"`W` expects {expected} input channels, and {grouped} channels must split into `group` groups."
         )
     if kernel_shape is not None and tuple(kernel_shape) != tuple(W.shape[2:]):
-        raise OnnxValidationError(f"got `kernel_shape`={list(kernel_shape)} but `W` has kernel shape {list(W.shape[2:])}.")
+        raise OnnxValidationError(
+            f"got `kernel_shape`={list(kernel_shape)} but `W` has kernel shape {list(W.shape[2:])}."
+        )
     out_channels = W.shape[0] if not transposed else W.shape[1] * group
     if B is not None and tuple(B.shape) != (out_channels,):
-        raise OnnxValidationError(f"needs `B` of shape ({out_channels},), one per output channel, got {tuple(B.shape)}.")
+        raise OnnxValidationError(
+            f"needs `B` of shape ({out_channels},), one per output channel, got {tuple(B.shape)}."
+        )
     return out_channels
 
 

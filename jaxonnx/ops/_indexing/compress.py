@@ -6,19 +6,18 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxonnx._errors import OnnxValidationError, StaticValueError
 from jaxonnx._core.padding import RealLength
 from jaxonnx._core.registry import register
+from jaxonnx._errors import OnnxValidationError, StaticValueError
 from jaxonnx.ops._helpers.bounds import refuse_at_run_time_if
 from jaxonnx.ops._helpers.common import is_traced, namespace, normalize_axis
 from jaxonnx.ops._helpers.fill import padding_scalar
 
 
-
-
 @register("Compress", 11, 28, concrete=("condition",), size_hint="zeros")
-def compress(input, condition, *, axis: int | None = None, size: int | None = None, fill_value=None,
-             real_length: bool = False):
+def compress(
+    input, condition, *, axis: int | None = None, size: int | None = None, fill_value=None, real_length: bool = False
+):
     """Implements ONNX Compress: the slices of ``input`` along ``axis`` where ``condition`` is true.
 
     The output length depends on the values of ``condition``. A concrete ``condition``
@@ -144,11 +143,15 @@ def _compress(data, condition, axis, *, size, fill_value, negative_axis):
     # Past `count`, point outside the axis so that `take` fills (jnp.nonzero ignores its own
     # `fill_value` for an empty `condition`).
     selected = jnp.where(jnp.arange(size) < count, selected, dim)
-    refuse_at_run_time_if(count > size, lambda count: (
-        f"Compress selected {int(count)} slices at run time but its output was given size={size}; "
-        "the result would be truncated, so it is refused. Give a larger `size` (for a model, a larger "
-        "size hint: `size_hints=` of `jaxonnx.load`, or `--size-hint OUTPUT=N` of the jaxonnx command)."
-    ), count)
+    refuse_at_run_time_if(
+        count > size,
+        lambda count: (
+            f"Compress selected {int(count)} slices at run time but its output was given size={size}; "
+            "the result would be truncated, so it is refused. Give a larger `size` (for a model, a larger "
+            "size hint: `size_hints=` of `jaxonnx.load`, or `--size-hint OUTPUT=N` of the jaxonnx command)."
+        ),
+        count,
+    )
     return jnp.take(data, selected, axis=axis, mode="fill", fill_value=fill_value)
 
 

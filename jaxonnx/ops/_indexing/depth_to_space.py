@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from jaxonnx._errors import OnnxValidationError
 from jaxonnx._core.registry import register
+from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.common import namespace
 
 MODES = ("DCR", "CRD")

@@ -7,8 +7,8 @@ import math
 import jax.numpy as jnp
 import numpy as np
 
-from jaxonnx._errors import OnnxValidationError
 from jaxonnx._core.registry import register
+from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.common import namespace
 from jaxonnx.ops._helpers.indexing import nd_indices
 

@@ -6,13 +6,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxonnx._errors import OnnxValidationError, StaticValueError
 from jaxonnx._core.padding import RealLength
 from jaxonnx._core.registry import register
+from jaxonnx._errors import OnnxValidationError, StaticValueError
 from jaxonnx.ops._helpers.bounds import refuse_at_run_time_if
 from jaxonnx.ops._helpers.common import is_traced
-
-
 
 
 @register("NonZero", 9, 13, concrete=("X",), size_hint=True)
@@ -62,7 +60,11 @@ def non_zero(X, *, size: int | None = None, fill_value=None, real_length: bool =
     pads = np.array(X.shape if fill_value is None else [fill_value] * rank, np.int64).reshape(rank, 1)
     if not is_traced(X):
         concrete = np.asarray(X)
-        found = np.array(np.nonzero(concrete), np.int64).reshape(rank, -1) if rank else np.empty((0, int(concrete != 0)), np.int64)
+        found = (
+            np.array(np.nonzero(concrete), np.int64).reshape(rank, -1)
+            if rank
+            else np.empty((0, int(concrete != 0)), np.int64)
+        )
         if size is not None:
             if found.shape[1] > size:
                 raise OnnxValidationError(
@@ -71,7 +73,11 @@ def non_zero(X, *, size: int | None = None, fill_value=None, real_length: bool =
                 )
             found = np.concatenate([found, np.broadcast_to(pads, (rank, size - found.shape[1]))], axis=1)
         # Eager JAX input gives a JAX output; the indices are exact in 32 bits too.
-        return jnp.asarray(found, dtype=jnp.int64 if jax.config.jax_enable_x64 else jnp.int32) if isinstance(X, jax.Array) else found
+        return (
+            jnp.asarray(found, dtype=jnp.int64 if jax.config.jax_enable_x64 else jnp.int32)
+            if isinstance(X, jax.Array)
+            else found
+        )
     if size is None:
         error = StaticValueError(
             f"cannot decide its output shape under `jax.jit`: `X` is traced (shape {tuple(X.shape)}), "
@@ -84,11 +90,15 @@ def non_zero(X, *, size: int | None = None, fill_value=None, real_length: bool =
     if rank == 0:
         return jnp.zeros((0, size), index_type)
     found = jnp.nonzero(X, size=size, fill_value=tuple(int(p) for p in pads[:, 0]))
-    refuse_at_run_time_if(jnp.count_nonzero(X) > size, lambda count: (
-        f"NonZero found {int(count)} non-zero elements at run time but its output was given "
-        f"size={size}; the result would be truncated, so it is refused. Give a larger `size` "
-        "(for a model, a larger size hint: `size_hints=` of `jaxonnx.load`)."
-    ), jnp.count_nonzero(X))
+    refuse_at_run_time_if(
+        jnp.count_nonzero(X) > size,
+        lambda count: (
+            f"NonZero found {int(count)} non-zero elements at run time but its output was given "
+            f"size={size}; the result would be truncated, so it is refused. Give a larger `size` "
+            "(for a model, a larger size hint: `size_hints=` of `jaxonnx.load`)."
+        ),
+        jnp.count_nonzero(X),
+    )
     return jnp.stack(found).astype(index_type)
 
 

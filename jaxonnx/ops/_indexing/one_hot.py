@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from jaxonnx._errors import OnnxValidationError
 from jaxonnx._core.registry import register
+from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.common import namespace
 
 
@@ -49,7 +49,9 @@ def _one_hot(indices, depth, values, axis, *, negative_indices):
         raise OnnxValidationError(f"needs a positive scalar `depth`, got {depth.tolist()!r}.")
     depth = int(depth.reshape(-1)[0])
     if values.size != 2:
-        raise OnnxValidationError(f"needs `values` = [off_value, on_value] (2 elements), got shape {tuple(values.shape)}.")
+        raise OnnxValidationError(
+            f"needs `values` = [off_value, on_value] (2 elements), got shape {tuple(values.shape)}."
+        )
     rank = indices.ndim
     if not -rank - 1 <= axis <= rank:
         raise OnnxValidationError(

@@ -54,8 +54,10 @@ def reverse_sequence(input, sequence_lens, *, batch_axis: int = 1, time_axis: in
         )
     index_type = np.int32 if steps < 2**31 else np.int64
     time = np.arange(steps, dtype=index_type)
-    message = (f"got `sequence_lens`[{{position[0]}}]={{value}}, outside [0, {steps}] (the time dim "
-               f"{time_axis} of `input` {tuple(input.shape)}).")
+    message = (
+        f"got `sequence_lens`[{{position[0]}}]={{value}}, outside [0, {steps}] (the time dim "
+        f"{time_axis} of `input` {tuple(input.shape)})."
+    )
     if is_traced(sequence_lens):
         if checks is not None:
             checks.fail_where((sequence_lens < 0) | (sequence_lens > steps), sequence_lens, message)

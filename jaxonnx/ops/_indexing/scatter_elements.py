@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from jaxonnx._errors import OnnxValidationError
 from jaxonnx._core.registry import register
+from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.indexing import REDUCTIONS, checked_reduction, scatter_elements_along
 
 
 @register("ScatterElements", 18, concrete=("indices",), padding="scatter", checks=True)
-def scatter_elements(data, indices, updates, *, axis: int = 0, reduction: str = "none", padded=frozenset(),
-                     checks=None):
+def scatter_elements(
+    data, indices, updates, *, axis: int = 0, reduction: str = "none", padded=frozenset(), checks=None
+):
     """Implements ONNX ScatterElements: ``out[indices[i][j]][j] = updates[i][j]`` for ``axis=0``.
 
     The inverse of GatherElements: a copy of ``data`` where each element of ``updates``

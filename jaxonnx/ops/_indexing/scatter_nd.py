@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-
-from jaxonnx._errors import OnnxValidationError
 from jaxonnx._core.registry import register
+from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.indexing import REDUCTIONS, checked_reduction, nd_indices, scatter
 
 
@@ -68,8 +67,9 @@ def scatter_nd(data, indices, updates, *, reduction: str = "none", padded=frozen
 
 @register("ScatterND", 16, concrete=("indices",), padding="scatter", checks=True)
 def _scatter_nd_16(data, indices, updates, *, reduction="none", padded=frozenset(), checks=None):
-    return scatter_nd(data, indices, updates, reduction=checked_reduction(reduction, REDUCTIONS[:3]),
-                      padded=padded, checks=checks)
+    return scatter_nd(
+        data, indices, updates, reduction=checked_reduction(reduction, REDUCTIONS[:3]), padded=padded, checks=checks
+    )
 
 
 @register("ScatterND", 11, 13, concrete=("indices",), padding="scatter", checks=True)

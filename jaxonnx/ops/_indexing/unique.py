@@ -19,8 +19,9 @@ from jaxonnx.ops._helpers.fill import padding_scalar
 # Under a size hint: `Y` and `counts` are padded with zeros, `indices` with an out-of-range
 # index, and `inverse_indices` has the length of the input, so it is never padded.
 @register("Unique", 11, 28, concrete=("X",), size_hint=("zeros", "indices", "", "zeros"))
-def unique(X, *, axis: int | None = None, sorted: int = 1, size: int | None = None, fill_value=None,
-           real_length: bool = False):
+def unique(
+    X, *, axis: int | None = None, sorted: int = 1, size: int | None = None, fill_value=None, real_length: bool = False
+):
     """Implements ONNX Unique: the unique elements (or slices along ``axis``) of ``X``.
 
     Returns the unique values ``Y``; ``indices``, the first occurrence of each in ``X``;
@@ -105,7 +106,9 @@ def _unique_concrete(data, axis: int, keep_sorted: bool, size, fill):
     rows = _rows(values, axis)
     # Each element as its rank among the distinct elements: np.unique's flat comparison
     # (NaNs one value, -0.0 == 0.0, strings too), then the rows compare as integer rows.
-    codes = np.unique(rows.reshape(-1), return_inverse=True)[1].reshape(rows.shape) if rows.size else rows.astype(np.int64)
+    codes = (
+        np.unique(rows.reshape(-1), return_inverse=True)[1].reshape(rows.shape) if rows.size else rows.astype(np.int64)
+    )
     order = np.lexsort(codes.T[::-1]) if codes.shape[1] else np.arange(n)  # stable: first occurrences first
     ordered = codes[order]
     is_new = np.ones(n, bool)
@@ -150,8 +153,12 @@ def _unique_traced(data, axis: int, keep_sorted: bool, size: int, fill):
     if n == 0:  # nothing found: all padding
         shape = list(data.shape)
         shape[axis] = size
-        return (jnp.full(shape, fill, dtype=data.dtype), jnp.full(size, n, index_type),
-                jnp.zeros(0, index_type), jnp.zeros(size, index_type))
+        return (
+            jnp.full(shape, fill, dtype=data.dtype),
+            jnp.full(size, n, index_type),
+            jnp.zeros(0, index_type),
+            jnp.zeros(size, index_type),
+        )
     columns = [rows[:, j] for j in range(rows.shape[1])]
     # jnp.lexsort sorts by its last key first; it is stable, so first occurrences come first.
     # Its float keys sort as np.unique's: NaNs last, -0.0 with 0.0.
@@ -163,11 +170,15 @@ def _unique_traced(data, axis: int, keep_sorted: bool, size: int, fill):
     is_new = jnp.concatenate([jnp.ones(1, bool), differs.any(axis=1)])
     group = jnp.cumsum(is_new, dtype=index_type) - 1
     found = group[-1] + 1
-    refuse_at_run_time_if(found > size, lambda count: (
-        f"Unique found {int(count)} unique values at run time but its output was given size={size}; "
-        "the result would be truncated, so it is refused. Give a larger `size` (for a model, a larger "
-        "size hint: `size_hints=` of `jaxonnx.load`, or `--size-hint OUTPUT=N` of the jaxonnx command)."
-    ), found)
+    refuse_at_run_time_if(
+        found > size,
+        lambda count: (
+            f"Unique found {int(count)} unique values at run time but its output was given size={size}; "
+            "the result would be truncated, so it is refused. Give a larger `size` (for a model, a larger "
+            "size hint: `size_hints=` of `jaxonnx.load`, or `--size-hint OUTPUT=N` of the jaxonnx command)."
+        ),
+        found,
+    )
     (starts,) = jnp.nonzero(is_new, size=size, fill_value=n)  # past `found`: n, out of range
     first = jnp.where(starts < n, order[jnp.minimum(starts, n - 1)], n).astype(index_type)
     counts = jnp.diff(jnp.concatenate([starts, jnp.full(1, n, starts.dtype)])).astype(index_type)

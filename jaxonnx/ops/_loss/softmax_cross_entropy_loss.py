@@ -11,8 +11,9 @@ from jaxonnx.ops._helpers.losses import check_loss_inputs, negative_log_likeliho
 
 # folds=False: a loss is never shape arithmetic.
 @register("SoftmaxCrossEntropyLoss", 12, 13, concrete=("labels",), folds=False, checks=True)
-def softmax_cross_entropy_loss(scores, labels, weights=None, *, ignore_index: int | None = None, reduction: str = "mean",
-                               checks=None):
+def softmax_cross_entropy_loss(
+    scores, labels, weights=None, *, ignore_index: int | None = None, reduction: str = "mean", checks=None
+):
     """Implements ONNX SoftmaxCrossEntropyLoss: the negative log-likelihood of ``log_softmax(scores)`` over dim 1.
 
     The log-softmax is computed stably (shifted by the largest score, in float32 for
@@ -41,8 +42,9 @@ def softmax_cross_entropy_loss(scores, labels, weights=None, *, ignore_index: in
     check_loss_inputs(scores, labels, weights, reduction, names=("scores", "labels", "weights"))
     wide = np.float32 if scores.dtype.itemsize == 2 else scores.dtype
     log_prob = jax.nn.log_softmax(scores.astype(wide), axis=1)
-    loss = negative_log_likelihood(log_prob, labels, weights, ignore_index=ignore_index, reduction=reduction,
-                                   target_name="labels", checks=checks)
+    loss = negative_log_likelihood(
+        log_prob, labels, weights, ignore_index=ignore_index, reduction=reduction, target_name="labels", checks=checks
+    )
     return loss.astype(scores.dtype), log_prob.astype(scores.dtype)
 
 

@@ -55,8 +55,10 @@ def lookup(x, keys: np.ndarray, values: np.ndarray, default, what: str = "X"):
         else:
             table[k] = v
     flat = x.reshape(-1).tolist()
-    out = [nan_value if nan_value is not None and isinstance(v, float) and np.isnan(v) else table.get(v, default)
-           for v in flat]
+    out = [
+        nan_value if nan_value is not None and isinstance(v, float) and np.isnan(v) else table.get(v, default)
+        for v in flat
+    ]
     result = np.empty(len(out), dtype=values.dtype)
     result[:] = out
     return result.reshape(x.shape)
@@ -67,8 +69,11 @@ def _attribute_array(kind: str, value) -> np.ndarray:
     if kind == "tensor":
         value = np.asarray(value).reshape(-1)
         return _strings(value) if value.dtype.kind in "OUS" else value
-    return {"strings": _strings, "int64s": lambda v: np.asarray(v, np.int64),
-            "floats": lambda v: np.asarray(v, np.float32)}[kind](value)
+    return {
+        "strings": _strings,
+        "int64s": lambda v: np.asarray(v, np.int64),
+        "floats": lambda v: np.asarray(v, np.float32),
+    }[kind](value)
 
 
 def _first_given(*candidates):
@@ -79,9 +84,22 @@ def _first_given(*candidates):
 
 
 @register("LabelEncoder", 2, 4, domain=ML)
-def label_encoder(X, *, default_float=-0.0, default_int64=-1, default_string="_Unused", default_tensor=None,
-                  keys_floats=None, keys_int64s=None, keys_strings=None, keys_tensor=None, values_floats=None,
-                  values_int64s=None, values_strings=None, values_tensor=None):
+def label_encoder(
+    X,
+    *,
+    default_float=-0.0,
+    default_int64=-1,
+    default_string="_Unused",
+    default_tensor=None,
+    keys_floats=None,
+    keys_int64s=None,
+    keys_strings=None,
+    keys_tensor=None,
+    values_floats=None,
+    values_int64s=None,
+    values_strings=None,
+    values_tensor=None,
+):
     """Implements ONNX LabelEncoder (ai.onnx.ml 2 and 4): each entry of ``X`` replaced by the
     value of its key, or by the default.
 
@@ -104,12 +122,16 @@ def label_encoder(X, *, default_float=-0.0, default_int64=-1, default_string="_U
         >>> jaxonnx.ops.label_encoder(jnp.array([3, 5, 9]), keys_int64s=[3, 5], values_floats=[0.5, 1.5])
         Array([ 0.5,  1.5, -0. ], dtype=float32)
     """
-    key_kind, keys = _first_given(("tensor", keys_tensor), ("strings", keys_strings), ("int64s", keys_int64s),
-                                  ("floats", keys_floats))
-    kind, values = _first_given(("tensor", values_tensor), ("strings", values_strings), ("int64s", values_int64s),
-                                ("floats", values_floats))
+    key_kind, keys = _first_given(
+        ("tensor", keys_tensor), ("strings", keys_strings), ("int64s", keys_int64s), ("floats", keys_floats)
+    )
+    kind, values = _first_given(
+        ("tensor", values_tensor), ("strings", values_strings), ("int64s", values_int64s), ("floats", values_floats)
+    )
     if keys is None or values is None:
-        raise OnnxValidationError(f"needs one `keys_*` and one `values_*` attribute, got {'no keys' if keys is None else 'no values'}.")
+        raise OnnxValidationError(
+            f"needs one `keys_*` and one `values_*` attribute, got {'no keys' if keys is None else 'no values'}."
+        )
     keys, values = _attribute_array(key_kind, keys), _attribute_array(kind, values)
     if len(keys) != len(values):
         raise OnnxValidationError(f"got {len(keys)} keys and {len(values)} values; each key needs one value.")
@@ -197,7 +219,11 @@ def one_hot_encoder(X, *, cats_int64s=None, cats_strings=None, zeros=1):
         categories = np.asarray(cats_int64s, np.int64)
         if is_string_array(X):
             raise OnnxTypeError("has integer categories but got a string `X`.")
-        compared = jnp.float64 if X.dtype == jnp.float64 else (jnp.float32 if jnp.issubdtype(X.dtype, jnp.floating) else X.dtype)
+        compared = (
+            jnp.float64
+            if X.dtype == jnp.float64
+            else (jnp.float32 if jnp.issubdtype(X.dtype, jnp.floating) else X.dtype)
+        )
         categories = jnp.asarray(categories).astype(compared).reshape((1,) * X.ndim + (-1,))
         encoded = (X.astype(compared)[..., None] == categories).astype(jnp.float32)
     else:

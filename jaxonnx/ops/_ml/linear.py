@@ -34,8 +34,16 @@ def _weights(coefficients, intercepts, count: int, features: int, what: str):
 
 
 @register("LinearClassifier", 1, domain=ML, folds=False)
-def linear_classifier(X, *, coefficients, classlabels_ints=None, classlabels_strings=None,
-                      intercepts=None, multi_class=0, post_transform="NONE"):
+def linear_classifier(
+    X,
+    *,
+    coefficients,
+    classlabels_ints=None,
+    classlabels_strings=None,
+    intercepts=None,
+    multi_class=0,
+    post_transform="NONE",
+):
     """Implements ONNX LinearClassifier (ai.onnx.ml): ``X @ coefficients.T + intercepts``, the
     post transform, and the label of the best class.
 
@@ -74,7 +82,6 @@ def linear_classifier(X, *, coefficients, classlabels_ints=None, classlabels_str
         raise OnnxValidationError(f"has {count} classes in its coefficients but {len(labels)} class labels.")
     probabilities = transformed(scores, post_transform)
     return labels_at(labels, jnp.argmax(scores, axis=1)), probabilities
-
 
 
 @register("LinearRegressor", 1, domain=ML, folds=False)

@@ -97,7 +97,9 @@ def dict_vectorizer(X, *, int64_vocabulary=None, string_vocabulary=None):
     for row, m in enumerate(maps):
         unknown = [k for k in m if k not in vocabulary]
         if unknown and isinstance(unknown[0], (bytes, str)) != bool(string_vocabulary):
-            raise OnnxTypeError(f"got a map with keys like {unknown[0]!r} for a vocabulary of {type(vocabulary[0]).__name__}.")
+            raise OnnxTypeError(
+                f"got a map with keys like {unknown[0]!r} for a vocabulary of {type(vocabulary[0]).__name__}."
+            )
         for column, key in enumerate(vocabulary):
             if key in m:
                 out[row, column] = m[key]
@@ -144,7 +146,9 @@ def cast_map(X, *, cast_to="TO_FLOAT", map_form="DENSE", max_map=1):
         values = [cast(X[k]) for k in keys]
     elif map_form == "SPARSE":
         if keys and (keys[0] < 0 or keys[-1] >= max_map):
-            raise OnnxValidationError(f"got the key {keys[-1] if keys[-1] >= max_map else keys[0]} for `max_map`={max_map}.")
+            raise OnnxValidationError(
+                f"got the key {keys[-1] if keys[-1] >= max_map else keys[0]} for `max_map`={max_map}."
+            )
         present = {k: cast(X[k]) for k in keys}
         values = [present.get(k, fill) for k in range(max_map)]
     else:

@@ -99,8 +99,9 @@ def binarizer(X, *, threshold=0.0):
 
 
 @register("Imputer", 1, domain=ML, folds=False)
-def imputer(X, *, imputed_value_floats=None, imputed_value_int64s=None, replaced_value_float=0.0,
-            replaced_value_int64=0):
+def imputer(
+    X, *, imputed_value_floats=None, imputed_value_int64s=None, replaced_value_float=0.0, replaced_value_int64=0
+):
     """Implements ONNX Imputer (ai.onnx.ml): the entries equal to the replaced value (NaN
     matches NaN) become the imputed value of their column.
 
@@ -122,8 +123,9 @@ def imputer(X, *, imputed_value_floats=None, imputed_value_int64s=None, replaced
                [7., 4.]], dtype=float32)
     """
     floating = jnp.issubdtype(X.dtype, jnp.floating)
-    values, replaced = (imputed_value_floats, replaced_value_float) if floating else \
-        (imputed_value_int64s, replaced_value_int64)
+    values, replaced = (
+        (imputed_value_floats, replaced_value_float) if floating else (imputed_value_int64s, replaced_value_int64)
+    )
     if not values:
         raise OnnxValidationError(
             f"needs `imputed_value_{'floats' if floating else 'int64s'}` for an input of dtype {X.dtype}, got none."

@@ -51,9 +51,21 @@ def _coupled_probabilities(pairwise, classes: int):
     ``pairwise[row, i, j]`` (the probability of i against j), per row until its error is
     below ``0.005 / classes`` or after ``max(100, classes)`` rounds."""
     r = pairwise
-    Q = jnp.stack([jnp.stack([
-        jnp.sum(jnp.stack([r[:, s, t] ** 2 for s in range(classes) if s != t]), axis=0) if t == u else -r[:, u, t] * r[:, t, u]
-        for u in range(classes)], axis=-1) for t in range(classes)], axis=1)   # [rows, t, u]
+    Q = jnp.stack(
+        [
+            jnp.stack(
+                [
+                    jnp.sum(jnp.stack([r[:, s, t] ** 2 for s in range(classes) if s != t]), axis=0)
+                    if t == u
+                    else -r[:, u, t] * r[:, t, u]
+                    for u in range(classes)
+                ],
+                axis=-1,
+            )
+            for t in range(classes)
+        ],
+        axis=1,
+    )  # [rows, t, u]
     limit, eps = max(100, classes), 0.005 / classes
     P = jnp.full(r.shape[:1] + (classes,), 1.0 / classes, r.dtype)
 
@@ -85,9 +97,21 @@ def _coupled_probabilities(pairwise, classes: int):
 
 
 @register("SVMClassifier", 1, domain=ML, folds=False)
-def svm_classifier(X, *, classlabels_ints=None, classlabels_strings=None, coefficients=None, kernel_params=None,
-                   kernel_type="LINEAR", post_transform="NONE", prob_a=None, prob_b=None, rho=None,
-                   support_vectors=None, vectors_per_class=None):
+def svm_classifier(
+    X,
+    *,
+    classlabels_ints=None,
+    classlabels_strings=None,
+    coefficients=None,
+    kernel_params=None,
+    kernel_type="LINEAR",
+    post_transform="NONE",
+    prob_a=None,
+    prob_b=None,
+    rho=None,
+    support_vectors=None,
+    vectors_per_class=None,
+):
     """Implements ONNX SVMClassifier (ai.onnx.ml): a support vector classifier, one against one.
 
     With support vectors (``vectors_per_class``), each pair of classes ``i < j`` has the
@@ -138,7 +162,9 @@ def svm_classifier(X, *, classlabels_ints=None, classlabels_strings=None, coeffi
             f"got {support.size} `support_vectors` values for {vectors} vectors of {rows.shape[1]} features."
         )
     if coefficients.size != (classes - 1) * vectors:
-        raise OnnxValidationError(f"got {coefficients.size} `coefficients` for {classes - 1} x {vectors} dual coefficients.")
+        raise OnnxValidationError(
+            f"got {coefficients.size} `coefficients` for {classes - 1} x {vectors} dual coefficients."
+        )
     pairs = [(i, j) for i in range(classes) for j in range(i + 1, classes)]
     if len(rho) != len(pairs):
         raise OnnxValidationError(f"got {len(rho)} `rho` for {len(pairs)} pairs of classes.")
@@ -149,7 +175,7 @@ def svm_classifier(X, *, classlabels_ints=None, classlabels_strings=None, coeffi
     for pair, (i, j) in enumerate(pairs):
         span_i, span_j = slice(starts[i], starts[i + 1]), slice(starts[j], starts[j + 1])
         decisions.append(float(rho[pair]) + K[:, span_i] @ coefs[j - 1, span_i] + K[:, span_j] @ coefs[i, span_j])
-    decisions = jnp.stack(decisions, axis=1)                           # [rows, pairs]
+    decisions = jnp.stack(decisions, axis=1)  # [rows, pairs]
     votes = jnp.zeros((rows.shape[0], classes), jnp.int32)
     for pair, (i, j) in enumerate(pairs):
         wins = decisions[:, pair] > 0
@@ -160,7 +186,11 @@ def svm_classifier(X, *, classlabels_ints=None, classlabels_strings=None, coeffi
         if len(a) != len(pairs) or len(b) != len(pairs):
             raise OnnxValidationError(f"got {len(a)} `prob_a` and {len(b)} `prob_b` for {len(pairs)} pairs of classes.")
         # Platt's sigmoid, clipped away from 0 and 1 as libsvm does.
-        platt = jnp.clip(jax.nn.sigmoid(-(decisions * jnp.asarray(a, rows.dtype)[None, :] + jnp.asarray(b, rows.dtype)[None, :])), 1e-7, 1 - 1e-7)
+        platt = jnp.clip(
+            jax.nn.sigmoid(-(decisions * jnp.asarray(a, rows.dtype)[None, :] + jnp.asarray(b, rows.dtype)[None, :])),
+            1e-7,
+            1 - 1e-7,
+        )
         pairwise = jnp.zeros((rows.shape[0], classes, classes), rows.dtype)
         for pair, (i, j) in enumerate(pairs):
             pairwise = pairwise.at[:, i, j].set(platt[:, pair]).at[:, j, i].set(1 - platt[:, pair])
@@ -176,8 +206,18 @@ def svm_classifier(X, *, classlabels_ints=None, classlabels_strings=None, coeffi
 
 
 @register("SVMRegressor", 1, domain=ML, folds=False)
-def svm_regressor(X, *, coefficients=None, kernel_params=None, kernel_type="LINEAR", n_supports=0, one_class=0,
-                  post_transform="NONE", rho=None, support_vectors=None):
+def svm_regressor(
+    X,
+    *,
+    coefficients=None,
+    kernel_params=None,
+    kernel_type="LINEAR",
+    n_supports=0,
+    one_class=0,
+    post_transform="NONE",
+    rho=None,
+    support_vectors=None,
+):
     """Implements ONNX SVMRegressor (ai.onnx.ml): ``rho[0] + sum(coefficients * kernel(X, vectors))``.
 
     Without support vectors (``n_supports=0``) it is linear, ``rho[0] + X @ coefficients``.

@@ -44,7 +44,7 @@ class Forest:
     missing_true: np.ndarray
     true_child: np.ndarray
     false_child: np.ndarray
-    values: np.ndarray   # [tree, node, target]
+    values: np.ndarray  # [tree, node, target]
     present: np.ndarray  # [tree, node, target]
     members: np.ndarray  # [tree, node, member]
     depth: int
@@ -75,13 +75,29 @@ def _depth(roots, true_child, false_child, mode) -> int:
 
 def _checked_length(name: str, values, count: int):
     if len(values) != count:
-        raise OnnxValidationError(f"got {len(values)} `{name}` for {count} nodes; every nodes_* attribute has one entry per node.")
+        raise OnnxValidationError(
+            f"got {len(values)} `{name}` for {count} nodes; every nodes_* attribute has one entry per node."
+        )
     return values
 
 
-def forest_of_node_lists(*, treeids, nodeids, featureids, modes, values, truenodeids, falsenodeids,
-                         missing_tracks_true, leaf_treeids, leaf_nodeids, leaf_ids, leaf_weights,
-                         targets: int, what: str) -> Forest:
+def forest_of_node_lists(
+    *,
+    treeids,
+    nodeids,
+    featureids,
+    modes,
+    values,
+    truenodeids,
+    falsenodeids,
+    missing_tracks_true,
+    leaf_treeids,
+    leaf_nodeids,
+    leaf_ids,
+    leaf_weights,
+    targets: int,
+    what: str,
+) -> Forest:
     """The forest of TreeEnsembleRegressor / TreeEnsembleClassifier's attributes (versions 1-5):
     nodes named by (tree id, node id), leaf weights by (tree id, node id, target or class)."""
     count = len(nodeids)
@@ -95,8 +111,11 @@ def forest_of_node_lists(*, treeids, nodeids, featureids, modes, values, truenod
     if unknown:
         raise OnnxValidationError(f"got `nodes_modes` {unknown}; they are LEAF or one of {', '.join(MODES[:-1])}.")
     codes = np.array([_LEAF if m == "LEAF" else MODES.index(m) for m in modes], np.int64)
-    missing = np.zeros(count, bool) if not missing_tracks_true else \
-        np.asarray(_checked_length("nodes_missing_value_tracks_true", missing_tracks_true, count), bool)
+    missing = (
+        np.zeros(count, bool)
+        if not missing_tracks_true
+        else np.asarray(_checked_length("nodes_missing_value_tracks_true", missing_tracks_true, count), bool)
+    )
     tree_keys, tree_of = np.unique(treeids, return_inverse=True)
     trees = len(tree_keys)
     # A node's position in its tree: its rank among the tree's nodes in attribute order.
@@ -117,7 +136,9 @@ def forest_of_node_lists(*, treeids, nodeids, featureids, modes, values, truenod
             if codes[i] == _LEAF:
                 continue
             if (t, n) not in lookup:
-                raise OnnxValidationError(f"has a branch to node {n}, which tree {tree_keys[t]} does not have (`{name}`).")
+                raise OnnxValidationError(
+                    f"has a branch to node {n}, which tree {tree_keys[t]} does not have (`{name}`)."
+                )
             out[i] = lookup[t, n]
         return out
 
@@ -148,41 +169,79 @@ def forest_of_node_lists(*, treeids, nodeids, featureids, modes, values, truenod
     leaf_values = np.zeros((trees, width, targets), np.float64)
     present = np.zeros((trees, width, targets), bool)
     tree_index = {int(k): i for i, k in enumerate(tree_keys)}
-    for t, n, k, w in zip(np.asarray(leaf_treeids).tolist(), np.asarray(leaf_nodeids).tolist(),
-                          np.asarray(leaf_ids).tolist(), leaf_weights.tolist()):
+    for t, n, k, w in zip(
+        np.asarray(leaf_treeids).tolist(),
+        np.asarray(leaf_nodeids).tolist(),
+        np.asarray(leaf_ids).tolist(),
+        leaf_weights.tolist(),
+    ):
         if (tree_index.get(t), n) not in lookup:
-            raise OnnxValidationError(f"has a weight for node {n} of tree {t}, which does not exist (`{what}_nodeids`).")
+            raise OnnxValidationError(
+                f"has a weight for node {n} of tree {t}, which does not exist (`{what}_nodeids`)."
+            )
         if not 0 <= k < targets:
-            raise OnnxValidationError(f"got `{what}_ids` {k} for {targets} {'classes' if what == 'class' else 'targets'}.")
+            raise OnnxValidationError(
+                f"got `{what}_ids` {k} for {targets} {'classes' if what == 'class' else 'targets'}."
+            )
         tree = tree_index[t]
         leaf_values[tree, lookup[tree, n], k] += w
         present[tree, lookup[tree, n], k] = True
     true_child = placed(true_local, 0, np.int64)
     false_child = placed(false_local, 0, np.int64)
     return Forest(
-        roots=roots, feature=placed(featureids, 0, np.int64), threshold=placed(np.asarray(values), 0, np.asarray(values).dtype),
-        mode=table, missing_true=placed(missing, False, bool), true_child=true_child, false_child=false_child,
-        values=leaf_values, present=present, members=np.full((trees, width, 0), np.nan),
+        roots=roots,
+        feature=placed(featureids, 0, np.int64),
+        threshold=placed(np.asarray(values), 0, np.asarray(values).dtype),
+        mode=table,
+        missing_true=placed(missing, False, bool),
+        true_child=true_child,
+        false_child=false_child,
+        values=leaf_values,
+        present=present,
+        members=np.full((trees, width, 0), np.nan),
         depth=_depth(roots, true_child, false_child, table),
     )
 
 
-def forest_of_tree_ensemble_5(*, tree_roots, featureids, splits, modes, truenodeids, falsenodeids, trueleafs,
-                              falseleafs, missing_tracks_true, membership_values, leaf_targetids, leaf_weights,
-                              targets: int) -> Forest:
+def forest_of_tree_ensemble_5(
+    *,
+    tree_roots,
+    featureids,
+    splits,
+    modes,
+    truenodeids,
+    falsenodeids,
+    trueleafs,
+    falseleafs,
+    missing_tracks_true,
+    membership_values,
+    leaf_targetids,
+    leaf_weights,
+    targets: int,
+) -> Forest:
     """The forest of TreeEnsemble-5's attributes: branch nodes and leaves in two lists,
     trees by their root, children by index into the node or the leaf list."""
     count = len(featureids)
     modes = np.asarray(modes).reshape(-1).astype(np.int64)
     splits = np.asarray(splits).reshape(-1)
-    for name, array in (("nodes_splits", splits), ("nodes_modes", modes), ("nodes_truenodeids", truenodeids),
-                        ("nodes_falsenodeids", falsenodeids), ("nodes_trueleafs", trueleafs),
-                        ("nodes_falseleafs", falseleafs)):
+    for name, array in (
+        ("nodes_splits", splits),
+        ("nodes_modes", modes),
+        ("nodes_truenodeids", truenodeids),
+        ("nodes_falsenodeids", falsenodeids),
+        ("nodes_trueleafs", trueleafs),
+        ("nodes_falseleafs", falseleafs),
+    ):
         _checked_length(name, array, count)
     if ((modes < 0) | (modes >= len(MODES))).any():
-        raise OnnxValidationError(f"got `nodes_modes` {sorted(set(modes.tolist()))}; they are 0 to 6 (BRANCH_LEQ to BRANCH_MEMBER).")
-    missing = np.zeros(count, bool) if not missing_tracks_true else \
-        np.asarray(_checked_length("nodes_missing_value_tracks_true", missing_tracks_true, count), bool)
+        raise OnnxValidationError(
+            f"got `nodes_modes` {sorted(set(modes.tolist()))}; they are 0 to 6 (BRANCH_LEQ to BRANCH_MEMBER)."
+        )
+    missing = (
+        np.zeros(count, bool)
+        if not missing_tracks_true
+        else np.asarray(_checked_length("nodes_missing_value_tracks_true", missing_tracks_true, count), bool)
+    )
     leaf_weights = np.asarray(leaf_weights).reshape(-1)
     _checked_length("leaf_weights", leaf_weights, len(leaf_targetids))
     # The members of each BRANCH_MEMBER node, in node order, each list ended by a NaN.
@@ -234,9 +293,12 @@ def forest_of_tree_ensemble_5(*, tree_roots, featureids, splits, modes, truenode
     widest_set = max((len(v) for v in member_lists.values()), default=0)
     shape = (len(trees), width)
     fields = {
-        "feature": np.zeros(shape, np.int64), "threshold": np.zeros(shape, splits.dtype),
-        "mode": np.full(shape, _LEAF, np.int64), "missing_true": np.zeros(shape, bool),
-        "true_child": np.zeros(shape, np.int64), "false_child": np.zeros(shape, np.int64),
+        "feature": np.zeros(shape, np.int64),
+        "threshold": np.zeros(shape, splits.dtype),
+        "mode": np.full(shape, _LEAF, np.int64),
+        "missing_true": np.zeros(shape, bool),
+        "true_child": np.zeros(shape, np.int64),
+        "false_child": np.zeros(shape, np.int64),
     }
     values = np.zeros((*shape, targets), np.float64)
     present = np.zeros((*shape, targets), bool)
@@ -259,8 +321,14 @@ def forest_of_tree_ensemble_5(*, tree_roots, featureids, splits, modes, truenode
             if index in member_lists:
                 members[t, slot, : len(member_lists[index])] = member_lists[index]
     roots = np.zeros(len(trees), np.int64)  # every walk starts at its root
-    return Forest(roots=roots, values=values, present=present, members=members,
-                  depth=_depth(roots, fields["true_child"], fields["false_child"], fields["mode"]), **fields)
+    return Forest(
+        roots=roots,
+        values=values,
+        present=present,
+        members=members,
+        depth=_depth(roots, fields["true_child"], fields["false_child"], fields["mode"]),
+        **fields,
+    )
 
 
 def _leaves(forest: Forest, X):
@@ -274,9 +342,18 @@ def _leaves(forest: Forest, X):
     used = tuple(sorted(set(np.unique(forest.mode).tolist()) - {_LEAF}))
     offsets = jnp.asarray(np.arange(trees, dtype=np.int64)[None, :] * width)
     positions = _descend(
-        X, jnp.asarray(forest.roots), offsets, flat(forest.feature), flat(forest.threshold).astype(X.dtype),
-        flat(forest.mode), flat(forest.missing_true), flat(forest.true_child), flat(forest.false_child),
-        flat(forest.members).astype(X.dtype), depth=forest.depth, used=used,
+        X,
+        jnp.asarray(forest.roots),
+        offsets,
+        flat(forest.feature),
+        flat(forest.threshold).astype(X.dtype),
+        flat(forest.mode),
+        flat(forest.missing_true),
+        flat(forest.true_child),
+        flat(forest.false_child),
+        flat(forest.members).astype(X.dtype),
+        depth=forest.depth,
+        used=used,
     )
     return positions, offsets
 
@@ -284,15 +361,34 @@ def _leaves(forest: Forest, X):
 # Compiled once per forest shape: an eager call (a model with string labels runs op by op)
 # runs one XLA computation instead of tracing the loop again on every call.
 @functools.partial(jax.jit, static_argnames=("depth", "used"))
-def _descend(X, roots, offsets, feature, threshold, mode, missing_true, true_child, false_child, members, *,
-             depth: int, used: tuple[int, ...]):
+def _descend(
+    X,
+    roots,
+    offsets,
+    feature,
+    threshold,
+    mode,
+    missing_true,
+    true_child,
+    false_child,
+    members,
+    *,
+    depth: int,
+    used: tuple[int, ...],
+):
     def step(_, position):
-        node = offsets + position                        # [rows, trees], flat node indices
+        node = offsets + position  # [rows, trees], flat node indices
         x = jnp.take_along_axis(X, feature[node], axis=1)
         v = threshold[node]
-        comparisons = {0: lambda: x <= v, 1: lambda: x < v, 2: lambda: x >= v, 3: lambda: x > v,
-                       4: lambda: x == v, 5: lambda: x != v,
-                       6: lambda: jnp.any(x[..., None] == members[node], axis=-1)}
+        comparisons = {
+            0: lambda: x <= v,
+            1: lambda: x < v,
+            2: lambda: x >= v,
+            3: lambda: x > v,
+            4: lambda: x == v,
+            5: lambda: x != v,
+            6: lambda: jnp.any(x[..., None] == members[node], axis=-1),
+        }
         code = mode[node]
         goes_true = jnp.zeros(x.shape, bool)
         for m in used:
@@ -352,19 +448,31 @@ def _features(X, *, keep_dtype: bool = False):
 
 def _legacy_forest(attributes: dict, targets: int, what: str) -> Forest:
     values = attributes["nodes_values_as_tensor"]
-    values = np.asarray(values).reshape(-1) if values is not None else np.asarray(attributes["nodes_values"] or [], np.float32)
+    values = (
+        np.asarray(values).reshape(-1)
+        if values is not None
+        else np.asarray(attributes["nodes_values"] or [], np.float32)
+    )
     weights = attributes[f"{what}_weights_as_tensor"]
     weights = np.asarray(weights).reshape(-1) if weights is not None else attributes[f"{what}_weights"] or []
     count = len(attributes["nodes_nodeids"] or [])
     if len(values) == 0 and count:
         values = np.zeros(count, np.float32)  # a forest of leaves only compares nothing
     return forest_of_node_lists(
-        treeids=attributes["nodes_treeids"] or [], nodeids=attributes["nodes_nodeids"] or [],
-        featureids=attributes["nodes_featureids"] or [], modes=attributes["nodes_modes"] or [], values=values,
-        truenodeids=attributes["nodes_truenodeids"] or [], falsenodeids=attributes["nodes_falsenodeids"] or [],
+        treeids=attributes["nodes_treeids"] or [],
+        nodeids=attributes["nodes_nodeids"] or [],
+        featureids=attributes["nodes_featureids"] or [],
+        modes=attributes["nodes_modes"] or [],
+        values=values,
+        truenodeids=attributes["nodes_truenodeids"] or [],
+        falsenodeids=attributes["nodes_falsenodeids"] or [],
         missing_tracks_true=attributes["nodes_missing_value_tracks_true"],
-        leaf_treeids=attributes[f"{what}_treeids"] or [], leaf_nodeids=attributes[f"{what}_nodeids"] or [],
-        leaf_ids=attributes[f"{what}_ids"] or [], leaf_weights=weights, targets=targets, what=what,
+        leaf_treeids=attributes[f"{what}_treeids"] or [],
+        leaf_nodeids=attributes[f"{what}_nodeids"] or [],
+        leaf_ids=attributes[f"{what}_ids"] or [],
+        leaf_weights=weights,
+        targets=targets,
+        what=what,
     )
 
 
@@ -375,12 +483,31 @@ def _compute_dtype(X, forest: Forest):
 
 
 @register("TreeEnsembleRegressor", 1, 3, 5, domain=ML, folds=False)
-def tree_ensemble_regressor(X, *, aggregate_function="SUM", base_values=None, base_values_as_tensor=None,
-                            n_targets=None, nodes_falsenodeids=None, nodes_featureids=None, nodes_hitrates=None,
-                            nodes_hitrates_as_tensor=None, nodes_missing_value_tracks_true=None, nodes_modes=None,
-                            nodes_nodeids=None, nodes_treeids=None, nodes_truenodeids=None, nodes_values=None,
-                            nodes_values_as_tensor=None, post_transform="NONE", target_ids=None, target_nodeids=None,
-                            target_treeids=None, target_weights=None, target_weights_as_tensor=None):
+def tree_ensemble_regressor(
+    X,
+    *,
+    aggregate_function="SUM",
+    base_values=None,
+    base_values_as_tensor=None,
+    n_targets=None,
+    nodes_falsenodeids=None,
+    nodes_featureids=None,
+    nodes_hitrates=None,
+    nodes_hitrates_as_tensor=None,
+    nodes_missing_value_tracks_true=None,
+    nodes_modes=None,
+    nodes_nodeids=None,
+    nodes_treeids=None,
+    nodes_truenodeids=None,
+    nodes_values=None,
+    nodes_values_as_tensor=None,
+    post_transform="NONE",
+    target_ids=None,
+    target_nodeids=None,
+    target_treeids=None,
+    target_weights=None,
+    target_weights_as_tensor=None,
+):
     """Implements ONNX TreeEnsembleRegressor (ai.onnx.ml): the weights of the leaves each row
     reaches, aggregated over the trees (SUM, AVERAGE, MIN or MAX) per target, plus
     ``base_values``, then the post transform.
@@ -427,13 +554,31 @@ def tree_ensemble_regressor(X, *, aggregate_function="SUM", base_values=None, ba
 
 
 @register("TreeEnsembleClassifier", 1, 3, 5, domain=ML, folds=False)
-def tree_ensemble_classifier(X, *, base_values=None, base_values_as_tensor=None, class_ids=None, class_nodeids=None,
-                             class_treeids=None, class_weights=None, class_weights_as_tensor=None,
-                             classlabels_int64s=None, classlabels_strings=None, nodes_falsenodeids=None,
-                             nodes_featureids=None, nodes_hitrates=None, nodes_hitrates_as_tensor=None,
-                             nodes_missing_value_tracks_true=None, nodes_modes=None, nodes_nodeids=None,
-                             nodes_treeids=None, nodes_truenodeids=None, nodes_values=None,
-                             nodes_values_as_tensor=None, post_transform="NONE"):
+def tree_ensemble_classifier(
+    X,
+    *,
+    base_values=None,
+    base_values_as_tensor=None,
+    class_ids=None,
+    class_nodeids=None,
+    class_treeids=None,
+    class_weights=None,
+    class_weights_as_tensor=None,
+    classlabels_int64s=None,
+    classlabels_strings=None,
+    nodes_falsenodeids=None,
+    nodes_featureids=None,
+    nodes_hitrates=None,
+    nodes_hitrates_as_tensor=None,
+    nodes_missing_value_tracks_true=None,
+    nodes_modes=None,
+    nodes_nodeids=None,
+    nodes_treeids=None,
+    nodes_truenodeids=None,
+    nodes_values=None,
+    nodes_values_as_tensor=None,
+    post_transform="NONE",
+):
     """Implements ONNX TreeEnsembleClassifier (ai.onnx.ml): the class weights of the leaves
     each row reaches, summed over the trees, plus ``base_values``; the post transform; the
     label of the best class.
@@ -480,9 +625,14 @@ def tree_ensemble_classifier(X, *, base_values=None, base_values_as_tensor=None,
     scores, has = _aggregate(values, present, "SUM", forest.trees)
     weighted = sorted(set(np.asarray(class_ids if class_ids is not None else [], np.int64).tolist()))
     if classes == 2 and len(weighted) == 1:
-        return _binary(labels, scores[:, weighted[0]], class_weights_as_tensor if class_weights_as_tensor is not None
-                       else class_weights, base_values_as_tensor if base_values_as_tensor is not None else base_values,
-                       post_transform, dtype)
+        return _binary(
+            labels,
+            scores[:, weighted[0]],
+            class_weights_as_tensor if class_weights_as_tensor is not None else class_weights,
+            base_values_as_tensor if base_values_as_tensor is not None else base_values,
+            post_transform,
+            dtype,
+        )
     base = _base(base_values, base_values_as_tensor, classes, dtype)
     if base is not None:
         scores, has = scores + base[None, :], jnp.ones_like(has)
@@ -500,12 +650,17 @@ def _binary(labels, score, weights, base, post_transform: str, dtype):
     elif len(base):
         raise OnnxValidationError(f"got {len(base)} `base_values` for a binary model; it takes 1 or 2.")
     if np.all(np.asarray(weights, np.float64) >= 0):
-        return labels_at(labels, (score > 0.5).astype(jnp.int32)), binary_scores(score, post_transform).astype(jnp.float32)
+        return labels_at(labels, (score > 0.5).astype(jnp.int32)), binary_scores(score, post_transform).astype(
+            jnp.float32
+        )
     # A margin: the pair is [-s, s], its logistic with LOGISTIC; onnxruntime leaves it as it
     # is for the softmaxes (and so does this), and PROBIT takes the probit of s first.
     if post_transform in ("LOGISTIC", "PROBIT"):
-        pair = transformed(jnp.stack([-score, score], axis=1), "LOGISTIC") if post_transform == "LOGISTIC" \
+        pair = (
+            transformed(jnp.stack([-score, score], axis=1), "LOGISTIC")
+            if post_transform == "LOGISTIC"
             else jnp.stack([-transformed(score, "PROBIT"), transformed(score, "PROBIT")], axis=1)
+        )
     else:
         pair = jnp.stack([-score, score], axis=1)
     return labels_at(labels, (score > 0).astype(jnp.int32)), pair.astype(jnp.float32)
@@ -515,10 +670,26 @@ _POST_TRANSFORM_CODES = dict(enumerate(POST_TRANSFORMS))
 
 
 @register("TreeEnsemble", 5, domain=ML, folds=False)
-def tree_ensemble(X, *, leaf_targetids, leaf_weights, nodes_falseleafs, nodes_falsenodeids, nodes_featureids,
-                  nodes_modes, nodes_splits, nodes_trueleafs, nodes_truenodeids, tree_roots, aggregate_function=1,
-                  membership_values=None, n_targets=None, nodes_hitrates=None,
-                  nodes_missing_value_tracks_true=None, post_transform=0):
+def tree_ensemble(
+    X,
+    *,
+    leaf_targetids,
+    leaf_weights,
+    nodes_falseleafs,
+    nodes_falsenodeids,
+    nodes_featureids,
+    nodes_modes,
+    nodes_splits,
+    nodes_trueleafs,
+    nodes_truenodeids,
+    tree_roots,
+    aggregate_function=1,
+    membership_values=None,
+    n_targets=None,
+    nodes_hitrates=None,
+    nodes_missing_value_tracks_true=None,
+    post_transform=0,
+):
     """Implements ONNX TreeEnsemble (ai.onnx.ml 5): the leaf weights each row reaches,
     aggregated over the trees per target, then the post transform.
 
@@ -563,10 +734,18 @@ def tree_ensemble(X, *, leaf_targetids, leaf_weights, nodes_falseleafs, nodes_fa
     if X.ndim != 2:
         raise OnnxValidationError(f"needs `X` of rank 2, got shape {tuple(X.shape)}.")
     forest = forest_of_tree_ensemble_5(
-        tree_roots=tree_roots, featureids=nodes_featureids, splits=nodes_splits, modes=nodes_modes,
-        truenodeids=nodes_truenodeids, falsenodeids=nodes_falsenodeids, trueleafs=nodes_trueleafs,
-        falseleafs=nodes_falseleafs, missing_tracks_true=nodes_missing_value_tracks_true,
-        membership_values=membership_values, leaf_targetids=leaf_targetids, leaf_weights=leaf_weights,
+        tree_roots=tree_roots,
+        featureids=nodes_featureids,
+        splits=nodes_splits,
+        modes=nodes_modes,
+        truenodeids=nodes_truenodeids,
+        falsenodeids=nodes_falsenodeids,
+        trueleafs=nodes_trueleafs,
+        falseleafs=nodes_falseleafs,
+        missing_tracks_true=nodes_missing_value_tracks_true,
+        membership_values=membership_values,
+        leaf_targetids=leaf_targetids,
+        leaf_weights=leaf_weights,
         targets=n_targets,
     )
     rows = _features(X)

@@ -12,7 +12,15 @@ from jaxonnx.ops._helpers.window import around_spatial, onnx_shape, output_geome
 
 @register("AveragePool", 1, 7, 10, 11, 19, 22, folds=False, channels_last=True)
 def average_pool(
-    X, *, auto_pad="NOTSET", ceil_mode=0, count_include_pad=0, dilations=None, kernel_shape=None, pads=None, strides=None,
+    X,
+    *,
+    auto_pad="NOTSET",
+    ceil_mode=0,
+    count_include_pad=0,
+    dilations=None,
+    kernel_shape=None,
+    pads=None,
+    strides=None,
     channels_last=False,
 ):
     """Implements ONNX AveragePool: the mean of each window of ``X``.
@@ -36,13 +44,20 @@ def average_pool(
         Array([[[1. , 1.5, 2.5]]], dtype=float32)
     """
     shape = onnx_shape(X.shape, channels_last)
-    kernel, strides, dilations, padding, auto_pad = window_attributes(shape, kernel_shape, strides, dilations, pads, auto_pad)
+    kernel, strides, dilations, padding, auto_pad = window_attributes(
+        shape, kernel_shape, strides, dilations, pads, auto_pad
+    )
     _, padding, extras = output_geometry(shape[2:], kernel, strides, dilations, padding, auto_pad, bool(ceil_mode))
-    window = (around_spatial(kernel, 1, channels_last), around_spatial(strides, 1, channels_last),
-              around_spatial(dilations, 1, channels_last))
+    window = (
+        around_spatial(kernel, 1, channels_last),
+        around_spatial(strides, 1, channels_last),
+        around_spatial(dilations, 1, channels_last),
+    )
     # Half-precision sums accumulate in float32.
     work = jnp.float32 if X.dtype.itemsize < 4 else X.dtype
-    full_padding = around_spatial([(low, high + extra) for (low, high), extra in zip(padding, extras)], (0, 0), channels_last)
+    full_padding = around_spatial(
+        [(low, high + extra) for (low, high), extra in zip(padding, extras)], (0, 0), channels_last
+    )
     # On CPU a sum of strided slices (ops/_helpers/pool_cpu.py), 2-2.6x faster than reduce_window
     # there for a 3x3 window.
     sums = pool_cpu.window_sum(X.astype(work), *window, full_padding)
@@ -52,7 +67,10 @@ def average_pool(
     if count_include_pad:
         counted = np.pad(counted, around_spatial(padding, (0, 0), channels_last), constant_values=1)
     extra_padding = around_spatial(
-        [(0, extra) if count_include_pad else (low, high + extra) for (low, high), extra in zip(padding, extras)], (0, 0), channels_last)
+        [(0, extra) if count_include_pad else (low, high + extra) for (low, high), extra in zip(padding, extras)],
+        (0, 0),
+        channels_last,
+    )
     counts = pool_cpu.numpy_window_sum(counted, *window, extra_padding)
     return (sums / counts).astype(X.dtype)
 

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
-from jaxonnx._errors import OnnxValidationError
 from jaxonnx._core.registry import register
+from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.normalization import compute_type, inverse_std, moments
 
 
 @register("BatchNormalization", 14, 15, folds=False, channels_last=True)
-def batch_normalization(X, scale, B, input_mean, input_var, *, epsilon=1e-5, momentum=0.9, training_mode=0,
-                        channels_last=False):
+def batch_normalization(
+    X, scale, B, input_mean, input_var, *, epsilon=1e-5, momentum=0.9, training_mode=0, channels_last=False
+):
     """Implements ONNX BatchNormalization: ``X`` normalized per channel (axis 1).
 
     In inference (``training_mode=0``) ``Y = scale * (X - input_mean) / sqrt(input_var +
@@ -41,8 +42,15 @@ def batch_normalization(X, scale, B, input_mean, input_var, *, epsilon=1e-5, mom
     """
     if X.ndim < 2:
         raise OnnxValidationError(f"needs `X` of rank >= 2 (N, C, ...), got shape {tuple(X.shape)}.")
-    params = _checked(X, (X.shape[-1 if channels_last else 1],), scale=scale, B=B, input_mean=input_mean,
-                      input_var=input_var, channels_last=channels_last)
+    params = _checked(
+        X,
+        (X.shape[-1 if channels_last else 1],),
+        scale=scale,
+        B=B,
+        input_mean=input_mean,
+        input_var=input_var,
+        channels_last=channels_last,
+    )
     if not training_mode:
         return _normalized(X, *params, epsilon)
     work = compute_type(X.dtype)

@@ -23,8 +23,19 @@ from jaxonnx.ops._helpers.window import (
 
 
 @register("Conv", 1, 11, 22, folds=False, channels_last=True)
-def conv(X, W, B=None, *, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=None, pads=None, strides=None,
-         channels_last=False):
+def conv(
+    X,
+    W,
+    B=None,
+    *,
+    auto_pad="NOTSET",
+    dilations=None,
+    group=1,
+    kernel_shape=None,
+    pads=None,
+    strides=None,
+    channels_last=False,
+):
     """Implements ONNX Conv: the N-D cross-correlation of ``X`` with ``W``, plus ``B``.
 
     Args:
@@ -54,7 +65,9 @@ def conv(X, W, B=None, *, auto_pad="NOTSET", dilations=None, group=1, kernel_sha
                [13., 15.,  8.]], dtype=float32)
     """
     shape = onnx_shape(X.shape, channels_last)
-    _, strides, dilations, padding, auto_pad = window_attributes(shape, kernel_shape, strides, dilations, pads, auto_pad)
+    _, strides, dilations, padding, auto_pad = window_attributes(
+        shape, kernel_shape, strides, dilations, pads, auto_pad
+    )
     check_weights(jax.ShapeDtypeStruct(shape, X.dtype), W, B, group, kernel_shape)
     _, padding, _ = output_geometry(shape[2:], W.shape[2:], strides, dilations, padding, auto_pad)
     # lax's default layout is ONNX's: (N, C, spatial...) and (O, I, spatial...). On CPU the
@@ -74,24 +87,45 @@ _WINDOW = [
 ]
 _CONV_TYPES = [("T", ["tensor(float16)", "tensor(float)", "tensor(double)"])]
 _FUSED_CONV_SCHEMA = contrib_schema(
-    "FusedConv", "Y = activation(Conv(X, W, B) + Z).",
-    inputs=[("X", "T"), ("W", "T"), ("B", "T", "optional"), ("Z", "T", "optional")], outputs=[("Y", "T")],
+    "FusedConv",
+    "Y = activation(Conv(X, W, B) + Z).",
+    inputs=[("X", "T"), ("W", "T"), ("B", "T", "optional"), ("Z", "T", "optional")],
+    outputs=[("Y", "T")],
     type_constraints=_CONV_TYPES,
-    attributes=[*_WINDOW,
-                attribute_without_default("activation", onnx.defs.OpSchema.AttrType.STRING, "The activation's op type."),
-                attribute_without_default("activation_params", onnx.defs.OpSchema.AttrType.FLOATS,
-                                          "The activation's parameters.")],
+    attributes=[
+        *_WINDOW,
+        attribute_without_default("activation", onnx.defs.OpSchema.AttrType.STRING, "The activation's op type."),
+        attribute_without_default(
+            "activation_params", onnx.defs.OpSchema.AttrType.FLOATS, "The activation's parameters."
+        ),
+    ],
 )
 _NHWC_CONV_SCHEMA = contrib_schema(
-    "NhwcConv", "Conv with X, W and Y channels-last.",
-    inputs=[("X", "T"), ("W", "T"), ("B", "T", "optional")], outputs=[("Y", "T")],
-    type_constraints=_CONV_TYPES, attributes=_WINDOW,
+    "NhwcConv",
+    "Conv with X, W and Y channels-last.",
+    inputs=[("X", "T"), ("W", "T"), ("B", "T", "optional")],
+    outputs=[("Y", "T")],
+    type_constraints=_CONV_TYPES,
+    attributes=_WINDOW,
 )
 
 
 @register("FusedConv", 1, domain="com.microsoft", schema=_FUSED_CONV_SCHEMA, folds=False)
-def fused_conv(X, W, B=None, Z=None, *, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=None, pads=None,
-               strides=None, activation=None, activation_params=None):
+def fused_conv(
+    X,
+    W,
+    B=None,
+    Z=None,
+    *,
+    auto_pad="NOTSET",
+    dilations=None,
+    group=1,
+    kernel_shape=None,
+    pads=None,
+    strides=None,
+    activation=None,
+    activation_params=None,
+):
     """Implements com.microsoft FusedConv: ``activation(Conv(X, W, B) + Z)``.
 
     The convolution is Conv's (its CPU formulations included). ``Z`` (the residual sum
@@ -115,8 +149,17 @@ def fused_conv(X, W, B=None, Z=None, *, auto_pad="NOTSET", dilations=None, group
         Array([[[[-1. , -1. ],
                  [ 0. ,  0.5]]]], dtype=float32)
     """
-    y = conv(X, W, B, auto_pad=auto_pad, dilations=dilations, group=group, kernel_shape=kernel_shape, pads=pads,
-             strides=strides)
+    y = conv(
+        X,
+        W,
+        B,
+        auto_pad=auto_pad,
+        dilations=dilations,
+        group=group,
+        kernel_shape=kernel_shape,
+        pads=pads,
+        strides=strides,
+    )
     if Z is not None:
         if tuple(Z.shape) != tuple(y.shape):
             raise OnnxValidationError(f"needs `Z` of the output's shape {tuple(y.shape)}, got {tuple(Z.shape)}.")
@@ -125,8 +168,7 @@ def fused_conv(X, W, B=None, Z=None, *, auto_pad="NOTSET", dilations=None, group
 
 
 @register("NhwcConv", 1, domain="com.microsoft", schema=_NHWC_CONV_SCHEMA, folds=False)
-def nhwc_conv(X, W, B=None, *, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=None, pads=None,
-              strides=None):
+def nhwc_conv(X, W, B=None, *, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=None, pads=None, strides=None):
     """Implements com.microsoft NhwcConv: Conv with ``X``, ``W`` and ``Y`` channels-last.
 
     ``X`` is ``(N, D1, ..., Dn, C)`` and ``W`` ``(M, k1, ..., kn, C / group)``, the layout
@@ -151,8 +193,18 @@ def nhwc_conv(X, W, B=None, *, auto_pad="NOTSET", dilations=None, group=1, kerne
     if W.ndim < 3:
         raise OnnxValidationError(f"needs `W` of shape (M, k1, ..., kn, C / group), got {tuple(W.shape)}.")
     onnx_weights = jnp.moveaxis(jnp.asarray(W), -1, 1)
-    return conv(X, onnx_weights, B, auto_pad=auto_pad, dilations=dilations, group=group, kernel_shape=kernel_shape,
-                pads=pads, strides=strides, channels_last=True)
+    return conv(
+        X,
+        onnx_weights,
+        B,
+        auto_pad=auto_pad,
+        dilations=dilations,
+        group=group,
+        kernel_shape=kernel_shape,
+        pads=pads,
+        strides=strides,
+        channels_last=True,
+    )
 
 
 __all__ = ["conv", "fused_conv", "nhwc_conv"]

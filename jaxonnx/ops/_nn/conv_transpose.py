@@ -5,15 +5,25 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from jaxonnx._errors import OnnxValidationError
 from jaxonnx._core.registry import register
+from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.window import add_channel_bias, check_weights, window_attributes
 
 
 @register("ConvTranspose", 1, 11, 22, folds=False)
 def conv_transpose(
-    X, W, B=None, *, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=None,
-    output_padding=None, output_shape=None, pads=None, strides=None,
+    X,
+    W,
+    B=None,
+    *,
+    auto_pad="NOTSET",
+    dilations=None,
+    group=1,
+    kernel_shape=None,
+    output_padding=None,
+    output_shape=None,
+    pads=None,
+    strides=None,
 ):
     """Implements ONNX ConvTranspose: the gradient of Conv with respect to its input, plus ``B``.
 
@@ -39,7 +49,9 @@ def conv_transpose(
         >>> jaxonnx.ops.conv_transpose(x, jnp.array([[[1.0, 10.0]]]), strides=[2])
         Array([[[ 1., 10.,  2., 20.,  3., 30.]]], dtype=float32)
     """
-    _, strides, dilations, padding, auto_pad = window_attributes(X.shape, kernel_shape, strides, dilations, pads, auto_pad)
+    _, strides, dilations, padding, auto_pad = window_attributes(
+        X.shape, kernel_shape, strides, dilations, pads, auto_pad
+    )
     out_channels = check_weights(X, W, B, group, kernel_shape, transposed=True)
     spatial = X.ndim - 2
     output_padding = (0,) * spatial if output_padding is None else tuple(int(p) for p in output_padding)
@@ -65,7 +77,9 @@ def conv_transpose(
     kernel = W.reshape((group, W.shape[0] // group, W.shape[1]) + W.shape[2:])
     kernel = jnp.swapaxes(kernel, 1, 2).reshape((out_channels, W.shape[0] // group) + W.shape[2:])
     kernel = jnp.flip(kernel, axis=tuple(range(2, X.ndim)))
-    conv_padding = [(span - 1 - low, span - 1 - high + p) for span, (low, high), p in zip(spans, padding, output_padding)]
+    conv_padding = [
+        (span - 1 - low, span - 1 - high + p) for span, (low, high), p in zip(spans, padding, output_padding)
+    ]
     y = jax.lax.conv_general_dilated(
         X, kernel, (1,) * spatial, conv_padding, lhs_dilation=strides, rhs_dilation=dilations, feature_group_count=group
     )

@@ -6,8 +6,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxonnx._errors import OnnxValidationError
 from jaxonnx._core.registry import register
+from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.common import is_traced, namespace
 from jaxonnx.ops._helpers.random import draw_key
 

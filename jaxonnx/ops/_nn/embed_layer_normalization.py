@@ -18,26 +18,52 @@ _EPSILON = attribute("epsilon", 1e-12, "Added to the variance.")
 _SCHEMA = contrib_schema(
     "EmbedLayerNormalization",
     "The layer norm of word_embedding[input_ids] + position_embedding[position_ids] + segment_embedding[segment_ids].",
-    inputs=[("input_ids", "T1"), ("segment_ids", "T1", "optional"), ("word_embedding", "T"),
-            ("position_embedding", "T"), ("segment_embedding", "T", "optional"), ("gamma", "T"), ("beta", "T"),
-            ("mask", "T1", "optional"), ("position_ids", "T1", "optional")],
+    inputs=[
+        ("input_ids", "T1"),
+        ("segment_ids", "T1", "optional"),
+        ("word_embedding", "T"),
+        ("position_embedding", "T"),
+        ("segment_embedding", "T", "optional"),
+        ("gamma", "T"),
+        ("beta", "T"),
+        ("mask", "T1", "optional"),
+        ("position_ids", "T1", "optional"),
+    ],
     outputs=[("output", "T"), ("mask_index", "T1", "optional"), ("embedding_sum", "T", "optional")],
     type_constraints=[("T1", ["tensor(int32)"]), ("T", ["tensor(float)", "tensor(float16)"])],
-    attributes=[_EPSILON, attribute_without_default(
-        "mask_index_type", onnx.defs.OpSchema.AttrType.INT,
-        "For shape inference only (0: no mask_index, 1: a 1-D mask_index).")],
+    attributes=[
+        _EPSILON,
+        attribute_without_default(
+            "mask_index_type",
+            onnx.defs.OpSchema.AttrType.INT,
+            "For shape inference only (0: no mask_index, 1: a 1-D mask_index).",
+        ),
+    ],
 )
 _SEGMENT = "Part of the all-or-none segment input group."
 _Q_SCHEMA = contrib_schema(
     "QEmbedLayerNormalization",
     "EmbedLayerNormalization of int8 / uint8 tables, gamma and beta, each dequantized with its scale and zero point.",
-    inputs=[("input_ids", "T1"), ("segment_ids", "T1", "optional"), ("word_embedding_quant", "T2"),
-            ("position_embedding_quant", "T2"), ("segment_embedding", "T2", "optional"), ("gamma_quant", "T2"),
-            ("beta_quant", "T2"), ("mask", "T1", "optional"), ("word_embedding_scale", "T"),
-            ("position_embedding_scale", "T"), ("segment_embedding_scale", "T", "optional"), ("gamma_scale", "T"),
-            ("beta_scale", "T"), ("word_embedding_zero_point", "T2"), ("position_embedding_zero_point", "T2"),
-            ("segment_embedding_zero_point", "T2", "optional"), ("gamma_zero_point", "T2"),
-            ("beta_zero_point", "T2")],
+    inputs=[
+        ("input_ids", "T1"),
+        ("segment_ids", "T1", "optional"),
+        ("word_embedding_quant", "T2"),
+        ("position_embedding_quant", "T2"),
+        ("segment_embedding", "T2", "optional"),
+        ("gamma_quant", "T2"),
+        ("beta_quant", "T2"),
+        ("mask", "T1", "optional"),
+        ("word_embedding_scale", "T"),
+        ("position_embedding_scale", "T"),
+        ("segment_embedding_scale", "T", "optional"),
+        ("gamma_scale", "T"),
+        ("beta_scale", "T"),
+        ("word_embedding_zero_point", "T2"),
+        ("position_embedding_zero_point", "T2"),
+        ("segment_embedding_zero_point", "T2", "optional"),
+        ("gamma_zero_point", "T2"),
+        ("beta_zero_point", "T2"),
+    ],
     outputs=[("layernorm_out", "T"), ("mask_index_out", "T1")],
     type_constraints=[("T1", ["tensor(int32)"]), ("T2", ["tensor(int8)", "tensor(uint8)"]), ("T", ["tensor(float)"])],
     attributes=[_EPSILON],
@@ -46,8 +72,19 @@ _Q_SCHEMA = contrib_schema(
 
 @register("EmbedLayerNormalization", 1, domain="com.microsoft", schema=_SCHEMA, folds=False, checks=True)
 def embed_layer_normalization(
-    input_ids, segment_ids, word_embedding, position_embedding, segment_embedding=None, gamma=None, beta=None,
-    mask=None, position_ids=None, *, epsilon=1e-12, mask_index_type=None, checks=None,
+    input_ids,
+    segment_ids,
+    word_embedding,
+    position_embedding,
+    segment_embedding=None,
+    gamma=None,
+    beta=None,
+    mask=None,
+    position_ids=None,
+    *,
+    epsilon=1e-12,
+    mask_index_type=None,
+    checks=None,
 ):
     """Implements com.microsoft EmbedLayerNormalization: BERT's embeddings, summed and layer-normed.
 
@@ -95,8 +132,11 @@ def embed_layer_normalization(
         raise OnnxValidationError("needs `segment_ids` and `segment_embedding` both or neither.")
     batch, sequence = input_ids.shape
     hidden = word_embedding.shape[-1]
-    tables = {"word_embedding": word_embedding, "position_embedding": position_embedding,
-              "segment_embedding": segment_embedding}
+    tables = {
+        "word_embedding": word_embedding,
+        "position_embedding": position_embedding,
+        "segment_embedding": segment_embedding,
+    }
     for name, table in tables.items():
         if table is not None and (table.ndim != 2 or table.shape[1] != hidden):
             raise OnnxValidationError(f"needs `{name}` of shape (rows, {hidden}), got {tuple(table.shape)}.")
@@ -105,7 +145,9 @@ def embed_layer_normalization(
             raise OnnxValidationError(f"needs `{name}` of shape ({hidden},), got {tuple(value.shape)}.")
     for value, name in ((segment_ids, "segment_ids"), (mask, "mask")):
         if value is not None and tuple(value.shape) != (batch, sequence):
-            raise OnnxValidationError(f"needs `{name}` of the shape of `input_ids` {(batch, sequence)}, got {tuple(value.shape)}.")
+            raise OnnxValidationError(
+                f"needs `{name}` of the shape of `input_ids` {(batch, sequence)}, got {tuple(value.shape)}."
+            )
     if position_ids is None:
         position_ids = np.arange(sequence, dtype=np.int32)[None]
     elif position_ids.ndim != 2 or position_ids.shape[0] not in (1, batch) or position_ids.shape[1] != sequence:
@@ -144,10 +186,27 @@ def _rows(table, ids, ids_name: str, table_name: str, checks=None):
 
 @register("QEmbedLayerNormalization", 1, domain="com.microsoft", schema=_Q_SCHEMA, folds=False, checks=True)
 def qembed_layer_normalization(
-    input_ids, segment_ids, word_embedding_quant, position_embedding_quant, segment_embedding, gamma_quant,
-    beta_quant, mask, word_embedding_scale, position_embedding_scale, segment_embedding_scale, gamma_scale,
-    beta_scale, word_embedding_zero_point, position_embedding_zero_point, segment_embedding_zero_point=None,
-    gamma_zero_point=None, beta_zero_point=None, *, epsilon=1e-12, checks=None,
+    input_ids,
+    segment_ids,
+    word_embedding_quant,
+    position_embedding_quant,
+    segment_embedding,
+    gamma_quant,
+    beta_quant,
+    mask,
+    word_embedding_scale,
+    position_embedding_scale,
+    segment_embedding_scale,
+    gamma_scale,
+    beta_scale,
+    word_embedding_zero_point,
+    position_embedding_zero_point,
+    segment_embedding_zero_point=None,
+    gamma_zero_point=None,
+    beta_zero_point=None,
+    *,
+    epsilon=1e-12,
+    checks=None,
 ):
     """Implements com.microsoft QEmbedLayerNormalization: EmbedLayerNormalization of quantized tables.
 
@@ -189,21 +248,29 @@ def qembed_layer_normalization(
     def real(codes, scale, zero, name):
         for value, what in ((scale, "scale"), (zero, "zero_point")):
             if value.size != 1:
-                raise OnnxValidationError(f"needs a scalar `{name}_{what}` (per-tensor), got shape {tuple(value.shape)}.")
+                raise OnnxValidationError(
+                    f"needs a scalar `{name}_{what}` (per-tensor), got shape {tuple(value.shape)}."
+                )
         xp = namespace(codes, scale, zero)
         difference = codes.astype(np.float32) - xp.asarray(zero).reshape(()).astype(np.float32)
         return difference * xp.asarray(scale).reshape(()).astype(np.float32)
 
-    segment_table = None if segment_embedding is None else real(
-        segment_embedding, segment_embedding_scale, segment_embedding_zero_point, "segment_embedding")
+    segment_table = (
+        None
+        if segment_embedding is None
+        else real(segment_embedding, segment_embedding_scale, segment_embedding_zero_point, "segment_embedding")
+    )
     output, mask_index, _ = embed_layer_normalization(
-        input_ids, segment_ids,
+        input_ids,
+        segment_ids,
         real(word_embedding_quant, word_embedding_scale, word_embedding_zero_point, "word_embedding"),
         real(position_embedding_quant, position_embedding_scale, position_embedding_zero_point, "position_embedding"),
         segment_table,
         real(gamma_quant, gamma_scale, gamma_zero_point, "gamma"),
         real(beta_quant, beta_scale, beta_zero_point, "beta"),
-        mask, epsilon=epsilon, checks=checks,
+        mask,
+        epsilon=epsilon,
+        checks=checks,
     )
     return output, mask_index
 

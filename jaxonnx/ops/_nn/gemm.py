@@ -7,8 +7,8 @@ import jax.numpy as jnp
 import numpy as np
 import onnx.defs
 
-from jaxonnx._errors import OnnxValidationError
 from jaxonnx._core.registry import register
+from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.common import namespace
 from jaxonnx.ops._helpers.fused_activation import gemm_activation
 from jaxonnx.ops._helpers.schemas import attribute, attribute_without_default, contrib_schema
@@ -81,8 +81,10 @@ def _gemm_1(A, B, C, *, alpha=1.0, beta=1.0, transA=0, transB=0, broadcast=0):
 
 _FLOAT = onnx.defs.OpSchema.AttrType.FLOAT
 _FUSED_GEMM_SCHEMA = contrib_schema(
-    "FusedGemm", "Y = activation(alpha * A' @ B' + beta * C).",
-    inputs=[("A", "T"), ("B", "T"), ("C", "T", "optional")], outputs=[("Y", "T")],
+    "FusedGemm",
+    "Y = activation(alpha * A' @ B' + beta * C).",
+    inputs=[("A", "T"), ("B", "T"), ("C", "T", "optional")],
+    outputs=[("Y", "T")],
     # onnxruntime's schema lists the integer types of Gemm too, but its activations (and
     # its only kernel, float32) take float data: so do these.
     type_constraints=[("T", ["tensor(float16)", "tensor(float)", "tensor(double)"])],
@@ -100,8 +102,20 @@ _FUSED_GEMM_SCHEMA = contrib_schema(
 
 
 @register("FusedGemm", 1, domain="com.microsoft", schema=_FUSED_GEMM_SCHEMA, folds=False)
-def fused_gemm(A, B, C=None, *, alpha=1.0, beta=1.0, transA=0, transB=0, activation=None, activation_alpha=None,
-               activation_beta=None, activation_gamma=None):
+def fused_gemm(
+    A,
+    B,
+    C=None,
+    *,
+    alpha=1.0,
+    beta=1.0,
+    transA=0,
+    transB=0,
+    activation=None,
+    activation_alpha=None,
+    activation_beta=None,
+    activation_gamma=None,
+):
     """Implements com.microsoft FusedGemm: Gemm followed by an activation.
 
     ``Y = activation(alpha * A' @ B' + beta * C)``, the Gemm as ONNX's. The activation is one

@@ -30,7 +30,9 @@ def global_max_pool(X, *, channels_last=False):
         raise OnnxValidationError(f"needs `X` of rank >= 3 (N, C, spatial...), got shape {tuple(X.shape)}.")
     spatial = tuple(range(1, X.ndim - 1)) if channels_last else tuple(range(2, X.ndim))
     if 0 in [X.shape[a] for a in spatial]:
-        raise OnnxValidationError(f"needs a non-empty spatial extent in `X`, got shape {tuple(X.shape)}; an empty window has no maximum.")
+        raise OnnxValidationError(
+            f"needs a non-empty spatial extent in `X`, got shape {tuple(X.shape)}; an empty window has no maximum."
+        )
     return jnp.max(X, axis=spatial, keepdims=True)
 
 

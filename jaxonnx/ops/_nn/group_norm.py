@@ -111,7 +111,9 @@ def _group_norm(X, gamma, beta, skip, bias, epsilon, groups, activation, channel
     channel_axis = X.ndim - 1 if channels_last else 1
     channels = X.shape[channel_axis]
     if groups is None or groups <= 0 or channels % groups:
-        raise OnnxValidationError(f"got `groups`={groups}; it must divide the {channels} channels of `X` {tuple(X.shape)}.")
+        raise OnnxValidationError(
+            f"got `groups`={groups}; it must divide the {channels} channels of `X` {tuple(X.shape)}."
+        )
     for value, name in ((gamma, "gamma"), (beta, "beta"), (bias, "bias")):
         if value is not None and tuple(value.shape) != (channels,):
             raise OnnxValidationError(f"needs `{name}` of shape ({channels},), got {tuple(value.shape)}.")
@@ -122,7 +124,7 @@ def _group_norm(X, gamma, beta, skip, bias, epsilon, groups, activation, channel
         if bias is not None:
             total = total + _per_channel(bias, X.ndim, channel_axis).astype(work)
     # (N, ..., groups, C / groups, ...): each sample's group normalized over its channels and positions.
-    grouped_shape = X.shape[:channel_axis] + (groups, channels // groups) + X.shape[channel_axis + 1:]
+    grouped_shape = X.shape[:channel_axis] + (groups, channels // groups) + X.shape[channel_axis + 1 :]
     grouped = total.reshape(grouped_shape)
     axes = tuple(d for d in range(1, grouped.ndim) if d != channel_axis)
     normalized, _, _ = contrib_normalize(grouped, axes, epsilon, simplified=False)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from jaxonnx._errors import OnnxValidationError
 from jaxonnx._core.registry import register
+from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.normalization import compute_type, inverse_std, moments
 
 
@@ -44,7 +44,9 @@ def _group_normalization(X, scale, bias, epsilon, num_groups, stash_type, *, per
         raise OnnxValidationError(f"needs `X` of rank >= 2 (N, C, ...), got shape {tuple(X.shape)}.")
     channels = X.shape[1]
     if num_groups < 1 or channels % num_groups:
-        raise OnnxValidationError(f"got `num_groups`={num_groups}, which does not divide the {channels} channels of `X`.")
+        raise OnnxValidationError(
+            f"got `num_groups`={num_groups}, which does not divide the {channels} channels of `X`."
+        )
     size = num_groups if per_group else channels
     for name, value in (("scale", scale), ("bias", bias)):
         if tuple(value.shape) != (size,):

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from jaxonnx._errors import OnnxValidationError
 from jaxonnx._core.registry import register
+from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.normalization import compute_type, inverse_std, moments
 
 
@@ -31,7 +31,9 @@ def instance_normalization(input, scale, B, *, epsilon=1e-5, consumed_inputs=Non
     channels = input.shape[1]
     for name, value in (("scale", scale), ("B", B)):
         if tuple(value.shape) != (channels,):
-            raise OnnxValidationError(f"needs `{name}` of shape ({channels},), one per channel, got {tuple(value.shape)}.")
+            raise OnnxValidationError(
+                f"needs `{name}` of shape ({channels},), one per channel, got {tuple(value.shape)}."
+            )
     work = compute_type(input.dtype)
     _, centered, variance = moments(input.astype(work), tuple(range(2, input.ndim)))
     per_channel = (1, channels) + (1,) * (input.ndim - 2)

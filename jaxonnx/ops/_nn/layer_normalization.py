@@ -7,8 +7,8 @@ import numpy as np
 
 from jaxonnx._core.dtypes import jax_dtype
 from jaxonnx._core.registry import register
-from jaxonnx.ops._helpers.common import normalize_axis
 from jaxonnx._errors import OnnxValidationError
+from jaxonnx.ops._helpers.common import normalize_axis
 from jaxonnx.ops._helpers.normalization import (
     broadcast_to_rank,
     compute_type,

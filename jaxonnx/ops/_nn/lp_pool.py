@@ -37,7 +37,9 @@ def lp_pool(X, *, auto_pad="NOTSET", ceil_mode=0, dilations=None, kernel_shape=N
         raise OnnxValidationError("needs `kernel_shape` (the window size per spatial axis), got none.")
     if not p > 0:
         raise OnnxValidationError(f"needs a positive `p`, got {p}.")
-    kernel, strides, dilations, padding, auto_pad = window_attributes(X.shape, kernel_shape, strides, dilations, pads, auto_pad)
+    kernel, strides, dilations, padding, auto_pad = window_attributes(
+        X.shape, kernel_shape, strides, dilations, pads, auto_pad
+    )
     _, padding, extras = output_geometry(X.shape[2:], kernel, strides, dilations, padding, auto_pad, bool(ceil_mode))
     # Half-precision sums accumulate in float32.
     work = jnp.float32 if X.dtype.itemsize < 4 else X.dtype

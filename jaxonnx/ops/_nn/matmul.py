@@ -40,8 +40,10 @@ def matmul(A, B):
 
 
 _FUSED_MATMUL_SCHEMA = contrib_schema(
-    "FusedMatMul", "Y = alpha * A' @ B', each operand transposed as transA / transBatchA (transB / transBatchB) say.",
-    inputs=[("A", "T"), ("B", "T")], outputs=[("Y", "T")],
+    "FusedMatMul",
+    "Y = alpha * A' @ B', each operand transposed as transA / transBatchA (transB / transBatchB) say.",
+    inputs=[("A", "T"), ("B", "T")],
+    outputs=[("Y", "T")],
     type_constraints=[("T", ["tensor(float16)", "tensor(float)", "tensor(double)", "tensor(bfloat16)"])],
     attributes=[
         attribute("alpha", 1.0, "The factor of the product."),

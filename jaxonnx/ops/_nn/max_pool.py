@@ -12,8 +12,18 @@ from jaxonnx.ops._helpers.window import around_spatial, onnx_shape, output_geome
 
 
 @register("MaxPool", 8, 10, 11, 12, 22, folds=False, channels_last=True)
-def max_pool(X, *, auto_pad="NOTSET", ceil_mode=0, dilations=None, kernel_shape=None, pads=None, storage_order=0, strides=None,
-             channels_last=False):
+def max_pool(
+    X,
+    *,
+    auto_pad="NOTSET",
+    ceil_mode=0,
+    dilations=None,
+    kernel_shape=None,
+    pads=None,
+    storage_order=0,
+    strides=None,
+    channels_last=False,
+):
     """Implements ONNX MaxPool: the maximum of each window of ``X``, and where it is.
 
     Padding never wins (it is below every value). ``ceil_mode`` rounds the output size
@@ -39,7 +49,9 @@ def max_pool(X, *, auto_pad="NOTSET", ceil_mode=0, dilations=None, kernel_shape=
         (Array([[[3., 4., 5.]]], dtype=float32), Array([[[0, 2, 4]]], dtype=int32))
     """
     shape = onnx_shape(X.shape, channels_last)
-    kernel, strides, dilations, padding, auto_pad = window_attributes(shape, kernel_shape, strides, dilations, pads, auto_pad)
+    kernel, strides, dilations, padding, auto_pad = window_attributes(
+        shape, kernel_shape, strides, dilations, pads, auto_pad
+    )
     _, padding, extras = output_geometry(shape[2:], kernel, strides, dilations, padding, auto_pad, bool(ceil_mode))
     lowest = -np.inf if jnp.issubdtype(X.dtype, jnp.floating) else jnp.iinfo(X.dtype).min
     lowest = np.asarray(lowest).astype(X.dtype)
@@ -47,11 +59,22 @@ def max_pool(X, *, auto_pad="NOTSET", ceil_mode=0, dilations=None, kernel_shape=
         # On CPU the maximum of strided slices (ops/_helpers/pool_cpu.py), 2x faster than
         # reduce_window there; the same values and gradients.
         padding = [(low, high + extra) for (low, high), extra in zip(padding, extras)]
-        window = around_spatial(kernel, 1, True), around_spatial(strides, 1, True), around_spatial(padding, (0, 0), True)
+        window = (
+            around_spatial(kernel, 1, True),
+            around_spatial(strides, 1, True),
+            around_spatial(padding, (0, 0), True),
+        )
         return pool_cpu.max_pool(X, *window, lowest), None
     if channels_last:  # a dilated window: the gather of the maxima below, in ONNX's layout
-        Y, _ = max_pool(jnp.moveaxis(X, -1, 1), auto_pad=auto_pad, ceil_mode=ceil_mode, dilations=dilations,
-                        kernel_shape=kernel_shape, pads=pads, strides=strides)
+        Y, _ = max_pool(
+            jnp.moveaxis(X, -1, 1),
+            auto_pad=auto_pad,
+            ceil_mode=ceil_mode,
+            dilations=dilations,
+            kernel_shape=kernel_shape,
+            pads=pads,
+            strides=strides,
+        )
         return jnp.moveaxis(Y, 1, -1), None
     window = dict(
         window_dimensions=(1, 1) + kernel,
@@ -72,7 +95,9 @@ def _first_max_positions(X, lowest, window):
     spatial_shape = X.shape[2:]
     size = int(np.prod(spatial_shape))
     index_type = jax.dtypes.canonicalize_dtype(np.int64)
-    position = jax.lax.broadcasted_iota(index_type, X.shape, 0) * X.shape[1] + jax.lax.broadcasted_iota(index_type, X.shape, 1)
+    position = jax.lax.broadcasted_iota(index_type, X.shape, 0) * X.shape[1] + jax.lax.broadcasted_iota(
+        index_type, X.shape, 1
+    )
     spatial = jnp.arange(size, dtype=index_type).reshape((1, 1) + spatial_shape)
     position = position * size + spatial  # the row-major flat index, which decides ties
 

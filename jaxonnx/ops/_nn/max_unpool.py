@@ -12,7 +12,7 @@ from jaxonnx.ops._helpers.window import window_attributes
 
 
 @register("MaxUnpool", 9, 11, 22, static=("output_shape",), concrete=("I",), folds=False, checks=True)
-def max_unpool(X, I, output_shape=None, *, kernel_shape=None, pads=None, strides=None, checks=None):
+def max_unpool(X, I, output_shape=None, *, kernel_shape=None, pads=None, strides=None, checks=None):  # noqa: E741 (ONNX's input names)
     """Implements ONNX MaxUnpool: puts each value of ``X`` at its flat index ``I`` in zeros.
 
     The output has shape ``(N, C, (D - 1) * stride - pad_begin - pad_end + kernel, ...)``,
@@ -57,10 +57,14 @@ def max_unpool(X, I, output_shape=None, *, kernel_shape=None, pads=None, strides
                 f"non-negative dims starting with {list(X.shape[:2])}."
             )
     if min(inferred) < 0:
-        raise OnnxValidationError(f"got a negative output shape {list(inferred)} from `X` of shape {tuple(X.shape)} and the pooling attributes.")
+        raise OnnxValidationError(
+            f"got a negative output shape {list(inferred)} from `X` of shape {tuple(X.shape)} and the pooling attributes."
+        )
     total = int(np.prod(shape))
-    message = (f"got `I` with indices in [{{low}}, {{high}}] for an output of shape {list(shape)} ({total} elements); "
-               f"every index must be in [0, {total - 1}].")
+    message = (
+        f"got `I` with indices in [{{low}}, {{high}}] for an output of shape {list(shape)} ({total} elements); "
+        f"every index must be in [0, {total - 1}]."
+    )
     if not is_traced(I):
         indices = np.asarray(I)
         if indices.size and (indices.min() < 0 or indices.max() >= total):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from jaxonnx._errors import OnnxValidationError
 from jaxonnx._core.registry import register
+from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.common import normalize_axis
 
 # The function body's epsilon, added to the standard deviation.
@@ -37,7 +37,9 @@ def mean_variance_normalization(X, *, axes=(0, 2, 3)):
     """
     normalized = tuple(normalize_axis(a, X.ndim, name="axes") for a in axes)
     if len(set(normalized)) != len(normalized):
-        raise OnnxValidationError(f"got repeated `axes` {list(axes)} for `X` of rank {X.ndim}; each axis may appear once.")
+        raise OnnxValidationError(
+            f"got repeated `axes` {list(axes)} for `X` of rank {X.ndim}; each axis may appear once."
+        )
     x = X.astype(np.float32) if X.dtype.itemsize == 2 else X
     deviation = x - jnp.mean(x, axis=normalized, keepdims=True)
     variance = jnp.mean(deviation * deviation, axis=normalized, keepdims=True)

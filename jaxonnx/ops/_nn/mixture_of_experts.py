@@ -13,10 +13,18 @@ from jaxonnx.ops._helpers.schemas import attribute, contrib_schema
 
 _FLOATS = ["tensor(float)", "tensor(float16)", "tensor(bfloat16)"]
 _SCHEMA = contrib_schema(
-    "MoE", "Y = sum over each row's top-k experts of its routing weight times the expert's MLP of the row.",
-    inputs=[("input", "T"), ("router_probs", "T"), ("fc1_experts_weights", "T"), ("fc1_experts_bias", "T", "optional"),
-            ("fc2_experts_weights", "T"), ("fc2_experts_bias", "T", "optional"), ("fc3_experts_weights", "T", "optional"),
-            ("fc3_experts_bias", "T", "optional")],
+    "MoE",
+    "Y = sum over each row's top-k experts of its routing weight times the expert's MLP of the row.",
+    inputs=[
+        ("input", "T"),
+        ("router_probs", "T"),
+        ("fc1_experts_weights", "T"),
+        ("fc1_experts_bias", "T", "optional"),
+        ("fc2_experts_weights", "T"),
+        ("fc2_experts_bias", "T", "optional"),
+        ("fc3_experts_weights", "T", "optional"),
+        ("fc3_experts_bias", "T", "optional"),
+    ],
     outputs=[("output", "T")],
     type_constraints=[("T", _FLOATS)],
     attributes=[
@@ -34,9 +42,23 @@ _SCHEMA = contrib_schema(
 
 @register("MoE", 1, domain="com.microsoft", schema=_SCHEMA, folds=False)
 def mixture_of_experts(
-    input, router_probs, fc1_experts_weights, fc1_experts_bias=None, fc2_experts_weights=None, fc2_experts_bias=None,
-    fc3_experts_weights=None, fc3_experts_bias=None, *, k=1, activation_type="relu", normalize_routing_weights=0,
-    use_sparse_mixer=0, swiglu_fusion=0, activation_alpha=1.0, activation_beta=0.0, swiglu_limit=0.0,
+    input,
+    router_probs,
+    fc1_experts_weights,
+    fc1_experts_bias=None,
+    fc2_experts_weights=None,
+    fc2_experts_bias=None,
+    fc3_experts_weights=None,
+    fc3_experts_bias=None,
+    *,
+    k=1,
+    activation_type="relu",
+    normalize_routing_weights=0,
+    use_sparse_mixer=0,
+    swiglu_fusion=0,
+    activation_alpha=1.0,
+    activation_beta=0.0,
+    swiglu_limit=0.0,
 ):
     """Implements com.microsoft MoE: each row through its top-``k`` experts, weighted by the router.
 
@@ -79,8 +101,10 @@ def mixture_of_experts(
     if use_sparse_mixer:
         raise OnnxValidationError("got `use_sparse_mixer`=1 (PhiMoE's routing), which jaxonnx does not implement.")
     if fc3_experts_weights is not None or fc3_experts_bias is not None:
-        raise OnnxValidationError("got `fc3_experts_weights`: a gated first layer, which jaxonnx (like onnxruntime's "
-                                  "CPU kernel) does not implement.")
+        raise OnnxValidationError(
+            "got `fc3_experts_weights`: a gated first layer, which jaxonnx (like onnxruntime's "
+            "CPU kernel) does not implement."
+        )
     if fc2_experts_weights is None:
         raise OnnxValidationError("needs `fc2_experts_weights`.")
     activation = activation_type.decode() if isinstance(activation_type, bytes) else activation_type
@@ -89,11 +113,20 @@ def mixture_of_experts(
     experts = fc1_experts_weights.shape[0]
     inner = fc2_experts_weights.shape[-1]
     fc1_width = 2 * inner if activation == "swiglu" else inner
-    expected = {"router_probs": (rows.shape[0], experts), "fc1_experts_weights": (experts, fc1_width, hidden),
-                "fc1_experts_bias": (experts, fc1_width), "fc2_experts_weights": (experts, hidden, inner),
-                "fc2_experts_bias": (experts, hidden)}
-    given = {"router_probs": router_probs, "fc1_experts_weights": fc1_experts_weights, "fc1_experts_bias": fc1_experts_bias,
-             "fc2_experts_weights": fc2_experts_weights, "fc2_experts_bias": fc2_experts_bias}
+    expected = {
+        "router_probs": (rows.shape[0], experts),
+        "fc1_experts_weights": (experts, fc1_width, hidden),
+        "fc1_experts_bias": (experts, fc1_width),
+        "fc2_experts_weights": (experts, hidden, inner),
+        "fc2_experts_bias": (experts, hidden),
+    }
+    given = {
+        "router_probs": router_probs,
+        "fc1_experts_weights": fc1_experts_weights,
+        "fc1_experts_bias": fc1_experts_bias,
+        "fc2_experts_weights": fc2_experts_weights,
+        "fc2_experts_bias": fc2_experts_bias,
+    }
     for name, value in given.items():
         if value is not None and tuple(value.shape) != expected[name]:
             raise OnnxValidationError(
@@ -149,9 +182,7 @@ def _activation(h, activation, fusion, alpha, beta, limit):
             gate = jnp.minimum(gate, jnp.asarray(limit, h.dtype))
             linear = jnp.clip(linear, -jnp.asarray(limit, h.dtype), jnp.asarray(limit, h.dtype))
         return gate * jax.nn.sigmoid(jnp.asarray(alpha, h.dtype) * gate) * (linear + jnp.asarray(beta, h.dtype))
-    raise OnnxValidationError(
-        f"got `activation_type`={activation!r}; it is relu, gelu, silu, identity or swiglu."
-    )
+    raise OnnxValidationError(f"got `activation_type`={activation!r}; it is relu, gelu, silu, identity or swiglu.")
 
 
 __all__ = ["mixture_of_experts"]

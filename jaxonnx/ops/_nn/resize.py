@@ -10,21 +10,20 @@ import math
 
 import numpy as np
 
-from jaxonnx._errors import OnnxValidationError
 from jaxonnx._core.registry import register
+from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.common import int_list, namespace, normalize_axis
 
 _TRANSFORMS = {
     "half_pixel": lambda y, scale, n, out, roi: (y + 0.5) / scale - 0.5,
-    "half_pixel_symmetric": lambda y, scale, n, out, roi: (
-        n / 2 * (1 - out / (scale * n)) + (y + 0.5) / scale - 0.5
-    ),
+    "half_pixel_symmetric": lambda y, scale, n, out, roi: n / 2 * (1 - out / (scale * n)) + (y + 0.5) / scale - 0.5,
     "pytorch_half_pixel": lambda y, scale, n, out, roi: (y + 0.5) / scale - 0.5 if out > 1 else 0 * y,
     "align_corners": lambda y, scale, n, out, roi: y * (n - 1) / (out - 1) if out > 1 else 0 * y,
     "asymmetric": lambda y, scale, n, out, roi: y / scale,
     "tf_half_pixel_for_nn": lambda y, scale, n, out, roi: (y + 0.5) / scale,
-    "tf_crop_and_resize": lambda y, scale, n, out, roi: roi[0] * (n - 1) + (
-        y * (roi[1] - roi[0]) * (n - 1) / (out - 1) if out > 1 else (roi[1] - roi[0]) * (n - 1) / 2 + 0 * y
+    "tf_crop_and_resize": lambda y, scale, n, out, roi: (
+        roi[0] * (n - 1)
+        + (y * (roi[1] - roi[0]) * (n - 1) / (out - 1) if out > 1 else (roi[1] - roi[0]) * (n - 1) / 2 + 0 * y)
     ),
 }
 _NEAREST = {
@@ -51,9 +50,20 @@ def _linear(t):
 
 @register("Resize", 19, static=("roi", "scales", "sizes"))
 def resize(
-    X, roi=None, scales=None, sizes=None, *, antialias=0, axes=None, coordinate_transformation_mode="half_pixel",
-    cubic_coeff_a=-0.75, exclude_outside=0, extrapolation_value=0.0, keep_aspect_ratio_policy="stretch",
-    mode="nearest", nearest_mode="round_prefer_floor",
+    X,
+    roi=None,
+    scales=None,
+    sizes=None,
+    *,
+    antialias=0,
+    axes=None,
+    coordinate_transformation_mode="half_pixel",
+    cubic_coeff_a=-0.75,
+    exclude_outside=0,
+    extrapolation_value=0.0,
+    keep_aspect_ratio_policy="stretch",
+    mode="nearest",
+    nearest_mode="round_prefer_floor",
 ):
     """Implements ONNX Resize: ``X`` resampled to a new shape by nearest, linear or cubic interpolation.
 
@@ -91,9 +101,19 @@ def resize(
                [3., 3., 4., 4.]], dtype=float32)
     """
     return _resize(
-        X, roi, scales, sizes, antialias=antialias, axes=axes, transform=coordinate_transformation_mode,
-        cubic_coeff_a=cubic_coeff_a, exclude_outside=exclude_outside, extrapolation_value=extrapolation_value,
-        policy=keep_aspect_ratio_policy, mode=mode, nearest_mode=nearest_mode,
+        X,
+        roi,
+        scales,
+        sizes,
+        antialias=antialias,
+        axes=axes,
+        transform=coordinate_transformation_mode,
+        cubic_coeff_a=cubic_coeff_a,
+        exclude_outside=exclude_outside,
+        extrapolation_value=extrapolation_value,
+        policy=keep_aspect_ratio_policy,
+        mode=mode,
+        nearest_mode=nearest_mode,
         transforms=set(_TRANSFORMS) - {"tf_half_pixel_for_nn"},
     )
 
@@ -102,21 +122,27 @@ def resize(
 def _resize_18(X, roi=None, scales=None, sizes=None, *, coordinate_transformation_mode="half_pixel", **attributes):
     # half_pixel_symmetric arrived in 19.
     transforms = set(_TRANSFORMS) - {"tf_half_pixel_for_nn", "half_pixel_symmetric"}
-    return _resize(X, roi, scales, sizes, transform=coordinate_transformation_mode, transforms=transforms, **_renamed(attributes))
+    return _resize(
+        X, roi, scales, sizes, transform=coordinate_transformation_mode, transforms=transforms, **_renamed(attributes)
+    )
 
 
 @register("Resize", 11, 13, static=("roi", "scales", "sizes"))
 def _resize_11(X, roi=None, scales=None, sizes=None, *, coordinate_transformation_mode="half_pixel", **attributes):
     # No antialias, axes or keep_aspect_ratio_policy; tf_half_pixel_for_nn (removed in 13) is kept.
     transforms = set(_TRANSFORMS) - {"half_pixel_symmetric"}
-    return _resize(X, roi, scales, sizes, transform=coordinate_transformation_mode, transforms=transforms, **_renamed(attributes))
+    return _resize(
+        X, roi, scales, sizes, transform=coordinate_transformation_mode, transforms=transforms, **_renamed(attributes)
+    )
 
 
 @register("Resize", 10, static=("scales",))
 def _resize_10(X, scales, *, mode="nearest"):
     # Resize-10 maps coordinates asymmetrically (x / scale); its nearest rounding is
     # onnxruntime's: down when upsampling, up when downsampling.
-    return _resize(X, None, scales, None, transform="asymmetric", mode=mode, nearest_mode="resize_10", transforms={"asymmetric"})
+    return _resize(
+        X, None, scales, None, transform="asymmetric", mode=mode, nearest_mode="resize_10", transforms={"asymmetric"}
+    )
 
 
 def _renamed(attributes):
@@ -127,12 +153,27 @@ def _renamed(attributes):
 
 
 def _resize(
-    X, roi, scales, sizes, *, transform, transforms, mode="nearest", nearest_mode="round_prefer_floor", antialias=0,
-    axes=None, cubic_coeff_a=-0.75, exclude_outside=0, extrapolation_value=0.0, policy="stretch",
+    X,
+    roi,
+    scales,
+    sizes,
+    *,
+    transform,
+    transforms,
+    mode="nearest",
+    nearest_mode="round_prefer_floor",
+    antialias=0,
+    axes=None,
+    cubic_coeff_a=-0.75,
+    exclude_outside=0,
+    extrapolation_value=0.0,
+    policy="stretch",
 ):
     _check_choice("mode", mode, ("nearest", "linear", "cubic"))
     _check_choice("coordinate_transformation_mode", transform, sorted(transforms))
-    _check_choice("nearest_mode", nearest_mode, [*_NEAREST, "resize_10"] if nearest_mode == "resize_10" else list(_NEAREST))
+    _check_choice(
+        "nearest_mode", nearest_mode, [*_NEAREST, "resize_10"] if nearest_mode == "resize_10" else list(_NEAREST)
+    )
     _check_choice("keep_aspect_ratio_policy", policy, ("stretch", "not_larger", "not_smaller"))
     rank = X.ndim
     axes = tuple(range(rank)) if axes is None else tuple(normalize_axis(a, rank, name="axes") for a in axes)
@@ -141,12 +182,16 @@ def _resize(
     scales = None if scales is None or scales.size == 0 else np.asarray(scales, dtype=np.float64).reshape(-1)
     sizes = None if sizes is None or sizes.size == 0 else int_list(sizes, name="sizes")
     if (scales is None) == (sizes is None):
-        raise OnnxValidationError("needs exactly one of `scales` and `sizes` (a non-empty one), got "
-                                  f"{'both' if scales is not None else 'neither'}.")
+        raise OnnxValidationError(
+            "needs exactly one of `scales` and `sizes` (a non-empty one), got "
+            f"{'both' if scales is not None else 'neither'}."
+        )
     given = scales if scales is not None else sizes
     if len(given) != len(axes):
         name = "scales" if scales is not None else "sizes"
-        raise OnnxValidationError(f"needs one value of `{name}` per resized axis ({len(axes)}), got {np.asarray(given).tolist()}.")
+        raise OnnxValidationError(
+            f"needs one value of `{name}` per resized axis ({len(axes)}), got {np.asarray(given).tolist()}."
+        )
     in_sizes = [X.shape[a] for a in axes]
     if scales is not None:
         if not np.all(scales > 0):
@@ -174,8 +219,19 @@ def _resize(
         if n == 0 and out:
             raise OnnxValidationError(f"cannot resize axis {axis} of size 0 to {out}.")
         source = _TRANSFORMS[transform](np.arange(out, dtype=np.float64), scale, n, out, region)
-        data = _resample(data, axis, n, source, scale, xp, mode=mode, nearest_mode=nearest_mode,
-                         a=cubic_coeff_a, antialias=antialias, exclude_outside=exclude_outside)
+        data = _resample(
+            data,
+            axis,
+            n,
+            source,
+            scale,
+            xp,
+            mode=mode,
+            nearest_mode=nearest_mode,
+            a=cubic_coeff_a,
+            antialias=antialias,
+            exclude_outside=exclude_outside,
+        )
         if transform == "tf_crop_and_resize":
             outside = ((source < 0) | (source > n - 1)).reshape((1,) * axis + (-1,) + (1,) * (rank - 1 - axis))
             data = xp.where(outside, xp.asarray(extrapolation_value, dtype=data.dtype), data)
@@ -197,7 +253,9 @@ def _regions(roi, count, transform):
         return None
     roi = np.asarray(roi, dtype=np.float64).reshape(-1)
     if roi.size != 2 * count:
-        raise OnnxValidationError(f"needs `roi` of {2 * count} values (starts, then ends, per resized axis), got {roi.tolist()}.")
+        raise OnnxValidationError(
+            f"needs `roi` of {2 * count} values (starts, then ends, per resized axis), got {roi.tolist()}."
+        )
     return list(zip(roi[:count], roi[count:]))
 
 

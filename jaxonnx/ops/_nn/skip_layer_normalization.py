@@ -3,7 +3,6 @@ residual sum and the layer (or RMS) norm of transformer blocks, fused."""
 
 from __future__ import annotations
 
-import jax.numpy as jnp
 import numpy as np
 
 from jaxonnx._core.registry import register
@@ -96,8 +95,12 @@ def skip_simplified_layer_normalization(input, skip, gamma, bias=None, *, epsilo
 def _skip_norm(input, skip, gamma, beta, bias, epsilon, *, simplified):
     if input.ndim not in (2, 3):
         raise OnnxValidationError(f"needs `input` of rank 2 or 3, got shape {tuple(input.shape)}.")
-    if skip.ndim not in (2, 3) or skip.ndim > input.ndim or tuple(skip.shape[-2:]) != tuple(input.shape[-2:]) or (
-            skip.ndim == 3 and skip.shape[0] not in (1, input.shape[0])):
+    if (
+        skip.ndim not in (2, 3)
+        or skip.ndim > input.ndim
+        or tuple(skip.shape[-2:]) != tuple(input.shape[-2:])
+        or (skip.ndim == 3 and skip.shape[0] not in (1, input.shape[0]))
+    ):
         raise OnnxValidationError(
             f"needs `skip` of the shape of `input` {tuple(input.shape)}, or of its last two dims with or without "
             f"a batch of 1; got {tuple(skip.shape)}."
@@ -105,7 +108,9 @@ def _skip_norm(input, skip, gamma, beta, bias, epsilon, *, simplified):
     hidden = input.shape[-1]
     for value, name in ((gamma, "gamma"), (beta, "beta"), (bias, "bias")):
         if value is not None and tuple(value.shape) != (hidden,):
-            raise OnnxValidationError(f"needs `{name}` of shape ({hidden},) (the hidden size), got {tuple(value.shape)}.")
+            raise OnnxValidationError(
+                f"needs `{name}` of shape ({hidden},) (the hidden size), got {tuple(value.shape)}."
+            )
     work = contrib_work_type(input.dtype)
     total = input.astype(work) + skip.astype(work).reshape((1,) * (input.ndim - skip.ndim) + tuple(skip.shape))
     along_hidden = (1,) * (input.ndim - 1) + (hidden,)

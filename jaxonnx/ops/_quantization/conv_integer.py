@@ -8,8 +8,17 @@ from jaxonnx.ops._helpers.quantization import conv_int32
 
 @register("ConvInteger", 10, folds=False)
 def conv_integer(
-    x, w, x_zero_point=None, w_zero_point=None, *, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=None,
-    pads=None, strides=None,
+    x,
+    w,
+    x_zero_point=None,
+    w_zero_point=None,
+    *,
+    auto_pad="NOTSET",
+    dilations=None,
+    group=1,
+    kernel_shape=None,
+    pads=None,
+    strides=None,
 ):
     """Implements ONNX ConvInteger: Conv of ``x - x_zero_point`` with ``w - w_zero_point`` in int32.
 
@@ -35,8 +44,16 @@ def conv_integer(
                [ 4,  8]], dtype=int32)
     """
     return conv_int32(
-        x, w, x_zero_point, w_zero_point, auto_pad=auto_pad, dilations=dilations, group=group,
-        kernel_shape=kernel_shape, pads=pads, strides=strides,
+        x,
+        w,
+        x_zero_point,
+        w_zero_point,
+        auto_pad=auto_pad,
+        dilations=dilations,
+        group=group,
+        kernel_shape=kernel_shape,
+        pads=pads,
+        strides=strides,
     )
 
 

@@ -7,7 +7,7 @@ import numpy as np
 from jaxonnx._core.registry import register
 from jaxonnx.ops._helpers.broadcasting import true_divide
 from jaxonnx.ops._helpers.common import namespace
-from jaxonnx.ops._helpers.quantization import INTEGER_RANGES, round_half_to_even, quantize
+from jaxonnx.ops._helpers.quantization import INTEGER_RANGES, quantize, round_half_to_even
 
 
 @register("DynamicQuantizeLinear", 11)

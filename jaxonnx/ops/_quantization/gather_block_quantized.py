@@ -13,26 +13,36 @@ from jaxonnx._core.dtypes import onnx_type_name
 from jaxonnx._core.registry import register
 from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.common import namespace, normalize_axis
-from jaxonnx.ops._helpers.schemas import contrib_schema
 from jaxonnx.ops._helpers.quantization import unpack_low_bits_first
+from jaxonnx.ops._helpers.schemas import contrib_schema
 
 _Attribute = onnx.defs.OpSchema.Attribute
-_FLOAT_CODES = ["tensor(float8e4m3fn)", "tensor(float8e4m3fnuz)", "tensor(float8e5m2)", "tensor(float8e5m2fnuz)",
-                "tensor(float4e2m1)"]
+_FLOAT_CODES = [
+    "tensor(float8e4m3fn)",
+    "tensor(float8e4m3fnuz)",
+    "tensor(float8e5m2)",
+    "tensor(float8e5m2fnuz)",
+    "tensor(float4e2m1)",
+]
 _SCHEMA = contrib_schema(
     "GatherBlockQuantized",
     "Gather of a block-quantized `data` along `gather_axis`, dequantized with `scales` and `zero_points` "
     "blocked along `quantize_axis`; out-of-range indices give zeros.",
     inputs=[("data", "T1"), ("indices", "Tind"), ("scales", "T2"), ("zero_points", "T1", "optional")],
     outputs=[("output", "T2")],
-    type_constraints=[("T1", ["tensor(int4)", "tensor(uint4)", "tensor(uint8)"] + _FLOAT_CODES),
-                      ("T2", ["tensor(float)", "tensor(float16)", "tensor(bfloat16)"]),
-                      ("Tind", ["tensor(int32)", "tensor(int64)"])],
+    type_constraints=[
+        ("T1", ["tensor(int4)", "tensor(uint4)", "tensor(uint8)"] + _FLOAT_CODES),
+        ("T2", ["tensor(float)", "tensor(float16)", "tensor(bfloat16)"]),
+        ("Tind", ["tensor(int32)", "tensor(int64)"]),
+    ],
     differentiable=("scales",),
     attributes=[
         _Attribute("bits", onnx.helper.make_attribute("bits", 4), "Bits per value of uint8 `data` (2, 4 or 8)."),
-        _Attribute("block_size", onnx.helper.make_attribute("block_size", 128),
-                   "Block length along `quantize_axis` (0: the whole axis, float8 and float4 `data` only)."),
+        _Attribute(
+            "block_size",
+            onnx.helper.make_attribute("block_size", 128),
+            "Block length along `quantize_axis` (0: the whole axis, float8 and float4 `data` only).",
+        ),
         _Attribute("quantize_axis", onnx.helper.make_attribute("quantize_axis", 1), "The axis quantized in blocks."),
         _Attribute("gather_axis", onnx.helper.make_attribute("gather_axis", 0), "The axis gathered on."),
     ],
@@ -40,7 +50,9 @@ _SCHEMA = contrib_schema(
 
 
 @register("GatherBlockQuantized", 1, domain="com.microsoft", schema=_SCHEMA)
-def gather_block_quantized(data, indices, scales, zero_points=None, *, bits=4, block_size=128, quantize_axis=1, gather_axis=0):
+def gather_block_quantized(
+    data, indices, scales, zero_points=None, *, bits=4, block_size=128, quantize_axis=1, gather_axis=0
+):
     """Implements com.microsoft GatherBlockQuantized: ``Gather(dequantize(data), indices,
     gather_axis)``, with indices outside ``[-s, s)`` reading zeros (as onnxruntime does; ONNX
     Gather refuses them).
@@ -95,7 +107,9 @@ def gather_block_quantized(data, indices, scales, zero_points=None, *, bits=4, b
     elif not floats and bits != 4:
         raise OnnxValidationError(f"got `bits`={bits} for {kind} `data`, which holds 4 bits a value.")
     if floats and zero_points is not None:
-        raise OnnxValidationError(f"got `zero_points` for {kind} `data`, which is quantized symmetrically (no zero points).")
+        raise OnnxValidationError(
+            f"got `zero_points` for {kind} `data`, which is quantized symmetrically (no zero points)."
+        )
     if block_size < 0 or (block_size == 0 and not floats):
         raise OnnxValidationError(
             f"got `block_size`={block_size}; it must be positive (0, the whole axis, only for float8 and float4 `data`)."
@@ -111,7 +125,9 @@ def gather_block_quantized(data, indices, scales, zero_points=None, *, bits=4, b
         expected = list(scales.shape)
         expected[-1] = -(-expected[-1] // per_byte) if kind == "uint8" else expected[-1]
         if list(zero_points.shape) != expected:
-            raise OnnxValidationError(f"needs `zero_points` of shape {tuple(expected)}, got {tuple(zero_points.shape)}.")
+            raise OnnxValidationError(
+                f"needs `zero_points` of shape {tuple(expected)}, got {tuple(zero_points.shape)}."
+            )
 
     xp = namespace(data, indices, scales, zero_points)
     size = data.shape[gather_axis]
@@ -127,7 +143,7 @@ def gather_block_quantized(data, indices, scales, zero_points=None, *, bits=4, b
         if quantize_axis == gather_axis:  # each gathered slice has its own block
             return _take(values, rows // block, gather_axis, xp)
         if values.shape[gather_axis] == 1:  # broadcast along the gathered axis
-            taken = values.reshape(values.shape[:gather_axis] + (1,) * indices.ndim + values.shape[gather_axis + 1:])
+            taken = values.reshape(values.shape[:gather_axis] + (1,) * indices.ndim + values.shape[gather_axis + 1 :])
         else:
             taken = _take(values, rows, gather_axis, xp)
         return xp.repeat(taken, block, axis=out_axis)[(slice(None),) * out_axis + (slice(0, length),)]
@@ -152,7 +168,8 @@ def _check_scales(scales, logical, quantize_axis: int, blocks: int, *, broadcast
     expected = list(logical)
     expected[quantize_axis] = blocks
     ok = scales.ndim == len(logical) and all(
-        s == e or (broadcasts and s == 1 and axis != quantize_axis) for axis, (s, e) in enumerate(zip(scales.shape, expected))
+        s == e or (broadcasts and s == 1 and axis != quantize_axis)
+        for axis, (s, e) in enumerate(zip(scales.shape, expected))
     )
     if not ok:
         shown = " (or 1 off `quantize_axis`)" if broadcasts else ""

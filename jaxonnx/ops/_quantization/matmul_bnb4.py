@@ -30,7 +30,9 @@ _SCHEMA = contrib_schema(
         _Attribute("block_size", _INT, "Elements per absmax block of the flattened weight.", required=True),
         _Attribute("quant_type", _INT, "0: FP4, 1: NF4.", required=True),
         _Attribute("transB", onnx.helper.make_attribute("transB", 1), "Whether B is transposed before the product."),
-        _Attribute("training_mode", onnx.helper.make_attribute("training_mode", 0), "Whether the op runs in training mode."),
+        _Attribute(
+            "training_mode", onnx.helper.make_attribute("training_mode", 0), "Whether the op runs in training mode."
+        ),
     ],
 )
 
@@ -38,12 +40,48 @@ _SCHEMA = contrib_schema(
 #: ``quant_type``: FP4 (a sign bit, 2 exponent bits with bias 3, 1 mantissa bit, divided by
 #: 12, its largest value) and NF4 (the 16 quantiles of a normal distribution, QLoRA's table).
 CODE_VALUES = {
-    0: np.array([0.0, 5.208333333e-03, 0.66666667, 1.0, 0.33333333, 0.5, 0.16666667, 0.25,
-                 -0.0, -5.208333333e-03, -0.66666667, -1.0, -0.33333333, -0.5, -0.16666667, -0.25], np.float32),
-    1: np.array([-1.0, -0.6961928009986877, -0.5250730514526367, -0.39491748809814453, -0.28444138169288635,
-                 -0.18477343022823334, -0.09105003625154495, 0.0, 0.07958029955625534, 0.16093020141124725,
-                 0.24611230194568634, 0.33791524171829224, 0.44070982933044434, 0.5626170039176941,
-                 0.7229568362236023, 1.0], np.float32),
+    0: np.array(
+        [
+            0.0,
+            5.208333333e-03,
+            0.66666667,
+            1.0,
+            0.33333333,
+            0.5,
+            0.16666667,
+            0.25,
+            -0.0,
+            -5.208333333e-03,
+            -0.66666667,
+            -1.0,
+            -0.33333333,
+            -0.5,
+            -0.16666667,
+            -0.25,
+        ],
+        np.float32,
+    ),
+    1: np.array(
+        [
+            -1.0,
+            -0.6961928009986877,
+            -0.5250730514526367,
+            -0.39491748809814453,
+            -0.28444138169288635,
+            -0.18477343022823334,
+            -0.09105003625154495,
+            0.0,
+            0.07958029955625534,
+            0.16093020141124725,
+            0.24611230194568634,
+            0.33791524171829224,
+            0.44070982933044434,
+            0.5626170039176941,
+            0.7229568362236023,
+            1.0,
+        ],
+        np.float32,
+    ),
 }
 _TYPE_NAMES = {0: "FP4", 1: "NF4"}
 
@@ -86,10 +124,14 @@ def matmul_bnb4(A, B, absmax, *, K=None, N=None, block_size=None, quant_type=Non
         raise OnnxValidationError(f"got `block_size`={block_size}; it must be positive.")
     size = N * K
     if tuple(B.shape) != ((size + 1) // 2,):
-        raise OnnxValidationError(f"needs `B` of shape ({(size + 1) // 2},) (N * K = {size} codes, two a byte), got {tuple(B.shape)}.")
+        raise OnnxValidationError(
+            f"needs `B` of shape ({(size + 1) // 2},) (N * K = {size} codes, two a byte), got {tuple(B.shape)}."
+        )
     blocks = -(-size // block_size)
     if tuple(absmax.shape) != (blocks,):
-        raise OnnxValidationError(f"needs `absmax` of shape ({blocks},) (one per {block_size} codes), got {tuple(absmax.shape)}.")
+        raise OnnxValidationError(
+            f"needs `absmax` of shape ({blocks},) (one per {block_size} codes), got {tuple(absmax.shape)}."
+        )
     inner = K if transB else N
     if A.ndim < 1 or A.shape[-1] != inner:
         raise OnnxValidationError(f"needs `A` of shape (..., {inner}) with `transB`={transB}, got {tuple(A.shape)}.")

@@ -10,7 +10,6 @@ from jaxonnx._core.registry import register
 from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.broadcasting import true_divide
 from jaxonnx.ops._helpers.common import namespace
-from jaxonnx.ops._helpers.schemas import contrib_schema
 from jaxonnx.ops._helpers.quantization import (
     per_tensor_value,
     quantize,
@@ -19,22 +18,39 @@ from jaxonnx.ops._helpers.quantization import (
     row_and_column_layout,
     zero_points_apart,
 )
+from jaxonnx.ops._helpers.schemas import contrib_schema
 
 _INTEGER_TO_FLOAT_SCHEMA = contrib_schema(
     "MatMulIntegerToFloat",
     "Y = (A - a_zero_point) @ (B - b_zero_point) * a_scale * b_scale + bias, the product exact in int32.",
-    inputs=[("A", "T1"), ("B", "T2"), ("a_scale", "T3"), ("b_scale", "T3"), ("a_zero_point", "T1", "optional"),
-            ("b_zero_point", "T2", "optional"), ("bias", "T3", "optional")],
+    inputs=[
+        ("A", "T1"),
+        ("B", "T2"),
+        ("a_scale", "T3"),
+        ("b_scale", "T3"),
+        ("a_zero_point", "T1", "optional"),
+        ("b_zero_point", "T2", "optional"),
+        ("bias", "T3", "optional"),
+    ],
     outputs=[("Y", "T3")],
-    type_constraints=[("T1", ["tensor(int8)", "tensor(uint8)"]), ("T2", ["tensor(int8)", "tensor(uint8)"]),
-                      ("T3", ["tensor(float)", "tensor(float16)"])],
+    type_constraints=[
+        ("T1", ["tensor(int8)", "tensor(uint8)"]),
+        ("T2", ["tensor(int8)", "tensor(uint8)"]),
+        ("T3", ["tensor(float)", "tensor(float16)"]),
+    ],
     differentiable=("a_scale", "b_scale", "bias"),
 )
 _DYNAMIC_SCHEMA = contrib_schema(
     "DynamicQuantizeMatMul",
     "Y = MatMulIntegerToFloat(DynamicQuantizeLinear(A), B, ...): A quantized to uint8 with a scale and zero point "
     "from its range, then multiplied exactly by the quantized B.",
-    inputs=[("A", "T1"), ("B", "T2"), ("b_scale", "T1"), ("b_zero_point", "T2", "optional"), ("bias", "T1", "optional")],
+    inputs=[
+        ("A", "T1"),
+        ("B", "T2"),
+        ("b_scale", "T1"),
+        ("b_zero_point", "T2", "optional"),
+        ("bias", "T1", "optional"),
+    ],
     outputs=[("Y", "T1")],
     type_constraints=[("T1", ["tensor(float)"]), ("T2", ["tensor(int8)", "tensor(uint8)"])],
     differentiable=("b_scale", "bias"),
@@ -153,7 +169,9 @@ def _to_float(A, B, a_scale, b_scale, a_zero_point, b_zero_point, bias):
 def _to_rank(value, rank: int, name: str, out_shape):
     """``value`` with leading 1-dims to ``rank``, checked to broadcast to ``out_shape``."""
     if value.ndim > rank or any(v not in (1, o) for v, o in zip(value.shape[::-1], tuple(out_shape)[::-1])):
-        raise OnnxValidationError(f"needs `{name}` broadcastable to the product's shape {tuple(out_shape)}, got {tuple(value.shape)}.")
+        raise OnnxValidationError(
+            f"needs `{name}` broadcastable to the product's shape {tuple(out_shape)}, got {tuple(value.shape)}."
+        )
     return value.reshape((1,) * (rank - value.ndim) + tuple(value.shape))
 
 

@@ -13,8 +13,8 @@ import onnx.helper
 from jaxonnx._core.registry import is_traced, register
 from jaxonnx._errors import OnnxTypeError, OnnxValidationError
 from jaxonnx.ops._helpers.common import namespace
-from jaxonnx.ops._helpers.schemas import contrib_schema
 from jaxonnx.ops._helpers.quantization import unpack_low_bits_first
+from jaxonnx.ops._helpers.schemas import contrib_schema
 
 _Attribute = onnx.defs.OpSchema.Attribute
 _INT = onnx.defs.OpSchema.AttrType.INT
@@ -22,21 +22,37 @@ _FLOATS = ["tensor(float)", "tensor(float16)", "tensor(bfloat16)"]
 _SCHEMA = contrib_schema(
     "MatMulNBits",
     "Y = A @ dequantize(B)^T + bias: B is N x K quantized to `bits` bits in blocks of `block_size` along K.",
-    inputs=[("A", "T1"), ("B", "T2"), ("scales", "T1"), ("zero_points", "T3", "optional"), ("g_idx", "T4", "optional"),
-            ("bias", "T1", "optional")],
+    inputs=[
+        ("A", "T1"),
+        ("B", "T2"),
+        ("scales", "T1"),
+        ("zero_points", "T3", "optional"),
+        ("g_idx", "T4", "optional"),
+        ("bias", "T1", "optional"),
+    ],
     outputs=[("Y", "T1")],
-    type_constraints=[("T1", _FLOATS), ("T2", ["tensor(uint8)"]), ("T3", ["tensor(uint8)"] + _FLOATS),
-                      ("T4", ["tensor(int32)"])],
+    type_constraints=[
+        ("T1", _FLOATS),
+        ("T2", ["tensor(uint8)"]),
+        ("T3", ["tensor(uint8)"] + _FLOATS),
+        ("T4", ["tensor(int32)"]),
+    ],
     differentiable=("A", "scales", "zero_points", "bias"),
     attributes=[
         _Attribute("K", _INT, "Input feature dimension of the weight matrix.", required=True),
         _Attribute("N", _INT, "Output feature dimension of the weight matrix.", required=True),
         _Attribute("block_size", _INT, "Size of each quantization block along K.", required=True),
         _Attribute("bits", onnx.helper.make_attribute("bits", 4), "Bit width of the quantized weights (2, 4 or 8)."),
-        _Attribute("accuracy_level", onnx.helper.make_attribute("accuracy_level", 0),
-                   "The lowest internal precision allowed for A: 0 unset, 1 fp32, 2 fp16, 3 bf16, 4 int8."),
-        _Attribute("weight_prepacked", onnx.helper.make_attribute("weight_prepacked", 0),
-                   "Whether B comes in an execution provider's prepacked layout (0: not prepacked)."),
+        _Attribute(
+            "accuracy_level",
+            onnx.helper.make_attribute("accuracy_level", 0),
+            "The lowest internal precision allowed for A: 0 unset, 1 fp32, 2 fp16, 3 bf16, 4 int8.",
+        ),
+        _Attribute(
+            "weight_prepacked",
+            onnx.helper.make_attribute("weight_prepacked", 0),
+            "Whether B comes in an execution provider's prepacked layout (0: not prepacked).",
+        ),
     ],
 )
 
@@ -49,7 +65,18 @@ CHUNK_BYTES = 1 << 20
 
 @register("MatMulNBits", 1, domain="com.microsoft", schema=_SCHEMA, concrete=("g_idx",))
 def matmul_nbits(
-    A, B, scales, zero_points=None, g_idx=None, bias=None, *, K=None, N=None, block_size=None, bits=4, accuracy_level=0,
+    A,
+    B,
+    scales,
+    zero_points=None,
+    g_idx=None,
+    bias=None,
+    *,
+    K=None,
+    N=None,
+    block_size=None,
+    bits=4,
+    accuracy_level=0,
     weight_prepacked=0,
 ):
     """Implements com.microsoft MatMulNBits: ``Y = A @ W^T + bias`` with ``W`` (N x K)
@@ -139,7 +166,9 @@ def matmul_nbits(
 def _per_block(value, n: int, k_blocks: int, name: str):
     """A per-block ``(N, k_blocks)`` input, accepted flattened too (onnxruntime's older files)."""
     if tuple(value.shape) not in ((n, k_blocks), (n * k_blocks,)):
-        raise OnnxValidationError(f"needs `{name}` of shape ({n}, {k_blocks}) (or flattened), got {tuple(value.shape)}.")
+        raise OnnxValidationError(
+            f"needs `{name}` of shape ({n}, {k_blocks}) (or flattened), got {tuple(value.shape)}."
+        )
     return value.reshape(n, k_blocks)
 
 
@@ -167,7 +196,9 @@ def _groups(g_idx, k: int, k_blocks: int, block_size: int):
     if g_idx is None:
         return None
     if tuple(g_idx.shape) not in ((k,), (k_blocks * block_size,)):
-        raise OnnxValidationError(f"needs `g_idx` of shape ({k},) or ({k_blocks * block_size},), got {tuple(g_idx.shape)}.")
+        raise OnnxValidationError(
+            f"needs `g_idx` of shape ({k},) or ({k_blocks * block_size},), got {tuple(g_idx.shape)}."
+        )
     g_idx = g_idx[:k]
     if not is_traced(g_idx):
         values = np.asarray(g_idx)

@@ -11,7 +11,6 @@ from jaxonnx._core.registry import register
 from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.broadcasting import true_divide
 from jaxonnx.ops._helpers.common import namespace
-from jaxonnx.ops._helpers.schemas import contrib_schema
 from jaxonnx.ops._helpers.quantization import (
     per_tensor_value,
     quantized_matmul,
@@ -19,18 +18,33 @@ from jaxonnx.ops._helpers.quantization import (
     row_and_column_layout,
     zero_points_apart,
 )
+from jaxonnx.ops._helpers.schemas import contrib_schema
 
 _Attribute = onnx.defs.OpSchema.Attribute
 _SCHEMA = contrib_schema(
     "QGemm",
     "Y = alpha * (A - a_zero_point)' (B - b_zero_point)' * a_scale * b_scale + C * a_scale * b_scale, "
     "quantized with y_scale and y_zero_point, or float without them.",
-    inputs=[("A", "TA"), ("a_scale", "T"), ("a_zero_point", "TA"), ("B", "TB"), ("b_scale", "T"), ("b_zero_point", "TB"),
-            ("C", "TC", "optional"), ("y_scale", "T", "optional"), ("y_zero_point", "TYZ", "optional")],
+    inputs=[
+        ("A", "TA"),
+        ("a_scale", "T"),
+        ("a_zero_point", "TA"),
+        ("B", "TB"),
+        ("b_scale", "T"),
+        ("b_zero_point", "TB"),
+        ("C", "TC", "optional"),
+        ("y_scale", "T", "optional"),
+        ("y_zero_point", "TYZ", "optional"),
+    ],
     outputs=[("Y", "TY")],
-    type_constraints=[("T", ["tensor(float)"]), ("TA", ["tensor(uint8)", "tensor(int8)"]),
-                      ("TB", ["tensor(uint8)", "tensor(int8)"]), ("TC", ["tensor(int32)"]),
-                      ("TYZ", ["tensor(uint8)", "tensor(int8)"]), ("TY", ["tensor(float)", "tensor(uint8)", "tensor(int8)"])],
+    type_constraints=[
+        ("T", ["tensor(float)"]),
+        ("TA", ["tensor(uint8)", "tensor(int8)"]),
+        ("TB", ["tensor(uint8)", "tensor(int8)"]),
+        ("TC", ["tensor(int32)"]),
+        ("TYZ", ["tensor(uint8)", "tensor(int8)"]),
+        ("TY", ["tensor(float)", "tensor(uint8)", "tensor(int8)"]),
+    ],
     attributes=[
         _Attribute("alpha", onnx.helper.make_attribute("alpha", 1.0), "Scalar multiplier of the product."),
         _Attribute("transA", onnx.helper.make_attribute("transA", 0), "Whether A is transposed."),
@@ -42,8 +56,19 @@ _SCHEMA = contrib_schema(
 
 @register("QGemm", 1, domain="com.microsoft", schema=_SCHEMA)
 def qgemm(
-    A, a_scale, a_zero_point, B, b_scale, b_zero_point, C=None, y_scale=None, y_zero_point=None, *,
-    alpha=1.0, transA=0, transB=0,
+    A,
+    a_scale,
+    a_zero_point,
+    B,
+    b_scale,
+    b_zero_point,
+    C=None,
+    y_scale=None,
+    y_zero_point=None,
+    *,
+    alpha=1.0,
+    transA=0,
+    transB=0,
 ):
     """Implements com.microsoft QGemm: Gemm of quantized matrices, quantized or in float.
 

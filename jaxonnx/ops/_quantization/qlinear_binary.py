@@ -9,13 +9,13 @@ from jaxonnx._core.dtypes import onnx_type_name
 from jaxonnx._core.registry import register
 from jaxonnx.ops._helpers.broadcasting import broadcast_together, true_divide
 from jaxonnx.ops._helpers.common import namespace
-from jaxonnx.ops._helpers.schemas import contrib_schema
 from jaxonnx.ops._helpers.quantization import (
     fused_multiply_add,
     per_tensor_value,
     rounded_multiply_add,
     saturate_rounded,
 )
+from jaxonnx.ops._helpers.schemas import contrib_schema
 
 _NAMES = ("A", "A_scale", "A_zero_point", "B", "B_scale", "B_zero_point", "C_scale", "C_zero_point")
 
@@ -24,12 +24,19 @@ def _schema(name: str, what: str):
     return contrib_schema(
         name,
         f"C = quantize(dequantize(A) {what} dequantize(B)), per-tensor scales and zero points, numpy broadcasting.",
-        inputs=[("A", "T"), ("A_scale", "tensor(float)"), ("A_zero_point", "T", "optional"), ("B", "T"),
-                ("B_scale", "tensor(float)"), ("B_zero_point", "T", "optional"), ("C_scale", "tensor(float)"),
-                ("C_zero_point", "T", "optional")],
+        inputs=[
+            ("A", "T"),
+            ("A_scale", "tensor(float)"),
+            ("A_zero_point", "T", "optional"),
+            ("B", "T"),
+            ("B_scale", "tensor(float)"),
+            ("B_zero_point", "T", "optional"),
+            ("C_scale", "tensor(float)"),
+            ("C_zero_point", "T", "optional"),
+        ],
         outputs=[("C", "T")],
         type_constraints=[("T", ["tensor(uint8)", "tensor(int8)"])],
-    differentiable=(),
+        differentiable=(),
     )
 
 

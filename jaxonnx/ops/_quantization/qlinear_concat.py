@@ -10,8 +10,8 @@ from jaxonnx._core.dtypes import onnx_type_name
 from jaxonnx._core.registry import register
 from jaxonnx._errors import OnnxTypeError, OnnxValidationError
 from jaxonnx.ops._helpers.common import namespace, normalize_axis
-from jaxonnx.ops._helpers.schemas import contrib_schema
 from jaxonnx.ops._helpers.quantization import dequantize, per_tensor_value, quantize
+from jaxonnx.ops._helpers.schemas import contrib_schema
 
 _PER_TENSOR = ("tensor", None)
 
@@ -20,8 +20,11 @@ _SCHEMA = contrib_schema(
     "Y = concat(quantize(dequantize(x_i)), axis): the inputs come as (tensor, scale, zero point) triples.",
     inputs=[("Y_scale", "TF"), ("Y_zero_point", "T8"), ("inputs", "TV", "variadic")],
     outputs=[("Y", "T8")],
-    type_constraints=[("T8", ["tensor(uint8)", "tensor(int8)"]), ("TF", ["tensor(float)"]),
-                      ("TV", ["tensor(uint8)", "tensor(int8)", "tensor(float)"])],
+    type_constraints=[
+        ("T8", ["tensor(uint8)", "tensor(int8)"]),
+        ("TF", ["tensor(float)"]),
+        ("TV", ["tensor(uint8)", "tensor(int8)", "tensor(float)"]),
+    ],
     attributes=[onnx.defs.OpSchema.Attribute("axis", onnx.defs.OpSchema.AttrType.INT, "The axis to concatenate on.")],
     differentiable=(),
 )

@@ -11,8 +11,22 @@ from jaxonnx.ops._helpers.quantization import conv_int32, per_channel_shape, req
 
 @register("QLinearConv", 10, folds=False)
 def qlinear_conv(
-    x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, B=None, *, auto_pad="NOTSET",
-    dilations=None, group=1, kernel_shape=None, pads=None, strides=None,
+    x,
+    x_scale,
+    x_zero_point,
+    w,
+    w_scale,
+    w_zero_point,
+    y_scale,
+    y_zero_point,
+    B=None,
+    *,
+    auto_pad="NOTSET",
+    dilations=None,
+    group=1,
+    kernel_shape=None,
+    pads=None,
+    strides=None,
 ):
     """Implements ONNX QLinearConv: the convolution of quantized ``x`` and ``w``, quantized.
 
@@ -52,8 +66,17 @@ def qlinear_conv(
             f"needs `w_scale` and `w_zero_point` of one shape, got {tuple(w_scale.shape)} and {tuple(w_zero_point.shape)}."
         )
     acc = conv_int32(
-        x, w, x_zero_point, w_zero_point, B, auto_pad=auto_pad, dilations=dilations, group=group,
-        kernel_shape=kernel_shape, pads=pads, strides=strides,
+        x,
+        w,
+        x_zero_point,
+        w_zero_point,
+        B,
+        auto_pad=auto_pad,
+        dilations=dilations,
+        group=group,
+        kernel_shape=kernel_shape,
+        pads=pads,
+        strides=strides,
     )
     multiplier = true_divide(x_scale.reshape(()) * w_scale.reshape(scale_shape), y_scale.reshape(()))
     return requantize(acc, multiplier, y_zero_point.reshape(()), onnx_type_name(y_zero_point.dtype))

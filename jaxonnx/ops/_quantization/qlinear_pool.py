@@ -14,13 +14,13 @@ from jaxonnx._core.registry import register
 from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.broadcasting import true_divide
 from jaxonnx.ops._helpers.common import namespace
-from jaxonnx.ops._helpers.schemas import contrib_schema
 from jaxonnx.ops._helpers.quantization import (
     dequantize,
     per_tensor_value,
     requantize,
     saturate_rounded,
 )
+from jaxonnx.ops._helpers.schemas import contrib_schema
 from jaxonnx.ops._helpers.window import output_geometry, window_attributes
 
 _PER_TENSOR = ("tensor", None)
@@ -31,7 +31,9 @@ _INTS = onnx.defs.OpSchema.AttrType.INTS
 def _channels_first(X, channels_last: int):
     """``X`` with its channels at axis 1 (moved from the last axis where ``channels_last``)."""
     if X.ndim < 3:
-        raise OnnxValidationError(f"needs `X` of rank >= 3 (N, C, spatial... or N, spatial..., C), got shape {tuple(X.shape)}.")
+        raise OnnxValidationError(
+            f"needs `X` of rank >= 3 (N, C, spatial... or N, spatial..., C), got shape {tuple(X.shape)}."
+        )
     return namespace(X).moveaxis(X, -1, 1) if channels_last else X
 
 
@@ -45,7 +47,9 @@ def _global_average(X, x_scale, x_zero, y_scale, y_zero):
     xp = namespace(X)
     spatial = tuple(range(2, X.ndim))
     size = int(np.prod(X.shape[2:]))
-    sums = xp.sum(X.astype(np.int32), axis=spatial, keepdims=True, dtype=np.int32) - x_zero.astype(np.int32) * np.int32(size)
+    sums = xp.sum(X.astype(np.int32), axis=spatial, keepdims=True, dtype=np.int32) - x_zero.astype(np.int32) * np.int32(
+        size
+    )
     multiplier = true_divide(x_scale, y_scale * np.float32(size))
     return requantize(sums, multiplier, y_zero, onnx_type_name(X.dtype))
 
@@ -54,17 +58,28 @@ def _scalars(x_scale, x_zero, y_scale, y_zero, dtype):
     """The four per-tensor values: float32 scales, zero points of ``dtype`` (0 where omitted)."""
     x_scale = per_tensor_value(x_scale, "x_scale").astype(np.float32)
     y_scale = per_tensor_value(y_scale, "y_scale").astype(np.float32)
-    zeros = [np.zeros((), dtype) if z is None else per_tensor_value(z, name) for z, name in ((x_zero, "x_zero_point"), (y_zero, "y_zero_point"))]
+    zeros = [
+        np.zeros((), dtype) if z is None else per_tensor_value(z, name)
+        for z, name in ((x_zero, "x_zero_point"), (y_zero, "y_zero_point"))
+    ]
     return x_scale, zeros[0], y_scale, zeros[1]
 
 
 _GLOBAL_SCHEMA = contrib_schema(
     "QLinearGlobalAveragePool",
     "Y = quantize(GlobalAveragePool(dequantize(X))), channels first or last.",
-    inputs=[("X", "T"), ("x_scale", "tensor(float)"), ("x_zero_point", "T"), ("y_scale", "tensor(float)"), ("y_zero_point", "T")],
+    inputs=[
+        ("X", "T"),
+        ("x_scale", "tensor(float)"),
+        ("x_zero_point", "T"),
+        ("y_scale", "tensor(float)"),
+        ("y_zero_point", "T"),
+    ],
     outputs=[("Y", "T")],
     type_constraints=[("T", ["tensor(uint8)", "tensor(int8)"])],
-    attributes=[_Attribute("channels_last", onnx.helper.make_attribute("channels_last", 0), "Channels are the last axis.")],
+    attributes=[
+        _Attribute("channels_last", onnx.helper.make_attribute("channels_last", 0), "Channels are the last axis.")
+    ],
     differentiable=(),
 )
 
@@ -100,8 +115,13 @@ def qlinear_global_average_pool(X, x_scale, x_zero_point, y_scale, y_zero_point,
 _POOL_SCHEMA = contrib_schema(
     "QLinearAveragePool",
     "Y = quantize(AveragePool(dequantize(X))), channels first or last.",
-    inputs=[("X", "T"), ("x_scale", "tensor(float)"), ("x_zero_point", "T", "optional"), ("y_scale", "tensor(float)"),
-            ("y_zero_point", "T", "optional")],
+    inputs=[
+        ("X", "T"),
+        ("x_scale", "tensor(float)"),
+        ("x_zero_point", "T", "optional"),
+        ("y_scale", "tensor(float)"),
+        ("y_zero_point", "T", "optional"),
+    ],
     outputs=[("Y", "T")],
     type_constraints=[("T", ["tensor(uint8)", "tensor(int8)"])],
     attributes=[
@@ -119,8 +139,19 @@ _POOL_SCHEMA = contrib_schema(
 
 @register("QLinearAveragePool", 1, domain="com.microsoft", schema=_POOL_SCHEMA)
 def qlinear_average_pool(
-    X, x_scale, x_zero_point=None, y_scale=None, y_zero_point=None, *, auto_pad="NOTSET", ceil_mode=0,
-    channels_last=0, count_include_pad=0, kernel_shape=None, pads=None, strides=None,
+    X,
+    x_scale,
+    x_zero_point=None,
+    y_scale=None,
+    y_zero_point=None,
+    *,
+    auto_pad="NOTSET",
+    ceil_mode=0,
+    channels_last=0,
+    count_include_pad=0,
+    kernel_shape=None,
+    pads=None,
+    strides=None,
 ):
     """Implements com.microsoft QLinearAveragePool: the mean of each window, quantized.
 
@@ -153,7 +184,9 @@ def qlinear_average_pool(
     X = _channels_first(X, channels_last)
     if X.ndim > 5:
         raise OnnxValidationError(f"pools 1 to 3 spatial axes, got `X` of shape {tuple(X.shape)}.")
-    kernel, strides, dilations, padding, auto_pad = window_attributes(X.shape, kernel_shape, strides, None, pads, auto_pad)
+    kernel, strides, dilations, padding, auto_pad = window_attributes(
+        X.shape, kernel_shape, strides, None, pads, auto_pad
+    )
     _, padding, extras = output_geometry(X.shape[2:], kernel, strides, dilations, padding, auto_pad, bool(ceil_mode))
     if tuple(kernel) == tuple(X.shape[2:]) and all(low == high == 0 for low, high in padding):
         return _restore(_global_average(X, x_scale, x_zero, y_scale, y_zero), channels_last)
@@ -166,9 +199,10 @@ def qlinear_average_pool(
     out_sizes = [(p - k) // s + 1 for p, k, s in zip(padded.shape[2:], kernel, strides)]
     total = None
     for offset in itertools.product(*(range(k) for k in kernel)):
-        view = padded[(slice(None), slice(None)) + tuple(
-            slice(o, o + (n - 1) * s + 1, s) for o, n, s in zip(offset, out_sizes, strides)
-        )]
+        view = padded[
+            (slice(None), slice(None))
+            + tuple(slice(o, o + (n - 1) * s + 1, s) for o, n, s in zip(offset, out_sizes, strides))
+        ]
         total = view if total is None else total + view
     if count_include_pad:
         counts = np.full(out_sizes, np.prod(kernel), np.float32)

@@ -13,18 +13,23 @@ from jaxonnx._core.dtypes import onnx_type_name
 from jaxonnx._core.registry import register
 from jaxonnx.ops._helpers.broadcasting import true_divide
 from jaxonnx.ops._helpers.common import namespace, normalize_axis
-from jaxonnx.ops._helpers.schemas import contrib_schema
 from jaxonnx.ops._helpers.quantization import (
     per_tensor_value,
     round_half_to_even,
     saturate_rounded,
 )
+from jaxonnx.ops._helpers.schemas import contrib_schema
 
 _SCHEMA = contrib_schema(
     "QLinearSoftmax",
     "Y = quantize(Softmax(dequantize(X), axis)), with Softmax's semantics of opset `opset`.",
-    inputs=[("X", "T"), ("X_scale", "tensor(float)"), ("x_zero_point", "T", "optional"), ("y_scale", "tensor(float)"),
-            ("y_zero_point", "T")],
+    inputs=[
+        ("X", "T"),
+        ("X_scale", "tensor(float)"),
+        ("x_zero_point", "T", "optional"),
+        ("y_scale", "tensor(float)"),
+        ("y_zero_point", "T"),
+    ],
     outputs=[("Y", "T")],
     type_constraints=[("T", ["tensor(uint8)", "tensor(int8)"])],
     attributes=[
@@ -102,7 +107,9 @@ def _sum_in_order(values):
     the rounding of each step is part of the result)."""
     if namespace(values) is np:
         return np.add.accumulate(values, axis=-1)[:, -1]
-    total, _ = jax.lax.scan(lambda acc, column: (acc + column, None), jnp.zeros(values.shape[:1], values.dtype), values.T)
+    total, _ = jax.lax.scan(
+        lambda acc, column: (acc + column, None), jnp.zeros(values.shape[:1], values.dtype), values.T
+    )
     return total
 
 

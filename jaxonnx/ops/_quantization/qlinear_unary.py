@@ -11,21 +11,25 @@ import onnx.helper
 from jaxonnx._core.dtypes import onnx_type_name
 from jaxonnx._core.registry import register
 from jaxonnx.ops._helpers.common import namespace
-from jaxonnx.ops._helpers.schemas import contrib_schema
 from jaxonnx.ops._helpers.quantization import (
     dequantize,
     fused_multiply_add,
     per_tensor_value,
     quantize,
 )
+from jaxonnx.ops._helpers.schemas import contrib_schema
 
 _PER_TENSOR = ("tensor", None)
 # onnxruntime's logistic: Eigen's rational approximation on [-18, 18] (MlasLogisticConstants).
 _LOGISTIC_RANGE = 18.0
 _ALPHAS = (4.37031012579801e-11, 1.15627324459942e-07, 6.08574864600143e-05, 8.51377133304701e-03, 2.48287947061529e-01)
 _BETAS = (
-    6.10247389755681e-13, 5.76102136993427e-09, 6.29106785017040e-06, 1.70198817374094e-03,
-    1.16817656904453e-01, 9.93151921023180e-01,
+    6.10247389755681e-13,
+    5.76102136993427e-09,
+    6.29106785017040e-06,
+    1.70198817374094e-03,
+    1.16817656904453e-01,
+    9.93151921023180e-01,
 )
 
 
@@ -33,12 +37,17 @@ def _schema(name: str, what: str, attributes=()):
     return contrib_schema(
         name,
         f"Y = quantize({what}(dequantize(X))), per-tensor scales and zero points.",
-        inputs=[("X", "T"), ("X_scale", "tensor(float)"), ("X_zero_point", "T", "optional"),
-                ("Y_scale", "tensor(float)"), ("Y_zero_point", "T", "optional")],
+        inputs=[
+            ("X", "T"),
+            ("X_scale", "tensor(float)"),
+            ("X_zero_point", "T", "optional"),
+            ("Y_scale", "tensor(float)"),
+            ("Y_zero_point", "T", "optional"),
+        ],
         outputs=[("Y", "T")],
         type_constraints=[("T", ["tensor(uint8)", "tensor(int8)"])],
         attributes=attributes,
-    differentiable=(),
+        differentiable=(),
     )
 
 
@@ -91,7 +100,9 @@ def qlinear_sigmoid(X, X_scale, X_zero_point, Y_scale, Y_zero_point=None):
     return _through(logistic, X, X_scale, X_zero_point, Y_scale, Y_zero_point)
 
 
-_ALPHA = onnx.defs.OpSchema.Attribute("alpha", onnx.helper.make_attribute("alpha", 0.01), "The slope for negative inputs.")
+_ALPHA = onnx.defs.OpSchema.Attribute(
+    "alpha", onnx.helper.make_attribute("alpha", 0.01), "The slope for negative inputs."
+)
 _LEAKY_SCHEMA = _schema("QLinearLeakyRelu", "LeakyRelu", attributes=[_ALPHA])
 
 

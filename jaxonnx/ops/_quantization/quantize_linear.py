@@ -17,7 +17,15 @@ from jaxonnx.ops._helpers.quantization import quantization_layout, quantize, typ
 
 @register("QuantizeLinear", 28, options=("straight_through",))
 def quantize_linear(
-    x, y_scale, y_zero_point=None, *, axis=1, block_size=0, output_dtype=0, precision=0, saturate=1,
+    x,
+    y_scale,
+    y_zero_point=None,
+    *,
+    axis=1,
+    block_size=0,
+    output_dtype=0,
+    precision=0,
+    saturate=1,
     straight_through=False,
 ):
     """Implements ONNX QuantizeLinear: ``y = saturate(round(x / y_scale) + y_zero_point)``.
@@ -59,8 +67,16 @@ def quantize_linear(
         Array([126, 128, 130, 255], dtype=uint8)
     """
     return _quantize_linear(
-        x, y_scale, y_zero_point, version=28, axis=axis, block_size=block_size, output_dtype=output_dtype,
-        precision=precision, saturate=saturate, straight_through=straight_through,
+        x,
+        y_scale,
+        y_zero_point,
+        version=28,
+        axis=axis,
+        block_size=block_size,
+        output_dtype=output_dtype,
+        precision=precision,
+        saturate=saturate,
+        straight_through=straight_through,
     )
 
 
@@ -69,12 +85,28 @@ def _with_precision(version: int):
     # decides which `output_dtype` values are allowed.
     @register("QuantizeLinear", version, options=("straight_through",))
     def quantize_linear_with_precision(
-        x, y_scale, y_zero_point=None, *, axis=1, block_size=0, output_dtype=0, precision=0, saturate=1,
+        x,
+        y_scale,
+        y_zero_point=None,
+        *,
+        axis=1,
+        block_size=0,
+        output_dtype=0,
+        precision=0,
+        saturate=1,
         straight_through=False,
     ):
         return _quantize_linear(
-            x, y_scale, y_zero_point, version=version, axis=axis, block_size=block_size, output_dtype=output_dtype,
-            precision=precision, saturate=saturate, straight_through=straight_through,
+            x,
+            y_scale,
+            y_zero_point,
+            version=version,
+            axis=axis,
+            block_size=block_size,
+            output_dtype=output_dtype,
+            precision=precision,
+            saturate=saturate,
+            straight_through=straight_through,
         )
 
 
@@ -87,8 +119,15 @@ def _quantize_linear_21(
     x, y_scale, y_zero_point=None, *, axis=1, block_size=0, output_dtype=0, saturate=1, straight_through=False
 ):
     return _quantize_linear(
-        x, y_scale, y_zero_point, version=21, axis=axis, block_size=block_size, output_dtype=output_dtype,
-        saturate=saturate, straight_through=straight_through,
+        x,
+        y_scale,
+        y_zero_point,
+        version=21,
+        axis=axis,
+        block_size=block_size,
+        output_dtype=output_dtype,
+        saturate=saturate,
+        straight_through=straight_through,
     )
 
 
@@ -110,7 +149,16 @@ def _quantize_linear_10(x, y_scale, y_zero_point=None, *, straight_through=False
 
 
 def _quantize_linear(
-    x, y_scale, y_zero_point, *, version, axis=1, block_size=0, output_dtype=0, precision=0, saturate=1,
+    x,
+    y_scale,
+    y_zero_point,
+    *,
+    version,
+    axis=1,
+    block_size=0,
+    output_dtype=0,
+    precision=0,
+    saturate=1,
     straight_through=False,
 ):
     target = _output_type(y_zero_point, output_dtype, version)
@@ -118,7 +166,14 @@ def _quantize_linear(
         x.shape, y_scale, y_zero_point, axis=axis, block_size=block_size, per_tensor_only=version < 13
     )
     return quantize(
-        x, y_scale, y_zero_point, target, layout, block_size=block_size, saturate=saturate, precision=precision,
+        x,
+        y_scale,
+        y_zero_point,
+        target,
+        layout,
+        block_size=block_size,
+        saturate=saturate,
+        precision=precision,
         straight_through=straight_through,
     )
 

@@ -10,17 +10,20 @@ import onnx.defs
 
 from jaxonnx._core.dtypes import onnx_type_name
 from jaxonnx._core.registry import register
-from jaxonnx.ops._helpers.schemas import contrib_schema
 from jaxonnx.ops._helpers.quantization import dequantize, quantization_layout, quantize
+from jaxonnx.ops._helpers.schemas import contrib_schema
 
 _Attribute = onnx.defs.OpSchema.Attribute
 _INTEGERS = ["tensor(int8)", "tensor(uint8)", "tensor(int16)", "tensor(uint16)", "tensor(int4)", "tensor(uint4)"]
 _AXIS = _Attribute(
-    "axis", onnx.defs.OpSchema.AttrType.INT,
-    "The axis of per-axis quantization; with scalar scales (per tensor) it is not read.", required=False,
+    "axis",
+    onnx.defs.OpSchema.AttrType.INT,
+    "The axis of per-axis quantization; with scalar scales (per tensor) it is not read.",
+    required=False,
 )
 _QUANTIZE_SCHEMA = contrib_schema(
-    "QuantizeLinear", "y = saturate(round(x / y_scale) + y_zero_point), rounding half to even.",
+    "QuantizeLinear",
+    "y = saturate(round(x / y_scale) + y_zero_point), rounding half to even.",
     inputs=[("x", "T1"), ("y_scale", "T1"), ("y_zero_point", "T2", "optional")],
     outputs=[("y", "T2")],
     type_constraints=[("T1", ["tensor(float16)", "tensor(float)"]), ("T2", _INTEGERS)],
@@ -28,7 +31,8 @@ _QUANTIZE_SCHEMA = contrib_schema(
     differentiable=(),
 )
 _DEQUANTIZE_SCHEMA = contrib_schema(
-    "DequantizeLinear", "y = (x - x_zero_point) * x_scale.",
+    "DequantizeLinear",
+    "y = (x - x_zero_point) * x_scale.",
     inputs=[("x", "T1"), ("x_scale", "T2"), ("x_zero_point", "T1", "optional")],
     outputs=[("y", "T2")],
     type_constraints=[("T1", _INTEGERS + ["tensor(int32)"]), ("T2", ["tensor(float16)", "tensor(float)"])],
@@ -89,7 +93,9 @@ def dequantize_linear_microsoft(x, x_scale, x_zero_point=None, *, axis=None):
         Array([-3.5,  0.5,  4. ], dtype=float32)
     """
     axis = 1 if axis is None else axis
-    layout = quantization_layout(x.shape, x_scale, x_zero_point, axis=axis, block_size=0, names=("x_scale", "x_zero_point"))
+    layout = quantization_layout(
+        x.shape, x_scale, x_zero_point, axis=axis, block_size=0, names=("x_scale", "x_zero_point")
+    )
     return dequantize(x, x_scale, x_zero_point, np.dtype(x_scale.dtype), layout)
 
 

@@ -40,9 +40,7 @@ def multinomial(input, *, dtype=6, sample_size=1, seed=None, rng=None):
                [2, 2, 2, 2]], dtype=int32)
     """
     if input.ndim != 2:
-        raise OnnxValidationError(
-            f"needs `input` of shape [batch_size, class_size], got shape {tuple(input.shape)}."
-        )
+        raise OnnxValidationError(f"needs `input` of shape [batch_size, class_size], got shape {tuple(input.shape)}.")
     if dtype not in _OUTPUT_TYPES:
         raise OnnxTypeError(f"got `dtype`={dtype}; it must be 6 (int32) or 7 (int64).")
     if sample_size < 0:

@@ -44,14 +44,26 @@ def random_normal(*, shape, dtype=1, mean=0.0, scale=1.0, seed=None, rng=None):
         >>> x.shape, x.dtype, bool((abs(x - 5) < 3).all())
         ((2, 3), dtype('float32'), True)
     """
-    return _normal(draw_shape(shape), float_output_dtype(dtype, None, allowed=_TYPES[22]),
-                   mean=mean, scale=scale, seed=seed, rng=rng)
+    return _normal(
+        draw_shape(shape),
+        float_output_dtype(dtype, None, allowed=_TYPES[22]),
+        mean=mean,
+        scale=scale,
+        seed=seed,
+        rng=rng,
+    )
 
 
 @register("RandomNormal", 1, rng=True)
 def _random_normal_1(*, shape, dtype=1, mean=0.0, scale=1.0, seed=None, rng=None):
-    return _normal(draw_shape(shape), float_output_dtype(dtype, None, allowed=_TYPES[1]),
-                   mean=mean, scale=scale, seed=seed, rng=rng)
+    return _normal(
+        draw_shape(shape),
+        float_output_dtype(dtype, None, allowed=_TYPES[1]),
+        mean=mean,
+        scale=scale,
+        seed=seed,
+        rng=rng,
+    )
 
 
 @register("RandomNormalLike", 22, rng=True)
@@ -77,14 +89,26 @@ def random_normal_like(input, *, dtype=None, mean=0.0, scale=1.0, seed=None, rng
         >>> jaxonnx.ops.random_normal_like(jnp.zeros((2, 2), jnp.int32), dtype=10, seed=1.0).dtype
         dtype('float16')
     """
-    return _normal(input.shape, float_output_dtype(dtype, input, allowed=_LIKE_TYPES[22]),
-                   mean=mean, scale=scale, seed=seed, rng=rng)
+    return _normal(
+        input.shape,
+        float_output_dtype(dtype, input, allowed=_LIKE_TYPES[22]),
+        mean=mean,
+        scale=scale,
+        seed=seed,
+        rng=rng,
+    )
 
 
 @register("RandomNormalLike", 1, rng=True)
 def _random_normal_like_1(input, *, dtype=None, mean=0.0, scale=1.0, seed=None, rng=None):
-    return _normal(input.shape, float_output_dtype(dtype, input, allowed=_LIKE_TYPES[1]),
-                   mean=mean, scale=scale, seed=seed, rng=rng)
+    return _normal(
+        input.shape,
+        float_output_dtype(dtype, input, allowed=_LIKE_TYPES[1]),
+        mean=mean,
+        scale=scale,
+        seed=seed,
+        rng=rng,
+    )
 
 
 __all__ = ["random_normal", "random_normal_like"]

@@ -51,14 +51,16 @@ def random_uniform(*, shape, dtype=1, high=1.0, low=0.0, seed=None, rng=None):
         >>> x.shape, bool(((2 <= x) & (x < 3)).all())
         ((4,), True)
     """
-    return _uniform(draw_shape(shape), float_output_dtype(dtype, None, allowed=_TYPES[22]),
-                    low=low, high=high, seed=seed, rng=rng)
+    return _uniform(
+        draw_shape(shape), float_output_dtype(dtype, None, allowed=_TYPES[22]), low=low, high=high, seed=seed, rng=rng
+    )
 
 
 @register("RandomUniform", 1, rng=True)
 def _random_uniform_1(*, shape, dtype=1, high=1.0, low=0.0, seed=None, rng=None):
-    return _uniform(draw_shape(shape), float_output_dtype(dtype, None, allowed=_TYPES[1]),
-                    low=low, high=high, seed=seed, rng=rng)
+    return _uniform(
+        draw_shape(shape), float_output_dtype(dtype, None, allowed=_TYPES[1]), low=low, high=high, seed=seed, rng=rng
+    )
 
 
 @register("RandomUniformLike", 22, rng=True)
@@ -84,14 +86,16 @@ def random_uniform_like(input, *, dtype=None, high=1.0, low=0.0, seed=None, rng=
         >>> jaxonnx.ops.random_uniform_like(jnp.zeros((2, 2)), rng=jax.random.key(0)).shape
         (2, 2)
     """
-    return _uniform(input.shape, float_output_dtype(dtype, input, allowed=_LIKE_TYPES[22]),
-                    low=low, high=high, seed=seed, rng=rng)
+    return _uniform(
+        input.shape, float_output_dtype(dtype, input, allowed=_LIKE_TYPES[22]), low=low, high=high, seed=seed, rng=rng
+    )
 
 
 @register("RandomUniformLike", 1, rng=True)
 def _random_uniform_like_1(input, *, dtype=None, high=1.0, low=0.0, seed=None, rng=None):
-    return _uniform(input.shape, float_output_dtype(dtype, input, allowed=_LIKE_TYPES[1]),
-                    low=low, high=high, seed=seed, rng=rng)
+    return _uniform(
+        input.shape, float_output_dtype(dtype, input, allowed=_LIKE_TYPES[1]), low=low, high=high, seed=seed, rng=rng
+    )
 
 
 __all__ = ["random_uniform", "random_uniform_like"]

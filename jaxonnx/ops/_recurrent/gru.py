@@ -10,9 +10,24 @@ from jaxonnx.ops._helpers import recurrence
 
 
 @register("GRU", 1, 3, 7, 14, 22, folds=False)
-def gru(X, W, R, B=None, sequence_lens=None, initial_h=None, *, activation_alpha=None, activation_beta=None,
-        activations=None, clip=None, direction="forward", hidden_size=None, layout=0, linear_before_reset=0,
-        output_sequence=0):
+def gru(
+    X,
+    W,
+    R,
+    B=None,
+    sequence_lens=None,
+    initial_h=None,
+    *,
+    activation_alpha=None,
+    activation_beta=None,
+    activations=None,
+    clip=None,
+    direction="forward",
+    hidden_size=None,
+    layout=0,
+    linear_before_reset=0,
+    output_sequence=0,
+):
     """Implements ONNX GRU: a gated recurrent unit layer over a sequence.
 
     Gates in ONNX's order ``z, r, h``: ``z = f(x Wz + h Rz + b)``, ``r = f(x Wr + h Rr + b)``,
@@ -52,7 +67,9 @@ def gru(X, W, R, B=None, sequence_lens=None, initial_h=None, *, activation_alpha
     h0 = recurrence.initial_state(initial_h, count, batch, hidden, layout, X.dtype, "initial_h")
     if B is not None and tuple(B.shape) != (count, 6 * hidden):
         raise OnnxValidationError(f"needs `B` of shape {(count, 6 * hidden)}, got {tuple(B.shape)}.")
-    functions = recurrence.activation_functions(activations, activation_alpha, activation_beta, ["Sigmoid", "Tanh"], count)
+    functions = recurrence.activation_functions(
+        activations, activation_alpha, activation_beta, ["Sigmoid", "Tanh"], count
+    )
     clip_fn = recurrence.clipped(clip)
     ys, hs = [], []
     for d, reverse in enumerate(reverse_flags):

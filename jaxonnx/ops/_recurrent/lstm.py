@@ -10,9 +10,26 @@ from jaxonnx.ops._helpers import recurrence
 
 
 @register("LSTM", 1, 7, 14, 22, folds=False)
-def lstm(X, W, R, B=None, sequence_lens=None, initial_h=None, initial_c=None, P=None, *,
-         activation_alpha=None, activation_beta=None, activations=None, clip=None, direction="forward",
-         hidden_size=None, input_forget=0, layout=0, output_sequence=0):
+def lstm(
+    X,
+    W,
+    R,
+    B=None,
+    sequence_lens=None,
+    initial_h=None,
+    initial_c=None,
+    P=None,
+    *,
+    activation_alpha=None,
+    activation_beta=None,
+    activations=None,
+    clip=None,
+    direction="forward",
+    hidden_size=None,
+    input_forget=0,
+    layout=0,
+    output_sequence=0,
+):
     """Implements ONNX LSTM: a long short-term memory layer over a sequence.
 
     Gates in ONNX's order ``i, o, f, c``; with peepholes ``P`` (``i, o, f``):
@@ -61,7 +78,8 @@ def lstm(X, W, R, B=None, sequence_lens=None, initial_h=None, initial_c=None, P=
     if P is not None and tuple(P.shape) != (count, 3 * hidden):
         raise OnnxValidationError(f"needs `P` of shape {(count, 3 * hidden)}, got {tuple(P.shape)}.")
     functions = recurrence.activation_functions(
-        activations, activation_alpha, activation_beta, ["Sigmoid", "Tanh", "Tanh"], count)
+        activations, activation_alpha, activation_beta, ["Sigmoid", "Tanh", "Tanh"], count
+    )
     clip_fn = recurrence.clipped(clip)
     ys, hs, cs = [], [], []
     for d, reverse in enumerate(reverse_flags):
@@ -69,9 +87,17 @@ def lstm(X, W, R, B=None, sequence_lens=None, initial_h=None, initial_c=None, P=
         if B is not None:
             projection = projection + (B[d, : 4 * hidden] + B[d, 4 * hidden :])[None, None, :]
         recurrent = R[d].T
-        peepholes = None if P is None else (P[d, None, :hidden], P[d, None, hidden : 2 * hidden], P[d, None, 2 * hidden :])
-        cell = recurrence.lstm_cell(lambda x_t, h_prev, previous, recurrent=recurrent: x_t + h_prev @ recurrent,
-                                    hidden, functions[d], peepholes=peepholes, clip_fn=clip_fn, input_forget=input_forget)
+        peepholes = (
+            None if P is None else (P[d, None, :hidden], P[d, None, hidden : 2 * hidden], P[d, None, 2 * hidden :])
+        )
+        cell = recurrence.lstm_cell(
+            lambda x_t, h_prev, previous, recurrent=recurrent: x_t + h_prev @ recurrent,
+            hidden,
+            functions[d],
+            peepholes=peepholes,
+            clip_fn=clip_fn,
+            input_forget=input_forget,
+        )
         y, (h_final, c_final) = recurrence.scan_direction(projection, lengths, (h0[d], c0[d]), cell, reverse=reverse)
         ys.append(y)
         hs.append(h_final)

@@ -10,8 +10,23 @@ from jaxonnx.ops._helpers import recurrence
 
 
 @register("RNN", 1, 7, 14, 22, folds=False)
-def rnn(X, W, R, B=None, sequence_lens=None, initial_h=None, *, activation_alpha=None, activation_beta=None,
-        activations=None, clip=None, direction="forward", hidden_size=None, layout=0, output_sequence=0):
+def rnn(
+    X,
+    W,
+    R,
+    B=None,
+    sequence_lens=None,
+    initial_h=None,
+    *,
+    activation_alpha=None,
+    activation_beta=None,
+    activations=None,
+    clip=None,
+    direction="forward",
+    hidden_size=None,
+    layout=0,
+    output_sequence=0,
+):
     """Implements ONNX RNN: a simple recurrent layer, ``h' = f(x W + h R + Wb + Rb)``.
 
     Args:

@@ -9,8 +9,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxonnx._errors import OnnxValidationError
 from jaxonnx._core.registry import register
+from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.common import namespace, normalize_axis
 
 
@@ -95,5 +95,6 @@ def _arg(data, axis, keepdims, select_last_index, *, largest, allow_negative=Tru
     position = jax.lax.broadcasted_iota(np.float32 if dim <= 2**24 else index_type, data.shape, axis)
     pick, miss = (jnp.max, -1) if select_last_index else (jnp.min, dim)
     return pick(jnp.where(hit, position, miss), axis=axis, keepdims=keepdims).astype(index_type)
+
 
 __all__ = ["arg_max", "arg_min"]

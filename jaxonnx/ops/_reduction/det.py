@@ -5,8 +5,8 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from jaxonnx._errors import OnnxValidationError
 from jaxonnx._core.registry import register
+from jaxonnx._errors import OnnxValidationError
 
 
 # folds=False: numpy's and XLA's LU factorizations round differently; an op gives one answer.

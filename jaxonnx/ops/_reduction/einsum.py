@@ -7,8 +7,8 @@ import re
 import jax.numpy as jnp
 import numpy as np
 
-from jaxonnx._errors import OnnxValidationError
 from jaxonnx._core.registry import register
+from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.common import namespace
 
 _TERM = re.compile(r"[A-Za-z]*(\.\.\.)?[A-Za-z]*")
@@ -54,7 +54,9 @@ def einsum(*Inputs, equation: str):
                 "a term names each dim with one letter, or fewer dims and one `...` for the rest."
             )
     if arrow and not _TERM.fullmatch(right):
-        raise OnnxValidationError(f"got the output term {right!r} in the `equation` {equation!r}; it takes letters and one `...`.")
+        raise OnnxValidationError(
+            f"got the output term {right!r} in the `equation` {equation!r}; it takes letters and one `...`."
+        )
     xp = namespace(*Inputs)
     dtype = np.dtype(Inputs[0].dtype)
     narrow = dtype.kind == "f" and dtype.itemsize == 2
@@ -65,7 +67,9 @@ def einsum(*Inputs, equation: str):
         else:
             out = jnp.einsum(equation, *Inputs, preferred_element_type=np.float32 if narrow else dtype)
     except ValueError as error:  # repeated output letters, mismatched dims, unknown output letters
-        raise OnnxValidationError(f"cannot evaluate the `equation` {equation!r} on inputs of shapes {shapes}: {error}") from None
+        raise OnnxValidationError(
+            f"cannot evaluate the `equation` {equation!r} on inputs of shapes {shapes}: {error}"
+        ) from None
     return out.astype(dtype) if out.dtype != dtype else out
 
 

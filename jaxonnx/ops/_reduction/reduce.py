@@ -17,8 +17,8 @@ import math
 import jax
 import numpy as np
 
-from jaxonnx._errors import OnnxValidationError
 from jaxonnx._core.registry import register
+from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.common import int_list, namespace, normalize_axis
 
 
@@ -36,7 +36,9 @@ def reduced_axes(axes, rank: int, noop_with_empty_axes: int = 0, *, allow_negati
         return () if noop_with_empty_axes else tuple(range(rank))
     normalized = [normalize_axis(a, rank, name="axes", allow_negative=allow_negative) for a in axes]
     if len(set(normalized)) != len(normalized):
-        raise OnnxValidationError(f"got repeated `axes` {list(axes)} for an input of rank {rank}; each axis may appear once.")
+        raise OnnxValidationError(
+            f"got repeated `axes` {list(axes)} for an input of rank {rank}; each axis may appear once."
+        )
     return tuple(sorted(normalized))
 
 
@@ -320,8 +322,18 @@ def reduce_log_sum_exp(data, axes=None, *, keepdims: int = 1, noop_with_empty_ax
 
 
 # What each reduction leaves marked (padded) entries as: see jaxonnx/_core/padding.py.
-_PADDING = {"ReduceSum": "sum", "ReduceL1": "sum", "ReduceL2": "sum", "ReduceSumSquare": "sum", "ReduceLogSum": "sum",
-            "ReduceMean": "mean", "ReduceMax": "max", "ReduceLogSumExp": "max", "ReduceMin": "min", "ReduceProd": "prod"}
+_PADDING = {
+    "ReduceSum": "sum",
+    "ReduceL1": "sum",
+    "ReduceL2": "sum",
+    "ReduceSumSquare": "sum",
+    "ReduceLogSum": "sum",
+    "ReduceMean": "mean",
+    "ReduceMax": "max",
+    "ReduceLogSumExp": "max",
+    "ReduceMin": "min",
+    "ReduceProd": "prod",
+}
 
 
 def _with_axes_attribute(op_type, *since_versions, allow_negative=True, folds=True):
@@ -352,6 +364,15 @@ for _op_type, _versions in {
 del _op_type, _versions, _folds
 
 __all__ = [
-    "reduce_l1", "reduce_l2", "reduce_log_sum", "reduce_log_sum_exp", "reduce_max", "reduce_mean", "reduce_min",
-    "reduce_prod", "reduce_sum", "reduce_sum_square", "reduced_axes",
+    "reduce_l1",
+    "reduce_l2",
+    "reduce_log_sum",
+    "reduce_log_sum_exp",
+    "reduce_max",
+    "reduce_mean",
+    "reduce_min",
+    "reduce_prod",
+    "reduce_sum",
+    "reduce_sum_square",
+    "reduced_axes",
 ]

@@ -6,8 +6,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxonnx._errors import OnnxValidationError
 from jaxonnx._core.registry import register
+from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.common import int_list, namespace, normalize_axis
 
 
@@ -80,5 +80,6 @@ def _top_k(x, k: int, axis: int, *, largest: bool):
         _, indices = jax.lax.top_k(jnp.moveaxis(keys, axis, -1), k)
         indices = jnp.moveaxis(indices, -1, axis).astype(jax.dtypes.canonicalize_dtype(np.int64))
     return xp.take_along_axis(x, indices, axis), indices
+
 
 __all__ = ["top_k"]

@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from jaxonnx._core.dtypes import as_str_array
-from jaxonnx._errors import OnnxValidationError
 from jaxonnx._core.registry import register
+from jaxonnx._errors import OnnxValidationError
 
 _FORMS = {
     "value": lambda v: v,

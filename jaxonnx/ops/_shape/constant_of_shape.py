@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from jaxonnx._core.dtypes import onnx_type_name
-from jaxonnx._errors import OnnxTypeError, OnnxValidationError
 from jaxonnx._core.registry import register
+from jaxonnx._errors import OnnxTypeError, OnnxValidationError
 from jaxonnx.ops._helpers.casting import schema_types
 from jaxonnx.ops._helpers.common import int_list
 
@@ -38,9 +38,7 @@ def constant_of_shape(input, *, value=None):
 def _constant_of_shape(input, value, *, version: int):
     dims = int_list(input, name="input")
     if np.ndim(input) != 1 or min(dims, default=0) < 0:
-        raise OnnxValidationError(
-            f"needs `input` as 1-D non-negative dims, got {np.asarray(input).tolist()}."
-        )
+        raise OnnxValidationError(f"needs `input` as 1-D non-negative dims, got {np.asarray(input).tolist()}.")
     value = np.zeros(1, np.float32) if value is None else np.asarray(value)
     if value.size != 1:
         raise OnnxValidationError(f"needs a one-element `value`, got shape {value.shape}.")

@@ -7,8 +7,8 @@ import math
 import numpy as np
 import onnx
 
-from jaxonnx._errors import OnnxValidationError
 from jaxonnx._core.registry import register
+from jaxonnx._errors import OnnxValidationError
 
 _MAX_LENGTH = 2**31 - 1
 _STASH_TYPES = {onnx.TensorProto.FLOAT: np.float32, onnx.TensorProto.DOUBLE: np.float64}

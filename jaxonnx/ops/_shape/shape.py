@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 from jaxonnx._core.registry import register
 from jaxonnx.ops._helpers.common import dims_array
 

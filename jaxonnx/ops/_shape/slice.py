@@ -50,8 +50,9 @@ def slice_bounds(dim: int, start: int, end: int, step: int) -> builtins.slice:
 
 
 @register("Slice", 11, 13, static=_BOUNDS, size_hint="own_length", padding="moves")
-def slice(data, starts, ends, axes=None, steps=None, *, size: int | None = None, fill_value=None,
-          real_length: bool = False):
+def slice(
+    data, starts, ends, axes=None, steps=None, *, size: int | None = None, fill_value=None, real_length: bool = False
+):
     """Implements ONNX Slice (version 13): ``data`` sliced along ``axes``.
 
     ``starts``, ``ends``, ``axes`` and ``steps`` decide the output shape, so they are
@@ -88,14 +89,16 @@ def slice(data, starts, ends, axes=None, steps=None, *, size: int | None = None,
         >>> jax.jit(lambda s, e: jaxonnx.ops.slice(jnp.arange(10), s, e, size=4))(jnp.array([2]), jnp.array([5]))
         Array([2, 3, 4, 0], dtype=int32)
     """
-    return _slice(data, starts, ends, axes, steps, negative_axes=True, size=size, fill_value=fill_value,
-                  real_length=real_length)
+    return _slice(
+        data, starts, ends, axes, steps, negative_axes=True, size=size, fill_value=fill_value, real_length=real_length
+    )
 
 
 @register("Slice", 10, static=_BOUNDS, size_hint="own_length", padding="moves")
 def _slice_10(data, starts, ends, axes=None, steps=None, *, size=None, fill_value=None, real_length=False):
-    return _slice(data, starts, ends, axes, steps, negative_axes=False, size=size, fill_value=fill_value,
-                  real_length=real_length)
+    return _slice(
+        data, starts, ends, axes, steps, negative_axes=False, size=size, fill_value=fill_value, real_length=real_length
+    )
 
 
 @register("Slice", 1, padding="moves")
@@ -108,11 +111,24 @@ _NO_STEPS = object()
 
 
 def _slice(data, starts, ends, axes, steps, *, negative_axes, size=None, fill_value=None, real_length=False):
-    traced = [name for name, value in (("starts", starts), ("ends", ends), ("axes", axes), ("steps", steps))
-              if is_traced(value)]
+    traced = [
+        name
+        for name, value in (("starts", starts), ("ends", ends), ("axes", axes), ("steps", steps))
+        if is_traced(value)
+    ]
     if traced or size is not None:  # with a size, padded whatever the bounds (eager and jit agree)
-        return _padded_slice(data, starts, ends, axes, steps, traced, negative_axes=negative_axes, size=size,
-                             fill_value=fill_value, real_length=real_length)
+        return _padded_slice(
+            data,
+            starts,
+            ends,
+            axes,
+            steps,
+            traced,
+            negative_axes=negative_axes,
+            size=size,
+            fill_value=fill_value,
+            real_length=real_length,
+        )
     given = {"starts": starts, "ends": ends, "axes": axes, "steps": steps}
     if steps is _NO_STEPS:
         del given["steps"]
@@ -180,11 +196,15 @@ def _padded_slice(data, starts, ends, axes, steps, traced: list[str], *, negativ
     start, end = (jnp.clip(jnp.where(b < 0, b + dim, b), 0, dim).astype(jnp.int32) for b in (starts[0], ends[0]))
     count = jnp.maximum(end - start, 0)
     if size < dim:  # only a bound below the input's length can be exceeded
-        refuse_at_run_time_if(count > size, lambda found: (
-            f"Slice cut {int(found)} entries at run time but its output was given size={size}; the result "
-            "would be truncated, so it is refused. Give a larger `size` (for a model, a larger size hint: "
-            "`size_hints=` of `jaxonnx.load`)."
-        ), count)
+        refuse_at_run_time_if(
+            count > size,
+            lambda found: (
+                f"Slice cut {int(found)} entries at run time but its output was given size={size}; the result "
+                "would be truncated, so it is refused. Give a larger `size` (for a model, a larger size hint: "
+                "`size_hints=` of `jaxonnx.load`)."
+            ),
+            count,
+        )
     # Padded behind, so that a window of `size` from any start stays inside (no clamped start).
     widths = [(0, size if d == axis else 0) for d in range(data.ndim)]
     window = jax.lax.dynamic_slice_in_dim(jnp.pad(data, widths), start, size, axis)

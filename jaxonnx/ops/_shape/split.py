@@ -13,8 +13,8 @@ import builtins
 
 import numpy as np
 
-from jaxonnx._errors import OnnxValidationError
 from jaxonnx._core.registry import register
+from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.common import int_list, normalize_axis
 
 

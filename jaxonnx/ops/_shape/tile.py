@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from jaxonnx._errors import OnnxValidationError
 from jaxonnx._core.registry import register
+from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.common import int_list, namespace, normalize_axis
 
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from jaxonnx._errors import OnnxValidationError
 from jaxonnx._core.registry import register
+from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.common import namespace
 
 
@@ -28,8 +28,7 @@ def transpose(data, *, perm=None):
     perm = tuple(range(rank))[::-1] if perm is None else tuple(int(p) for p in perm)
     if sorted(perm) != list(range(rank)):
         raise OnnxValidationError(
-            f"got `perm`={list(perm)} for an input of rank {rank}; it must be a permutation of "
-            f"{list(range(rank))}."
+            f"got `perm`={list(perm)} for an input of rank {rank}; it must be a permutation of {list(range(rank))}."
         )
     if perm == tuple(range(rank)):
         return data

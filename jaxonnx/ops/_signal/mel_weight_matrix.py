@@ -10,10 +10,13 @@ from jaxonnx.ops._helpers.fourier import cast_real, output_dtype, static_int
 
 
 @register(
-    "MelWeightMatrix", 17,
+    "MelWeightMatrix",
+    17,
     static=("num_mel_bins", "dft_length", "sample_rate", "lower_edge_hertz", "upper_edge_hertz"),
 )
-def mel_weight_matrix(num_mel_bins, dft_length, sample_rate, lower_edge_hertz, upper_edge_hertz, *, output_datatype: int = 1):
+def mel_weight_matrix(
+    num_mel_bins, dft_length, sample_rate, lower_edge_hertz, upper_edge_hertz, *, output_datatype: int = 1
+):
     """Implements ONNX MelWeightMatrix: triangular mel filters over the bins of a one-sided DFT.
 
     With ``mel(f) = 2595 log10(1 + f / 700)``, the ``num_mel_bins + 2`` band edges are
@@ -54,12 +57,12 @@ def mel_weight_matrix(num_mel_bins, dft_length, sample_rate, lower_edge_hertz, u
         raise OnnxValidationError(
             f"needs `num_mel_bins` >= 0, `dft_length` >= 1 and `sample_rate` >= 1, got {mels}, {length} and {rate}."
         )
-    lower, upper = (_hertz(v, name) for v, name in ((lower_edge_hertz, "lower_edge_hertz"), (upper_edge_hertz, "upper_edge_hertz")))
+    lower, upper = (
+        _hertz(v, name) for v, name in ((lower_edge_hertz, "lower_edge_hertz"), (upper_edge_hertz, "upper_edge_hertz"))
+    )
     spectrogram_bins = length // 2 + 1
     if not 0 <= lower <= upper:
-        raise OnnxValidationError(
-            f"needs 0 <= `lower_edge_hertz` <= `upper_edge_hertz`, got {lower} and {upper}."
-        )
+        raise OnnxValidationError(f"needs 0 <= `lower_edge_hertz` <= `upper_edge_hertz`, got {lower} and {upper}.")
     if np.floor((length + 1) * upper / rate) >= spectrogram_bins:
         raise OnnxValidationError(
             f"got `upper_edge_hertz`={upper}, whose DFT bin floor((dft_length + 1) * hertz / sample_rate) = "

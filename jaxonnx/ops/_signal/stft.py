@@ -65,9 +65,7 @@ def stft(signal, frame_step, window=None, frame_length=None, *, onesided: int = 
     if frame_length is not None:
         length = static_int(frame_length, name="frame_length")
         if window is not None and window.shape[0] != length:
-            raise OnnxValidationError(
-                f"needs a `window` of `frame_length`={length} values, got {window.shape[0]}."
-            )
+            raise OnnxValidationError(f"needs a `window` of `frame_length`={length} values, got {window.shape[0]}.")
     else:
         length = signal_length if window is None else window.shape[0]
     if not 1 <= length <= signal_length:

@@ -80,7 +80,9 @@ def _simple_case(character: str, upper: bool, dotted_i: bool) -> str:
     """One character's simple case mapping (UnicodeData.txt), which Python's full mapping
     (``str.upper``) contains wherever that gives one character."""
     if dotted_i and character in _DOTTED_I:
-        return {"i": "İ", "ı": "I"}.get(character, character) if upper else {"I": "ı", "İ": "i"}.get(character, character)
+        return (
+            {"i": "İ", "ı": "I"}.get(character, character) if upper else {"I": "ı", "İ": "i"}.get(character, character)
+        )
     full = character.upper() if upper else character.lower()
     if len(full) == 1:
         return full

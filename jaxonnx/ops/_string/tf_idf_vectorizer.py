@@ -66,8 +66,17 @@ def tf_idf_vectorizer(
         ...     pool_int64s=[2, 5, 2, 3])
         Array([2., 1., 2.], dtype=float32)
     """
-    ngrams = _pool_ngrams(X, mode, min_gram_length, max_gram_length, max_skip_count, ngram_counts,
-                          ngram_indexes, pool_int64s, pool_strings)
+    ngrams = _pool_ngrams(
+        X,
+        mode,
+        min_gram_length,
+        max_gram_length,
+        max_skip_count,
+        ngram_counts,
+        ngram_indexes,
+        pool_int64s,
+        pool_strings,
+    )
     pool_size = len(ngram_indexes)
     weights = [1.0] * pool_size if weights is None else [float(w) for w in weights]
     if len(weights) != pool_size:
@@ -81,8 +90,14 @@ def tf_idf_vectorizer(
         ngrams = [(n, tokens, i) for n, tokens, i in ngrams if _representable(tokens, rows.dtype)]
     levels, leaves = _trie(ngrams)
     plan = _Plan(
-        levels, leaves, tuple(n for n, _, _ in ngrams), min_gram_length, max_skip_count, mode,
-        tuple(weights[i] for _, _, i in ngrams), tuple(int(ngram_indexes[i]) for _, _, i in ngrams),
+        levels,
+        leaves,
+        tuple(n for n, _, _ in ngrams),
+        min_gram_length,
+        max_skip_count,
+        mode,
+        tuple(weights[i] for _, _, i in ngrams),
+        tuple(int(ngram_indexes[i]) for _, _, i in ngrams),
         max(ngram_indexes, default=-1) + 1,
     )
     Y = _vectorize(np, rows, plan) if namespace(rows) is np else _vectorize_jax(rows, plan)
@@ -127,15 +142,18 @@ def _vectorize(xp, rows, plan: _Plan):
 _vectorize_jax = jax.jit(functools.partial(_vectorize, jnp), static_argnums=1)
 
 
-def _pool_ngrams(X, mode, min_gram_length, max_gram_length, max_skip_count, ngram_counts, ngram_indexes,
-                 pool_int64s, pool_strings):
+def _pool_ngrams(
+    X, mode, min_gram_length, max_gram_length, max_skip_count, ngram_counts, ngram_indexes, pool_int64s, pool_strings
+):
     """The pool's n-grams of the counted lengths as ``(n, tokens, pool index)``, the
     attributes checked (``ngram_indexes`` has one entry per n-gram of the pool)."""
     if mode not in _MODES:
         raise OnnxValidationError(f"got `mode`={mode!r}; it must be one of {', '.join(_MODES)}.")
     if (pool_int64s is None) == (pool_strings is None):
-        raise OnnxValidationError("needs exactly one of `pool_int64s` and `pool_strings`, got "
-                                  f"{'both' if pool_int64s is not None else 'neither'}.")
+        raise OnnxValidationError(
+            "needs exactly one of `pool_int64s` and `pool_strings`, got "
+            f"{'both' if pool_int64s is not None else 'neither'}."
+        )
     strings = is_string_array(X)
     if strings != (pool_strings is not None):
         raise OnnxTypeError(
@@ -204,6 +222,7 @@ def _count(xp, rows, plan: _Plan):
     elif xp is np:
         deeper = [sum(found) for found in zip(*(_walk(np, rows, levels, first, alive, skip, plan) for skip in skips))]
     else:
+
         def step(totals, skip):
             found = _walk(jnp, rows, levels, first, alive, skip, plan)
             return [total + f for total, f in zip(totals, found)], None
@@ -236,8 +255,10 @@ def _trie(ngrams):
     longest = max((n for n, _, _ in ngrams), default=0)
     levels, node_of = [], {(): 0}
     for level in range(1, longest + 1):
-        prefixes = sorted({tuple(int(t) for t in tokens[:level]) for n, tokens, _ in ngrams if n >= level},
-                          key=lambda p: (node_of[p[:-1]], p[-1]))
+        prefixes = sorted(
+            {tuple(int(t) for t in tokens[:level]) for n, tokens, _ in ngrams if n >= level},
+            key=lambda p: (node_of[p[:-1]], p[-1]),
+        )
         node_of.update({prefix: index for index, prefix in enumerate(prefixes)})
         levels.append((tuple(node_of[p[:-1]] for p in prefixes), tuple(p[-1] for p in prefixes)))
     return tuple(levels), tuple(node_of[tuple(int(t) for t in tokens)] for _, tokens, _ in ngrams)

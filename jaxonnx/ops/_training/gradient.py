@@ -44,7 +44,7 @@ def gradient(*inputs, xs, y, zs=None, computation):
             f"got {len(inputs)} inputs for {len(xs)} names in `xs` and {len(zs)} in `zs`; it takes one input "
             "per name of `xs`, then one per name of `zs`."
         )
-    points, others = inputs[: len(xs)], inputs[len(xs):]
+    points, others = inputs[: len(xs)], inputs[len(xs) :]
     for name, point in zip(xs, points):
         if not jnp.issubdtype(point.dtype, jnp.floating):
             raise OnnxTypeError(

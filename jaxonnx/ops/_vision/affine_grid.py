@@ -34,7 +34,9 @@ def affine_grid(theta, size, *, align_corners=0):
     shape = int_list(size, name="size")
     spatial = len(shape) - 2
     if spatial not in (2, 3) or min(shape) < 0:
-        raise OnnxValidationError(f"needs `size` [N, C, H, W] or [N, C, D, H, W] of non-negative dims, got {list(shape)}.")
+        raise OnnxValidationError(
+            f"needs `size` [N, C, H, W] or [N, C, D, H, W] of non-negative dims, got {list(shape)}."
+        )
     if tuple(theta.shape) != (shape[0], spatial, spatial + 1):
         raise OnnxValidationError(
             f"needs `theta` of shape ({shape[0]}, {spatial}, {spatial + 1}) for `size`={list(shape)}, got {tuple(theta.shape)}."

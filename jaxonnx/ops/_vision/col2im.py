@@ -42,7 +42,11 @@ def col2im(input, image_shape, block_shape, *, dilations=None, pads=None, stride
             f"needs positive `image_shape` and `block_shape` of one length, got {list(image)} and {list(block)}."
         )
     values = {}
-    for name, value, count, default in (("dilations", dilations, spatial, 1), ("strides", strides, spatial, 1), ("pads", pads, 2 * spatial, 0)):
+    for name, value, count, default in (
+        ("dilations", dilations, spatial, 1),
+        ("strides", strides, spatial, 1),
+        ("pads", pads, 2 * spatial, 0),
+    ):
         value = (default,) * count if value is None else tuple(int(v) for v in value)
         if len(value) != count or min(value) < default:
             raise OnnxValidationError(f"got `{name}`={list(value)}; it needs {count} values of at least {default}.")
@@ -60,7 +64,9 @@ def col2im(input, image_shape, block_shape, *, dilations=None, pads=None, stride
     # The flat padded-image position of every (kernel offset, block position), row-major.
     positions = np.zeros((kernel_size, int(np.prod(blocks))), np.int64)
     for k, offset in enumerate(itertools.product(*(range(b) for b in block))):
-        grid = np.meshgrid(*(np.arange(n) * s + o * d for n, s, o, d in zip(blocks, strides, offset, dilations)), indexing="ij")
+        grid = np.meshgrid(
+            *(np.arange(n) * s + o * d for n, s, o, d in zip(blocks, strides, offset, dilations)), indexing="ij"
+        )
         positions[k] = np.ravel_multi_index([g.ravel() for g in grid], padded)
     columns = input.reshape(batch, channels, kernel_size * input.shape[2])
     summed = jnp.zeros((batch, channels, int(np.prod(padded))), input.dtype).at[:, :, positions.ravel()].add(columns)

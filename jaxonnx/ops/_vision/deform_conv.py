@@ -15,7 +15,18 @@ from jaxonnx.ops._helpers.window import add_channel_bias, check_weights, window_
 
 @register("DeformConv", 19, 22, folds=False)
 def deform_conv(
-    X, W, offset, B=None, mask=None, *, dilations=None, group=1, kernel_shape=None, offset_group=1, pads=None, strides=None,
+    X,
+    W,
+    offset,
+    B=None,
+    mask=None,
+    *,
+    dilations=None,
+    group=1,
+    kernel_shape=None,
+    offset_group=1,
+    pads=None,
+    strides=None,
 ):
     """Implements ONNX DeformConv: a convolution whose kernel taps move by learned offsets.
 
@@ -51,20 +62,29 @@ def deform_conv(
     kernel = W.shape[2:]
     spatial = len(sizes)
     taps = int(np.prod(kernel))
-    outputs = [(n + low + high - (k - 1) * d - 1) // s + 1 for n, (low, high), k, d, s in zip(sizes, padding, kernel, dilations, strides)]
+    outputs = [
+        (n + low + high - (k - 1) * d - 1) // s + 1
+        for n, (low, high), k, d, s in zip(sizes, padding, kernel, dilations, strides)
+    ]
     if offset_group < 1 or channels % offset_group:
-        raise OnnxValidationError(f"got `offset_group`={offset_group} for `X` of {channels} channels; it must divide them.")
+        raise OnnxValidationError(
+            f"got `offset_group`={offset_group} for `X` of {channels} channels; it must divide them."
+        )
     if tuple(offset.shape) != (batch, offset_group * taps * spatial, *outputs):
         raise OnnxValidationError(
             f"needs `offset` of shape {(batch, offset_group * taps * spatial, *outputs)} (offset groups x kernel taps x "
             f"spatial axes, then the output positions), got {tuple(offset.shape)}."
         )
     if mask is not None and tuple(mask.shape) != (batch, offset_group * taps, *outputs):
-        raise OnnxValidationError(f"needs `mask` of shape {(batch, offset_group * taps, *outputs)}, got {tuple(mask.shape)}.")
+        raise OnnxValidationError(
+            f"needs `mask` of shape {(batch, offset_group * taps, *outputs)}, got {tuple(mask.shape)}."
+        )
     work = jnp.float32 if X.dtype.itemsize < 4 else X.dtype
     offset = offset.astype(work).reshape(batch, offset_group, taps, spatial, *outputs)
     # Per axis: the sampling coordinate (N, offset_group, taps, *outputs) of every read.
-    tap_grid = np.stack(np.meshgrid(*(np.arange(k) * d for k, d in zip(kernel, dilations)), indexing="ij"), axis=-1).reshape(taps, spatial)
+    tap_grid = np.stack(
+        np.meshgrid(*(np.arange(k) * d for k, d in zip(kernel, dilations)), indexing="ij"), axis=-1
+    ).reshape(taps, spatial)
     axis_taps = []
     for axis in range(spatial):
         base = np.arange(outputs[axis]) * strides[axis] - padding[axis][0]

@@ -60,7 +60,9 @@ def grid_sample(X, grid, *, align_corners=0, mode="linear", padding_mode="zeros"
     if mode not in _MODES:
         raise OnnxValidationError(f"got `mode`={mode!r}; it must be one of {', '.join(_MODES)}.")
     if padding_mode not in _PADDING_MODES:
-        raise OnnxValidationError(f"got `padding_mode`={padding_mode!r}; it must be one of {', '.join(_PADDING_MODES)}.")
+        raise OnnxValidationError(
+            f"got `padding_mode`={padding_mode!r}; it must be one of {', '.join(_PADDING_MODES)}."
+        )
     floating = jnp.issubdtype(X.dtype, jnp.inexact)
     if mode != "nearest" and not floating:
         raise OnnxValidationError(f"needs a float `X` in {mode} mode (it interpolates), got dtype {X.dtype}.")

@@ -43,7 +43,9 @@ def max_roi_pool(X, rois, *, pooled_shape=None, spatial_scale=1.0, checks=None):
     if X.ndim != 4:
         raise OnnxValidationError(f"needs a 4-D `X` (N, C, H, W), got shape {tuple(X.shape)}.")
     if rois.ndim != 2 or rois.shape[1] != 5:
-        raise OnnxValidationError(f"needs `rois` of shape (num_rois, 5): [batch_id, x1, y1, x2, y2], got {tuple(rois.shape)}.")
+        raise OnnxValidationError(
+            f"needs `rois` of shape (num_rois, 5): [batch_id, x1, y1, x2, y2], got {tuple(rois.shape)}."
+        )
     message = f"got batch ids {{ids}} in `rois` for `X` of {X.shape[0]} images; each must be in [0, {X.shape[0] - 1}]."
     if not is_traced(rois):
         batch_ids = np.asarray(rois)[:, 0]

@@ -8,8 +8,8 @@ import numpy as np
 
 from jaxonnx._core.padding import RealLength
 from jaxonnx._core.registry import register
-from jaxonnx.ops._helpers.bounds import refuse_at_run_time_if
 from jaxonnx._errors import OnnxValidationError, StaticValueError
+from jaxonnx.ops._helpers.bounds import refuse_at_run_time_if
 from jaxonnx.ops._helpers.common import is_traced
 
 _INPUTS = ("boxes", "scores", "max_output_boxes_per_class", "iou_threshold", "score_threshold")
@@ -17,8 +17,16 @@ _INPUTS = ("boxes", "scores", "max_output_boxes_per_class", "iou_threshold", "sc
 
 @register("NonMaxSuppression", 10, 11, concrete=_INPUTS, size_hint=True, padding="non_max_suppression")
 def non_max_suppression(
-    boxes, scores, max_output_boxes_per_class=None, iou_threshold=None, score_threshold=None,
-    *, center_point_box=0, size: int | None = None, fill_value=None, real_length: bool = False,
+    boxes,
+    scores,
+    max_output_boxes_per_class=None,
+    iou_threshold=None,
+    score_threshold=None,
+    *,
+    center_point_box=0,
+    size: int | None = None,
+    fill_value=None,
+    real_length: bool = False,
 ):
     """Implements ONNX NonMaxSuppression: greedy selection of boxes per batch and class.
 
@@ -82,8 +90,15 @@ def non_max_suppression(
             f"for `boxes` of shape {tuple(boxes.shape)}, got {tuple(scores.shape)}."
         )
     if real_length and size is not None:
-        rows = non_max_suppression(boxes, scores, max_output_boxes_per_class, iou_threshold, score_threshold,
-                                   center_point_box=center_point_box, size=size)
+        rows = non_max_suppression(
+            boxes,
+            scores,
+            max_output_boxes_per_class,
+            iou_threshold,
+            score_threshold,
+            center_point_box=center_point_box,
+            size=size,
+        )
         # The padding rows hold the number of batches, out of range; selected rows a batch index.
         count = (jnp if isinstance(rows, jax.Array) else np).count_nonzero(rows[:, 0] < scores.shape[0])
         return rows, RealLength(count, (0,))
@@ -107,9 +122,13 @@ def non_max_suppression(
     limit = scalars["max_output_boxes_per_class"]
     static_limit = None if limit is None else None if is_traced(limit) else max(int(limit), 0)
     if not any(is_traced(v) for v in (boxes, scores, *scalars.values())):
-        found = _select_exactly(np.asarray(boxes), np.asarray(scores), static_limit or 0,
-                                *(None if v is None else np.asarray(v) for v in (scalars["iou_threshold"], scalars["score_threshold"])),
-                                center_point_box)
+        found = _select_exactly(
+            np.asarray(boxes),
+            np.asarray(scores),
+            static_limit or 0,
+            *(None if v is None else np.asarray(v) for v in (scalars["iou_threshold"], scalars["score_threshold"])),
+            center_point_box,
+        )
         if size is not None:
             if len(found) > size:
                 raise OnnxValidationError(
@@ -139,23 +158,34 @@ def non_max_suppression(
     if scalars["score_threshold"] is not None:
         candidate = scores > jnp.asarray(scalars["score_threshold"])
     per_batch = jax.vmap(_select_traced, in_axes=(None, 0, 0, None, None, None))  # over classes
-    chosen, valid = jax.vmap(per_batch, in_axes=(0, 0, 0, None, None, None))(corners, scores, candidate, limit, iou, per_class)
-    rows = jnp.stack(jnp.broadcast_arrays(
-        jnp.arange(batches, dtype=index_type)[:, None, None],
-        jnp.arange(classes, dtype=index_type)[None, :, None],
-        chosen.astype(index_type),
-    ), axis=-1).reshape(-1, 3)
+    chosen, valid = jax.vmap(per_batch, in_axes=(0, 0, 0, None, None, None))(
+        corners, scores, candidate, limit, iou, per_class
+    )
+    rows = jnp.stack(
+        jnp.broadcast_arrays(
+            jnp.arange(batches, dtype=index_type)[:, None, None],
+            jnp.arange(classes, dtype=index_type)[None, :, None],
+            chosen.astype(index_type),
+        ),
+        axis=-1,
+    ).reshape(-1, 3)
     valid = valid.reshape(-1)
     # Selected rows first, in their order (a stable sort on "not selected"), then padding.
     order = jnp.argsort(~valid, stable=True)
-    padded = jnp.concatenate([rows[order], jnp.broadcast_to(jnp.asarray(pads, index_type), (max(size - rows.shape[0], 0), 3))])[:size]
+    padded = jnp.concatenate(
+        [rows[order], jnp.broadcast_to(jnp.asarray(pads, index_type), (max(size - rows.shape[0], 0), 3))]
+    )[:size]
     keep = jnp.concatenate([valid[order], jnp.zeros((max(size - rows.shape[0], 0),), bool)])[:size]
     if size < rows.shape[0]:  # only a size below the bound can overflow: no host callback otherwise
-        refuse_at_run_time_if(jnp.count_nonzero(valid) > size, lambda count: (
-            f"NonMaxSuppression selected {int(count)} boxes at run time but its output was given "
-            f"size={size}; the result would be truncated, so it is refused. Give a larger `size` "
-            "(for a model, a larger size hint: `size_hints=` of `jaxonnx.load`)."
-        ), jnp.count_nonzero(valid))
+        refuse_at_run_time_if(
+            jnp.count_nonzero(valid) > size,
+            lambda count: (
+                f"NonMaxSuppression selected {int(count)} boxes at run time but its output was given "
+                f"size={size}; the result would be truncated, so it is refused. Give a larger `size` "
+                "(for a model, a larger size hint: `size_hints=` of `jaxonnx.load`)."
+            ),
+            jnp.count_nonzero(valid),
+        )
     return jnp.where(keep[:, None], padded, jnp.asarray(pads, index_type))
 
 
@@ -178,7 +208,9 @@ def _suppresses(xp, corners, one, iou_threshold):
     inter_w = xp.minimum(x_max, ox_max) - xp.maximum(x_min, ox_min)
     inter_h = xp.minimum(y_max, oy_max) - xp.maximum(y_min, oy_min)
     # Written as the reference's `max <= min` tests, on the same values.
-    apart = (xp.minimum(x_max, ox_max) <= xp.maximum(x_min, ox_min)) | (xp.minimum(y_max, oy_max) <= xp.maximum(y_min, oy_min))
+    apart = (xp.minimum(x_max, ox_max) <= xp.maximum(x_min, ox_min)) | (
+        xp.minimum(y_max, oy_max) <= xp.maximum(y_min, oy_min)
+    )
     inter = inter_w * inter_h
     area = (x_max - x_min) * (y_max - y_min)
     one_area = (ox_max - ox_min) * (oy_max - oy_min)

@@ -17,8 +17,16 @@ _MODES = ("avg", "max")
 
 @register("RoiAlign", 16, 22, concrete=("rois", "batch_indices"), folds=False)
 def roi_align(
-    X, rois, batch_indices, *, coordinate_transformation_mode="half_pixel", mode="avg",
-    output_height=1, output_width=1, sampling_ratio=0, spatial_scale=1.0,
+    X,
+    rois,
+    batch_indices,
+    *,
+    coordinate_transformation_mode="half_pixel",
+    mode="avg",
+    output_height=1,
+    output_width=1,
+    sampling_ratio=0,
+    spatial_scale=1.0,
 ):
     """Implements ONNX RoiAlign: bilinear pooling of each region of interest of ``X``.
 
@@ -63,9 +71,13 @@ def roi_align(
     if rois.ndim != 2 or rois.shape[1] != 4:
         raise OnnxValidationError(f"needs `rois` of shape (num_rois, 4), got {tuple(rois.shape)}.")
     if tuple(batch_indices.shape) != (rois.shape[0],):
-        raise OnnxValidationError(f"needs `batch_indices` of shape ({rois.shape[0]},), one per RoI, got {tuple(batch_indices.shape)}.")
+        raise OnnxValidationError(
+            f"needs `batch_indices` of shape ({rois.shape[0]},), one per RoI, got {tuple(batch_indices.shape)}."
+        )
     if coordinate_transformation_mode not in _TRANSFORMS:
-        raise OnnxValidationError(f"got `coordinate_transformation_mode`={coordinate_transformation_mode!r}; it must be one of {', '.join(_TRANSFORMS)}.")
+        raise OnnxValidationError(
+            f"got `coordinate_transformation_mode`={coordinate_transformation_mode!r}; it must be one of {', '.join(_TRANSFORMS)}."
+        )
     if mode not in _MODES:
         raise OnnxValidationError(f"got `mode`={mode!r}; it must be one of {', '.join(_MODES)}.")
     if output_height < 1 or output_width < 1 or sampling_ratio < 0:
@@ -76,7 +88,9 @@ def roi_align(
     if not is_traced(batch_indices):
         indices = np.asarray(batch_indices)
         if indices.size and (indices.min() < 0 or indices.max() >= X.shape[0]):
-            raise OnnxValidationError(f"got `batch_indices` {indices.tolist()} for `X` of {X.shape[0]} images; each must be in [0, {X.shape[0] - 1}].")
+            raise OnnxValidationError(
+                f"got `batch_indices` {indices.tolist()} for `X` of {X.shape[0]} images; each must be in [0, {X.shape[0] - 1}]."
+            )
     work = jnp.float32 if X.dtype.itemsize < 4 else X.dtype
     half_pixel = coordinate_transformation_mode == "half_pixel"
     height, width = X.shape[2:]
@@ -96,7 +110,10 @@ def roi_align(
 
     def one_roi(image, start_h, start_w, size_h, size_w):
         points = []
-        for start, size, out, bound, length in ((start_h, size_h, output_height, grid[0], height), (start_w, size_w, output_width, grid[1], width)):
+        for start, size, out, bound, length in (
+            (start_h, size_h, output_height, grid[0], height),
+            (start_w, size_w, output_width, grid[1], width),
+        ):
             count = jnp.asarray(sampling_ratio, work) if sampling_ratio > 0 else jnp.ceil(size / out)
             points.append((*_axis_samples(start, size / out, out, count, bound, length, windowed), count))
         (rows, row_weights, row_used, count_h), (cols, col_weights, col_used, count_w) = points
@@ -167,11 +184,20 @@ def _scatter_weights(indices, weights, length):
 
 
 @register("RoiAlign", 10, concrete=("rois", "batch_indices"), folds=False)
-def _roi_align_10(X, rois, batch_indices, *, mode="avg", output_height=1, output_width=1, sampling_ratio=0, spatial_scale=1.0):
+def _roi_align_10(
+    X, rois, batch_indices, *, mode="avg", output_height=1, output_width=1, sampling_ratio=0, spatial_scale=1.0
+):
     # Version 10 has no pixel shift: output_half_pixel, its later name.
     return roi_align(
-        X, rois, batch_indices, coordinate_transformation_mode="output_half_pixel", mode=mode,
-        output_height=output_height, output_width=output_width, sampling_ratio=sampling_ratio, spatial_scale=spatial_scale,
+        X,
+        rois,
+        batch_indices,
+        coordinate_transformation_mode="output_half_pixel",
+        mode=mode,
+        output_height=output_height,
+        output_width=output_width,
+        sampling_ratio=sampling_ratio,
+        spatial_scale=spatial_scale,
     )
 
 
