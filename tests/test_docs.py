@@ -135,3 +135,23 @@ def test_getting_started_states_no_figure_the_readme_contradicts():
         r"(\d[\d,.]*)\s+(tests|minutes|seconds)", (DOCS / "getting-started.md").read_text(encoding="utf-8")
     )
     assert [f for f in figures if " ".join(f) not in readme] == []
+
+
+def test_contributing_map_matches_the_tree():
+    # The layout map in CONTRIBUTING.md names every module and folder of the package, of
+    # its core and every op family, and nothing that is not there.
+    text = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    block = text.split("## The layout", 1)[1].split("```text\n", 1)[1].split("```", 1)[0]
+    named = set(re.findall(r"[\w.]+/?", block))
+    package = ROOT / "jaxonnx"
+    present = {
+        p.name + ("/" if p.is_dir() else "")
+        for folder in (package, package / "_core", package / "ops")
+        for p in folder.iterdir()
+        if p.name != "__pycache__" and not (folder.name == "ops" and p.name == "__init__.py")
+    }
+    assert present - named == set(), f"CONTRIBUTING's map leaves out {sorted(present - named)}"
+    files = {n for n in named if n.endswith((".py", ".pyi", "/")) or n == "py.typed"}
+    places = (ROOT, package, package / "_core", package / "ops", package / "cli")
+    missing = {n for n in files if not any((f / n.rstrip("/")).exists() for f in places)}
+    assert missing == set(), f"CONTRIBUTING's map names {sorted(missing)}, which are not in the tree"
