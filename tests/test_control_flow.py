@@ -34,12 +34,17 @@ def _ort(proto, feed):
 
 def _if_model(same_shapes: bool):
     then = helper.make_graph([helper.make_node("Mul", ["x", "x"], ["t"])], "then", [], [vi("t", T.FLOAT, None)])
-    other = [helper.make_node("ReduceSum", ["x"], ["e"], keepdims=0)] if not same_shapes else [
-        helper.make_node("Sin", ["x"], ["e"])]
+    other = (
+        [helper.make_node("ReduceSum", ["x"], ["e"], keepdims=0)]
+        if not same_shapes
+        else [helper.make_node("Sin", ["x"], ["e"])]
+    )
     otherwise = helper.make_graph(other, "else", [], [vi("e", T.FLOAT, None)])
     return _model(
-        [helper.make_node("Greater", ["rate", "limit"], ["c"]),
-         helper.make_node("If", ["c"], ["y"], then_branch=then, else_branch=otherwise, name="choose")],
+        [
+            helper.make_node("Greater", ["rate", "limit"], ["c"]),
+            helper.make_node("If", ["c"], ["y"], then_branch=then, else_branch=otherwise, name="choose"),
+        ],
         [vi("x", T.FLOAT, [3]), vi("rate", T.INT64, [])],
         [vi("y", T.FLOAT, None)],
         [helper.make_tensor("limit", T.INT64, [], [8000])],
@@ -76,8 +81,11 @@ def test_if_with_a_traced_condition_runs_lax_cond_with_exact_gradients():
 
 def test_if_branches_that_differ_under_a_traced_condition_are_a_clear_error():
     model = jaxonnx.load(_if_model(same_shapes=False))
-    with pytest.raises(jaxonnx.OnnxTypeError, match=r"Node 'choose' \(If-16.*traced `cond` and branches whose outputs "
-                       r"differ \(output 0: float32\[3\] against float32\[\]\).*Make `cond` known at trace time"):
+    with pytest.raises(
+        jaxonnx.OnnxTypeError,
+        match=r"Node 'choose' \(If-16.*traced `cond` and branches whose outputs "
+        r"differ \(output 0: float32\[3\] against float32\[\]\).*Make `cond` known at trace time",
+    ):
         jax.jit(model)(X, np.array(16000))
 
 
@@ -102,19 +110,27 @@ def _loop_model(trip: bool, cond: bool, exit_at: float | None = None, scan_outpu
     if exit_at is None:
         body_nodes.append(helper.make_node("Identity", ["c"], ["c2"]))
     else:
-        body_nodes += [helper.make_node("ReduceSum", ["acc2"], ["total"], keepdims=0),
-                       helper.make_node("Less", ["total", "bound"], ["c2"])]
+        body_nodes += [
+            helper.make_node("ReduceSum", ["acc2"], ["total"], keepdims=0),
+            helper.make_node("Less", ["total", "bound"], ["c2"]),
+        ]
     outputs = [vi("c2", T.BOOL, []), vi("acc2", T.FLOAT, [3])] + ([vi("s", T.FLOAT, [3])] if scan_output else [])
-    body = helper.make_graph(body_nodes, "body", [vi("i", T.INT64, []), vi("c", T.BOOL, []), vi("acc", T.FLOAT, [3])],
-                             outputs)
+    body = helper.make_graph(
+        body_nodes, "body", [vi("i", T.INT64, []), vi("c", T.BOOL, []), vi("acc", T.FLOAT, [3])], outputs
+    )
     initializers = [helper.make_tensor("bound", T.FLOAT, [], [exit_at or 0.0])]
     inputs = [vi("x", T.FLOAT, [3]), vi("a0", T.FLOAT, [3])]
     if trip:
         initializers.append(helper.make_tensor("M", T.INT64, [], [5]))
     if cond:
         inputs.append(vi("c0", T.BOOL, []))
-    node = helper.make_node("Loop", ["M" if trip else "", "c0" if cond else "", "a0"],
-                            ["y", "ys"] if scan_output else ["y"], body=body, name="loop")
+    node = helper.make_node(
+        "Loop",
+        ["M" if trip else "", "c0" if cond else "", "a0"],
+        ["y", "ys"] if scan_output else ["y"],
+        body=body,
+        name="loop",
+    )
     graph_outputs = [vi("y", T.FLOAT, [3])] + ([vi("ys", T.FLOAT, None)] if scan_output else [])
     return _model([node], inputs, graph_outputs, initializers)
 
@@ -122,8 +138,9 @@ def _loop_model(trip: bool, cond: bool, exit_at: float | None = None, scan_outpu
 A0 = np.ones(3, np.float32)
 
 
-@pytest.mark.parametrize("trip, cond, exit_at", [(True, False, None), (False, True, 20.0), (True, True, 20.0),
-                                                 (True, True, None)])
+@pytest.mark.parametrize(
+    "trip, cond, exit_at", [(True, False, None), (False, True, 20.0), (True, True, 20.0), (True, True, None)]
+)
 def test_loop_forms_match_onnxruntime_eagerly_and_jitted(trip, cond, exit_at):
     proto = _loop_model(trip, cond, exit_at)
     feed = {"x": X, "a0": A0} | ({"c0": np.array(True)} if cond else {})
@@ -160,7 +177,9 @@ def test_loop_with_a_traced_exit_needs_a_bound_for_scan_outputs_and_gradients():
     proto = _loop_model(False, True, 20.0)
     feed = (X, A0, np.array(True))
     expected = _ort(proto, dict(zip(["x", "a0", "c0"], feed)))
-    with pytest.raises(jaxonnx.StaticValueError, match=r"Node 'loop' \(Loop-16.*scan outputs.*Give a bound.*loop_bounds=\{'loop': N\}"):
+    with pytest.raises(
+        jaxonnx.StaticValueError, match=r"Node 'loop' \(Loop-16.*scan outputs.*Give a bound.*loop_bounds=\{'loop': N\}"
+    ):
         jax.jit(jaxonnx.load(proto))(*feed)
     bounded = jaxonnx.load(proto, size_hints={"y": 8})
     y, ys = jax.jit(bounded)(*feed)
@@ -192,10 +211,25 @@ def test_loop_without_scan_outputs_and_a_traced_exit_runs_a_while_loop():
 def _scan_model():
     body = helper.make_graph(
         [helper.make_node("Add", ["s", "xt"], ["s2"]), helper.make_node("Mul", ["s2", "xt"], ["yt"])],
-        "body", [vi("s", T.FLOAT, [2]), vi("xt", T.FLOAT, [2])], [vi("s2", T.FLOAT, [2]), vi("yt", T.FLOAT, [2])])
-    return _model([helper.make_node("Scan", ["s0", "xs"], ["s", "ys"], body=body, num_scan_inputs=1,
-                                    scan_input_directions=[1], scan_output_axes=[1])],
-                  [vi("s0", T.FLOAT, [2]), vi("xs", T.FLOAT, [4, 2])], [vi("s", T.FLOAT, [2]), vi("ys", T.FLOAT, [2, 4])])
+        "body",
+        [vi("s", T.FLOAT, [2]), vi("xt", T.FLOAT, [2])],
+        [vi("s2", T.FLOAT, [2]), vi("yt", T.FLOAT, [2])],
+    )
+    return _model(
+        [
+            helper.make_node(
+                "Scan",
+                ["s0", "xs"],
+                ["s", "ys"],
+                body=body,
+                num_scan_inputs=1,
+                scan_input_directions=[1],
+                scan_output_axes=[1],
+            )
+        ],
+        [vi("s0", T.FLOAT, [2]), vi("xs", T.FLOAT, [4, 2])],
+        [vi("s", T.FLOAT, [2]), vi("ys", T.FLOAT, [2, 4])],
+    )
 
 
 def test_scan_matches_onnxruntime_with_gradients_and_vmap():
@@ -208,8 +242,9 @@ def test_scan_matches_onnxruntime_with_gradients_and_vmap():
             np.testing.assert_allclose(g, e, rtol=1e-6)
     check_grads(lambda s, x: model(s, x)[1], (s0, xs), order=1, modes=["rev"], eps=1e-2, atol=1e-2, rtol=1e-2)
     batch = np.stack([xs, 2 * xs])
-    np.testing.assert_allclose(jax.vmap(lambda x: model(s0, x)[1])(batch), np.stack([model(s0, x)[1] for x in batch]),
-                               rtol=1e-6)
+    np.testing.assert_allclose(
+        jax.vmap(lambda x: model(s0, x)[1])(batch), np.stack([model(s0, x)[1] for x in batch]), rtol=1e-6
+    )
 
 
 # ------------------------------------------------------------------------------ sequences
@@ -236,10 +271,17 @@ def test_sequence_ops_build_split_and_join():
         helper.make_node("SequenceAt", ["seq", "last"], ["tail"]),
         helper.make_node("ConcatFromSequence", ["seq"], ["back"], axis=0),
     ]
-    proto = _model(nodes, [vi("x", T.FLOAT, [5, 2])],
-                   [vi("n", T.INT64, []), vi("tail", T.FLOAT, None), vi("back", T.FLOAT, [5, 2]),
-                    helper.make_tensor_sequence_value_info("seq", T.FLOAT, None)],
-                   [helper.make_tensor("two", T.INT64, [], [2]), helper.make_tensor("last", T.INT64, [], [-1])])
+    proto = _model(
+        nodes,
+        [vi("x", T.FLOAT, [5, 2])],
+        [
+            vi("n", T.INT64, []),
+            vi("tail", T.FLOAT, None),
+            vi("back", T.FLOAT, [5, 2]),
+            helper.make_tensor_sequence_value_info("seq", T.FLOAT, None),
+        ],
+        [helper.make_tensor("two", T.INT64, [], [2]), helper.make_tensor("last", T.INT64, [], [-1])],
+    )
     x = np.arange(10, dtype=np.float32).reshape(5, 2)
     expected = _ort(proto, {"x": x})
     model = jaxonnx.load(proto)
@@ -254,11 +296,15 @@ def test_sequence_ops_build_split_and_join():
 
 
 def test_unsupported_ops_inside_subgraphs_are_named_with_their_path():
-    then = helper.make_graph([helper.make_node("Frobnicate", ["x"], ["t"], name="decode")], "then", [],
-                             [vi("t", T.UINT8, None)])
+    then = helper.make_graph(
+        [helper.make_node("Frobnicate", ["x"], ["t"], name="decode")], "then", [], [vi("t", T.UINT8, None)]
+    )
     otherwise = helper.make_graph([helper.make_node("Identity", ["x"], ["e"])], "else", [], [vi("e", T.UINT8, None)])
-    proto = _model([helper.make_node("If", ["c"], ["y"], then_branch=then, else_branch=otherwise, name="pick")],
-                   [vi("c", T.BOOL, []), vi("x", T.UINT8, [4])], [vi("y", T.UINT8, None)])
+    proto = _model(
+        [helper.make_node("If", ["c"], ["y"], then_branch=then, else_branch=otherwise, name="pick")],
+        [vi("c", T.BOOL, []), vi("x", T.UINT8, [4])],
+        [vi("y", T.UINT8, None)],
+    )
     with pytest.raises(jaxonnx.UnsupportedOpError, match=r"Frobnicate \(1 node\).*node '/pick/then_branch/decode'"):
         jaxonnx.load(proto)
     assert jaxonnx.unsupported_nodes(proto) == ["node '/pick/then_branch/decode' (Frobnicate): not supported"]
@@ -267,8 +313,11 @@ def test_unsupported_ops_inside_subgraphs_are_named_with_their_path():
 def test_a_subgraph_reading_a_name_no_scope_defines_is_refused_at_load():
     then = helper.make_graph([helper.make_node("Identity", ["nowhere"], ["t"])], "then", [], [vi("t", T.FLOAT, None)])
     otherwise = helper.make_graph([helper.make_node("Identity", ["x"], ["e"])], "else", [], [vi("e", T.FLOAT, None)])
-    proto = _model([helper.make_node("If", ["c"], ["y"], then_branch=then, else_branch=otherwise, name="pick")],
-                   [vi("c", T.BOOL, []), vi("x", T.FLOAT, [4])], [vi("y", T.FLOAT, None)])
+    proto = _model(
+        [helper.make_node("If", ["c"], ["y"], then_branch=then, else_branch=otherwise, name="pick")],
+        [vi("c", T.BOOL, []), vi("x", T.FLOAT, [4])],
+        [vi("y", T.FLOAT, None)],
+    )
     with pytest.raises(jaxonnx.ModelLoadError, match=r"The subgraph /pick/then_branch reads 'nowhere', which no node"):
         jaxonnx.load(proto)
 
@@ -279,25 +328,44 @@ def _loop_with_a_counter_declared(iteration_shape, condition_shape, *, early_exi
     scalar), the number used as Gather indices and stacked as a scan output."""
     from onnx import numpy_helper
 
-    keep_going = ([helper.make_node("ReduceSum", ["acc_out"], ["total"], keepdims=0),
-                   helper.make_node("Less", ["total", "limit"], ["below"]),
-                   helper.make_node("Reshape", ["below", "condition_shape"], ["cond_out"])] if early_exit
-                  else [helper.make_node("Identity", ["cond"], ["cond_out"])])
+    keep_going = (
+        [
+            helper.make_node("ReduceSum", ["acc_out"], ["total"], keepdims=0),
+            helper.make_node("Less", ["total", "limit"], ["below"]),
+            helper.make_node("Reshape", ["below", "condition_shape"], ["cond_out"]),
+        ]
+        if early_exit
+        else [helper.make_node("Identity", ["cond"], ["cond_out"])]
+    )
     body = helper.make_graph(
-        [helper.make_node("Gather", ["rows", "i"], ["row"], axis=0),
-         helper.make_node("Add", ["acc", "row"], ["acc_out"]),
-         *keep_going,
-         helper.make_node("Identity", ["i"], ["i_scan"]),
-         helper.make_node("Identity", ["cond"], ["cond_scan"])],
-        "body", [vi("i", T.INT64, iteration_shape), vi("cond", T.BOOL, condition_shape), vi("acc", T.FLOAT, [1, 2])],
-        [vi("cond_out", T.BOOL, condition_shape), vi("acc_out", T.FLOAT, [1, 2]), vi("i_scan", T.INT64, iteration_shape),
-         vi("cond_scan", T.BOOL, condition_shape)])
+        [
+            helper.make_node("Gather", ["rows", "i"], ["row"], axis=0),
+            helper.make_node("Add", ["acc", "row"], ["acc_out"]),
+            *keep_going,
+            helper.make_node("Identity", ["i"], ["i_scan"]),
+            helper.make_node("Identity", ["cond"], ["cond_scan"]),
+        ],
+        "body",
+        [vi("i", T.INT64, iteration_shape), vi("cond", T.BOOL, condition_shape), vi("acc", T.FLOAT, [1, 2])],
+        [
+            vi("cond_out", T.BOOL, condition_shape),
+            vi("acc_out", T.FLOAT, [1, 2]),
+            vi("i_scan", T.INT64, iteration_shape),
+            vi("cond_scan", T.BOOL, condition_shape),
+        ],
+    )
     from_array = numpy_helper.from_array
-    return _model([helper.make_node("Loop", ["trips", "", "acc0"], ["acc", "iterations", "conditions"], name="loop", body=body)],
-                  [vi("rows", T.FLOAT, [4, 2]), vi("acc0", T.FLOAT, [1, 2])],
-                  [vi("acc", T.FLOAT, None), vi("iterations", T.INT64, None), vi("conditions", T.BOOL, None)],
-                  [from_array(np.array(4, np.int64), "trips"), from_array(np.array(9.0, np.float32), "limit"),
-                   from_array(np.array(condition_shape, np.int64), "condition_shape")], opset=13)
+    return _model(
+        [helper.make_node("Loop", ["trips", "", "acc0"], ["acc", "iterations", "conditions"], name="loop", body=body)],
+        [vi("rows", T.FLOAT, [4, 2]), vi("acc0", T.FLOAT, [1, 2])],
+        [vi("acc", T.FLOAT, None), vi("iterations", T.INT64, None), vi("conditions", T.BOOL, None)],
+        [
+            from_array(np.array(4, np.int64), "trips"),
+            from_array(np.array(9.0, np.float32), "limit"),
+            from_array(np.array(condition_shape, np.int64), "condition_shape"),
+        ],
+        opset=13,
+    )
 
 
 @pytest.mark.parametrize("early_exit", [False, True], ids=["all_trips", "traced_exit"])

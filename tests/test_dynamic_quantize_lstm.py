@@ -24,8 +24,20 @@ from onnx import helper, numpy_helper
 import jaxonnx
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "microsoft_lstm")
-NAMES = ["X", "W", "R", "B", "sequence_lens", "initial_h", "initial_c", "P", "W_scale", "W_zero_point", "R_scale",
-         "R_zero_point"]
+NAMES = [
+    "X",
+    "W",
+    "R",
+    "B",
+    "sequence_lens",
+    "initial_h",
+    "initial_c",
+    "P",
+    "W_scale",
+    "W_zero_point",
+    "R_scale",
+    "R_zero_point",
+]
 _rng = np.random.default_rng(2026)
 
 
@@ -37,19 +49,44 @@ def _onnxruntime(proto, feed):
 
 
 def _node_model(feed, attributes, weight_type):
-    node = helper.make_node("DynamicQuantizeLSTM", [n if feed.get(n) is not None else "" for n in NAMES],
-                            ["Y", "Y_h", "Y_c"], domain="com.microsoft", **attributes)
-    types = {"W": weight_type, "R": weight_type, "W_zero_point": weight_type, "R_zero_point": weight_type,
-             "sequence_lens": T.INT32}
+    node = helper.make_node(
+        "DynamicQuantizeLSTM",
+        [n if feed.get(n) is not None else "" for n in NAMES],
+        ["Y", "Y_h", "Y_c"],
+        domain="com.microsoft",
+        **attributes,
+    )
+    types = {
+        "W": weight_type,
+        "R": weight_type,
+        "W_zero_point": weight_type,
+        "R_zero_point": weight_type,
+        "sequence_lens": T.INT32,
+    }
     graph = helper.make_graph(
-        [node], "dynamic_quantize_lstm",
+        [node],
+        "dynamic_quantize_lstm",
         [helper.make_tensor_value_info(n, types.get(n, T.FLOAT), None) for n in NAMES if feed.get(n) is not None],
-        [helper.make_tensor_value_info(n, T.FLOAT, None) for n in ("Y", "Y_h", "Y_c")])
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)])
+        [helper.make_tensor_value_info(n, T.FLOAT, None) for n in ("Y", "Y_h", "Y_c")],
+    )
+    return helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]
+    )
 
 
-def _node_feed(direction="forward", signed=True, per_column=False, seq=5, batch=3, inputs=4, hidden=6, bias=True,
-               lengths=None, states=True, peepholes=False):
+def _node_feed(
+    direction="forward",
+    signed=True,
+    per_column=False,
+    seq=5,
+    batch=3,
+    inputs=4,
+    hidden=6,
+    bias=True,
+    lengths=None,
+    states=True,
+    peepholes=False,
+):
     count = 2 if direction == "bidirectional" else 1
     dtype, low, high = (np.int8, -64, 65) if signed else (np.uint8, 0, 256)
     columns = (count, 4 * hidden) if per_column else (count,)
@@ -89,9 +126,14 @@ NODE_CASES = {
     "input_forget": ({}, {"input_forget": 1}),
     "no bias, no initial states": ({"bias": False, "states": False}, {}),
     "batch 8": ({"batch": 8, "hidden": 4}, {}),
-    "activations": ({"direction": "bidirectional"}, {
-        "activations": ["HardSigmoid", "Tanh", "Softsign", "Sigmoid", "LeakyRelu", "Tanh"],
-        "activation_alpha": [0.3, 0.2], "activation_beta": [0.4]}),
+    "activations": (
+        {"direction": "bidirectional"},
+        {
+            "activations": ["HardSigmoid", "Tanh", "Softsign", "Sigmoid", "LeakyRelu", "Tanh"],
+            "activation_alpha": [0.3, 0.2],
+            "activation_beta": [0.4],
+        },
+    ),
 }
 
 
@@ -100,8 +142,11 @@ def test_a_node_matches_onnxruntime_eagerly_and_jitted(case):
     options, attributes = NODE_CASES[case]
     feed = _node_feed(**options)
     hidden = feed["R"].shape[1]
-    proto = _node_model(feed, {"direction": options.get("direction", "forward"), "hidden_size": hidden, **attributes},
-                        T.INT8 if feed["W"].dtype == np.int8 else T.UINT8)
+    proto = _node_model(
+        feed,
+        {"direction": options.get("direction", "forward"), "hidden_size": hidden, **attributes},
+        T.INT8 if feed["W"].dtype == np.int8 else T.UINT8,
+    )
     expected = _onnxruntime(proto, feed)
     model = jaxonnx.load(proto)
     args = [feed[name] for name in model.input_names]
@@ -141,7 +186,9 @@ def test_full_range_int8_weights_are_exact_products(run_onnxruntime):
     feed["W"] = _rng.integers(-127, 128, feed["W"].shape).astype(np.int8)
     feed["R"] = _rng.integers(-127, 128, feed["R"].shape).astype(np.int8)
     proto = _node_model(feed, {"hidden_size": 6}, T.INT8)
-    initializers = [numpy_helper.from_array(feed.pop(name), name) for name in ("W", "R", "W_zero_point", "R_zero_point")]
+    initializers = [
+        numpy_helper.from_array(feed.pop(name), name) for name in ("W", "R", "W_zero_point", "R_zero_point")
+    ]
     proto.graph.initializer.extend(initializers)
     expected = _onnxruntime(_as_uint8_weights(proto), feed)
     got = jax.jit(jaxonnx.load(proto))(**feed)
@@ -195,6 +242,7 @@ def _loss_of(name, feed):
         args = dict(feed, **{name: value})
         y, y_h, y_c = jaxonnx.ops.dynamic_quantize_lstm(*[args.get(n) for n in NAMES], hidden_size=6)
         return (y * 0.5).sum() + y_h.sum() + (y_c * y_c).sum()
+
     return loss
 
 

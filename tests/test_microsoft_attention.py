@@ -30,17 +30,21 @@ def _node_model(op_type, inputs, attributes, output_count):
     outputs = [f"out{i}" for i in range(output_count)]
     node = helper.make_node(op_type, names, outputs, domain="com.microsoft", **attributes)
     graph = helper.make_graph(
-        [node], "node",
+        [node],
+        "node",
         [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(x.dtype), x.shape) for n, x in feed.items()],
         [helper.make_empty_tensor_value_info(o) for o in outputs],
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid("com.microsoft", 1)])
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid("com.microsoft", 1)]
+    )
     model.ir_version = 10
     return model, feed
 
 
-def _check(op_type, inputs, attributes, run_onnxruntime, *, output_count=1, rtol=2e-5, atol=2e-5, compare=None,
-           static=()):
+def _check(
+    op_type, inputs, attributes, run_onnxruntime, *, output_count=1, rtol=2e-5, atol=2e-5, compare=None, static=()
+):
     """The node through ``jaxonnx.load``, eagerly and under ``jax.jit`` (inputs named in
     ``static`` closed over as numpy), equals onnxruntime; ``compare(index, actual,
     expected)`` may pick the rows that onnxruntime defines. Returns onnxruntime's outputs."""
@@ -67,6 +71,7 @@ def _check(op_type, inputs, attributes, run_onnxruntime, *, output_count=1, rtol
 
 # RotaryEmbedding -------------------------------------------------------------------------
 
+
 def _caches(rows, half):
     angles = np.arange(rows)[:, None] * (1.0 / 10000 ** (np.arange(half) / half))[None, :]
     return np.cos(angles).astype(_F), np.sin(angles).astype(_F)
@@ -81,7 +86,13 @@ _ROTARY_CASES = {
     "4d": ((2, 3, 5, 16), "2d", 12, 8, {}),
     "4d_interleaved_offset": ((1, 2, 4, 16), "offset", 9, 8, {"interleaved": 1}),
     "partial_dim": ((2, 4, 64), "2d", 10, 4, {"num_heads": 4, "rotary_embedding_dim": 8}),
-    "partial_dim_interleaved": ((2, 2, 4, 16), "2d", 10, 4, {"num_heads": 2, "rotary_embedding_dim": 8, "interleaved": 1}),
+    "partial_dim_interleaved": (
+        (2, 2, 4, 16),
+        "2d",
+        10,
+        4,
+        {"num_heads": 2, "rotary_embedding_dim": 8, "interleaved": 1},
+    ),
     "packed_batching": ((1, 6, 32), "2d", 8, 8, {"is_packed_batching": 1}),
 }
 
@@ -115,16 +126,29 @@ def _gqa_inputs(length, seqlens, total, past=None, *, batch=None, packed=False):
     if packed:
         qkv = [_normal(batch, length, (heads + 2 * kv_heads) * size), None, None]
     else:
-        qkv = [_normal(batch, length, heads * size), _normal(batch, length, kv_heads * size),
-               _normal(batch, length, kv_heads * size)]
-    caches = [None, None] if past is None else [_normal(batch, kv_heads, past, size), _normal(batch, kv_heads, past, size)]
+        qkv = [
+            _normal(batch, length, heads * size),
+            _normal(batch, length, kv_heads * size),
+            _normal(batch, length, kv_heads * size),
+        ]
+    caches = (
+        [None, None] if past is None else [_normal(batch, kv_heads, past, size), _normal(batch, kv_heads, past, size)]
+    )
     return qkv + caches + [_i32(*seqlens), np.array(total, np.int32)]
 
 
 def _with(inputs, **extra):
     """The inputs with optional ones set by name (cos_cache=7 ... query_seqlens=16)."""
-    slots = {"cos_cache": 7, "sin_cache": 8, "position_ids": 9, "attention_bias": 10, "head_sink": 11,
-             "q_norm_weight": 14, "k_norm_weight": 15, "query_seqlens": 16}
+    slots = {
+        "cos_cache": 7,
+        "sin_cache": 8,
+        "position_ids": 9,
+        "attention_bias": 10,
+        "head_sink": 11,
+        "q_norm_weight": 14,
+        "k_norm_weight": 15,
+        "query_seqlens": 16,
+    }
     inputs = list(inputs) + [None] * (17 - len(inputs))
     for name, value in extra.items():
         inputs[slots[name]] = value
@@ -146,19 +170,53 @@ _GQA_CASES = {
     "token_packed_shared": (_gqa_inputs(1, (6, 2), 7, past=8, packed=True), {}, 3, None),
     "chunk_after_prompt": (_gqa_inputs(3, (5,), 6, past=8), {}, 3, None),
     "rotary_prompt": (_with(_gqa_inputs(5, (4, 2), 5), cos_cache=_COS, sin_cache=_SIN), {"do_rotary": 1}, 3, None),
-    "rotary_interleaved_token": (_with(_gqa_inputs(1, (4, 2), 5, past=8), cos_cache=_COS, sin_cache=_SIN),
-                                 {"do_rotary": 1, "rotary_interleaved": 1}, 3, None),
-    "rotary_partial_packed": (_with(_gqa_inputs(1, (4, 2), 5, past=8, packed=True), cos_cache=_COS_PARTIAL,
-                                    sin_cache=_SIN_PARTIAL), {"do_rotary": 1}, 3, None),
+    "rotary_interleaved_token": (
+        _with(_gqa_inputs(1, (4, 2), 5, past=8), cos_cache=_COS, sin_cache=_SIN),
+        {"do_rotary": 1, "rotary_interleaved": 1},
+        3,
+        None,
+    ),
+    "rotary_partial_packed": (
+        _with(_gqa_inputs(1, (4, 2), 5, past=8, packed=True), cos_cache=_COS_PARTIAL, sin_cache=_SIN_PARTIAL),
+        {"do_rotary": 1},
+        3,
+        None,
+    ),
     "rotary_chunk": (_with(_gqa_inputs(3, (6,), 7, past=8), cos_cache=_COS, sin_cache=_SIN), {"do_rotary": 1}, 3, None),
-    "rotary_position_ids": (_with(_gqa_inputs(1, (4, 2), 5, past=8), cos_cache=_COS, sin_cache=_SIN,
-                                  position_ids=np.array([[9], [3]], np.int64)), {"do_rotary": 1}, 3, None),
+    "rotary_position_ids": (
+        _with(
+            _gqa_inputs(1, (4, 2), 5, past=8),
+            cos_cache=_COS,
+            sin_cache=_SIN,
+            position_ids=np.array([[9], [3]], np.int64),
+        ),
+        {"do_rotary": 1},
+        3,
+        None,
+    ),
     # A first prompt reads only the first position id (the others follow it); a chunk reads all.
-    "rotary_position_ids_prompt": (_with(_gqa_inputs(5, (4, 4), 5), cos_cache=_COS, sin_cache=_SIN,
-                                         position_ids=np.array([[3, 4, 5, 6, 7], [0, 2, 4, 6, 8]], np.int64)),
-                                   {"do_rotary": 1}, 3, None),
-    "rotary_position_ids_chunk": (_with(_gqa_inputs(3, (5,), 6, past=8), cos_cache=_COS, sin_cache=_SIN,
-                                        position_ids=np.array([[9, 1, 3]], np.int64)), {"do_rotary": 1}, 3, None),
+    "rotary_position_ids_prompt": (
+        _with(
+            _gqa_inputs(5, (4, 4), 5),
+            cos_cache=_COS,
+            sin_cache=_SIN,
+            position_ids=np.array([[3, 4, 5, 6, 7], [0, 2, 4, 6, 8]], np.int64),
+        ),
+        {"do_rotary": 1},
+        3,
+        None,
+    ),
+    "rotary_position_ids_chunk": (
+        _with(
+            _gqa_inputs(3, (5,), 6, past=8),
+            cos_cache=_COS,
+            sin_cache=_SIN,
+            position_ids=np.array([[9, 1, 3]], np.int64),
+        ),
+        {"do_rotary": 1},
+        3,
+        None,
+    ),
     # A local window (padding rows left out: onnxruntime's depend on its loop bounds).
     "window_prompt": (_gqa_inputs(6, (5, 3), 6), {"local_window_size": 2}, 3, (6, 4)),
     "window_token": (_gqa_inputs(1, (6, 4), 7, past=8), {"local_window_size": 3}, 3, None),
@@ -168,15 +226,23 @@ _GQA_CASES = {
     "attention_bias": (_with(_gqa_inputs(5, (4, 2), 5), attention_bias=_normal(2, 1, 5, 5)), {}, 3, None),
     "attention_bias_token": (_with(_gqa_inputs(1, (4, 2), 5, past=8), attention_bias=_normal(1, 4, 1, 5)), {}, 3, None),
     # The scores after scale, soft cap and bias; the probabilities.
-    "scores": (_with(_gqa_inputs(5, (4, 2), 5), attention_bias=3 * _normal(2, 4, 5, 5)),
-               {"softcap": 1.0, "qk_output": 1}, 4, None),
+    "scores": (
+        _with(_gqa_inputs(5, (4, 2), 5), attention_bias=3 * _normal(2, 4, 5, 5)),
+        {"softcap": 1.0, "qk_output": 1},
+        4,
+        None,
+    ),
     "probabilities": (_gqa_inputs(1, (4, 2), 5, past=8), {"qk_output": 2, "scale": 0.3}, 4, None),
     "bidirectional": (_gqa_inputs(5, (4, 2), 5), {"causal": 0}, 3, None),
     "bidirectional_token": (_gqa_inputs(1, (4, 2), 5, past=8), {"causal": 0}, 3, None),
     # Right-padded chunks after a prompt: only the valid rows enter the cache.
     "query_seqlens": (_with(_gqa_inputs(3, (6, 4), 8, past=8), query_seqlens=_i32(3, 2)), {}, 3, (3, 2)),
-    "query_seqlens_rotary": (_with(_gqa_inputs(3, (6, 4), 8, past=8), query_seqlens=_i32(3, 2), cos_cache=_COS,
-                                   sin_cache=_SIN), {"do_rotary": 1, "local_window_size": 4}, 3, (3, 2)),
+    "query_seqlens_rotary": (
+        _with(_gqa_inputs(3, (6, 4), 8, past=8), query_seqlens=_i32(3, 2), cos_cache=_COS, sin_cache=_SIN),
+        {"do_rotary": 1, "local_window_size": 4},
+        3,
+        (3, 2),
+    ),
 }
 
 
@@ -185,37 +251,61 @@ def _int8_cache(inputs, per_channel, bits=8):
     inputs = list(inputs)
     batch, heads, length, size = inputs[3].shape
     if bits == 8:
-        inputs[3], inputs[4] = (_rng.integers(-100, 101, (batch, heads, length, size)).astype(np.int8) for _ in range(2))
+        inputs[3], inputs[4] = (
+            _rng.integers(-100, 101, (batch, heads, length, size)).astype(np.int8) for _ in range(2)
+        )
     else:
-        inputs[3], inputs[4] = (_rng.integers(0, 256, (batch, heads, length, size // 2)).astype(np.uint8) for _ in range(2))
+        inputs[3], inputs[4] = (
+            _rng.integers(0, 256, (batch, heads, length, size // 2)).astype(np.uint8) for _ in range(2)
+        )
     shape = (1, heads, 1, size) if per_channel else (1,)
     scales = [(_rng.random(shape) * 0.03 + 0.01).astype(_F) for _ in range(2)]
-    return _with(inputs) [:12] + scales
+    return _with(inputs)[:12] + scales
 
 
 _INT8 = {"kv_cache_bit_width": 8}
-_GQA_CASES.update({
-    "int8_cache_per_tensor": (_int8_cache(_gqa_inputs(1, (4, 2), 5, past=8), False),
-                              {**_INT8, "k_quant_type": "PER_TENSOR", "v_quant_type": "PER_TENSOR"}, 3, None),
-    "int8_cache_per_channel_prompt": (_int8_cache(_gqa_inputs(5, (4, 4), 5, past=8), True),
-                                      {**_INT8, "k_quant_type": "PER_CHANNEL", "v_quant_type": "PER_CHANNEL"}, 3, None),
-    # 4-bit codes two a byte (the rows past the held positions stay zero bytes).
-    "int4_cache_per_tensor": (_int8_cache(_gqa_inputs(1, (4, 2), 5, past=8), False, bits=4),
-                              {"kv_cache_bit_width": 4, "k_quant_type": "PER_TENSOR", "v_quant_type": "PER_TENSOR"}, 3,
-                              None),
-    "int4_cache_per_channel_prompt": (_int8_cache(_gqa_inputs(5, (4, 4), 5, past=8), True, bits=4),
-                                      {"kv_cache_bit_width": 4, "k_quant_type": "PER_CHANNEL",
-                                       "v_quant_type": "PER_CHANNEL"}, 3, None),
-})
+_GQA_CASES.update(
+    {
+        "int8_cache_per_tensor": (
+            _int8_cache(_gqa_inputs(1, (4, 2), 5, past=8), False),
+            {**_INT8, "k_quant_type": "PER_TENSOR", "v_quant_type": "PER_TENSOR"},
+            3,
+            None,
+        ),
+        "int8_cache_per_channel_prompt": (
+            _int8_cache(_gqa_inputs(5, (4, 4), 5, past=8), True),
+            {**_INT8, "k_quant_type": "PER_CHANNEL", "v_quant_type": "PER_CHANNEL"},
+            3,
+            None,
+        ),
+        # 4-bit codes two a byte (the rows past the held positions stay zero bytes).
+        "int4_cache_per_tensor": (
+            _int8_cache(_gqa_inputs(1, (4, 2), 5, past=8), False, bits=4),
+            {"kv_cache_bit_width": 4, "k_quant_type": "PER_TENSOR", "v_quant_type": "PER_TENSOR"},
+            3,
+            None,
+        ),
+        "int4_cache_per_channel_prompt": (
+            _int8_cache(_gqa_inputs(5, (4, 4), 5, past=8), True, bits=4),
+            {"kv_cache_bit_width": 4, "k_quant_type": "PER_CHANNEL", "v_quant_type": "PER_CHANNEL"},
+            3,
+            None,
+        ),
+    }
+)
 
 
 def _rows(valid):
     """A ``compare`` that keeps the outputs' valid query rows (output 0 only)."""
+
     def compare(index, got, want):
         if index:
             return got, want
-        return (np.concatenate([got[b, :n] for b, n in enumerate(valid)]),
-                np.concatenate([want[b, :n] for b, n in enumerate(valid)]))
+        return (
+            np.concatenate([got[b, :n] for b, n in enumerate(valid)]),
+            np.concatenate([want[b, :n] for b, n in enumerate(valid)]),
+        )
+
     return compare
 
 
@@ -228,14 +318,20 @@ def _resident(held, capacity, window):
 def _window_rows(seqlens, capacity, window, valid=None):
     """A ``compare`` for a window cache: the valid query rows of the output, and the rows
     ``[0, L)`` of the present caches (the others are unspecified)."""
+
     def compare(index, got, want):
         if index == 0:
             rows = valid or [got.shape[1]] * got.shape[0]
-            return (np.concatenate([got[b, :n] for b, n in enumerate(rows)]),
-                    np.concatenate([want[b, :n] for b, n in enumerate(rows)]))
+            return (
+                np.concatenate([got[b, :n] for b, n in enumerate(rows)]),
+                np.concatenate([want[b, :n] for b, n in enumerate(rows)]),
+            )
         kept = [_resident(int(t) + 1, capacity, window) for t in seqlens]
-        return (np.concatenate([got[b, :, :n].ravel() for b, n in enumerate(kept)]),
-                np.concatenate([want[b, :, :n].ravel() for b, n in enumerate(kept)]))
+        return (
+            np.concatenate([got[b, :, :n].ravel() for b, n in enumerate(kept)]),
+            np.concatenate([want[b, :, :n].ravel() for b, n in enumerate(kept)]),
+        )
+
     return compare
 
 
@@ -251,8 +347,11 @@ _WINDOW_CASES = {
     "query_seqlens": (_with(_gqa_inputs(3, (11, 9), 12, past=8), query_seqlens=_i32(3, 2)), {}, [3, 2]),
     "rotary": (_with(_gqa_inputs(1, (8, 12), 13, past=8), cos_cache=_COS, sin_cache=_SIN), {"do_rotary": 1}, None),
     "attention_bias": (_with(_gqa_inputs(1, (8, 12), 13, past=8), attention_bias=_normal(2, 1, 1, 13)), {}, None),
-    "int8_cache": (_int8_cache(_gqa_inputs(1, (8, 10), 11, past=6), True),
-                   {"kv_cache_bit_width": 8, "k_quant_type": "PER_CHANNEL", "v_quant_type": "PER_CHANNEL"}, None),
+    "int8_cache": (
+        _int8_cache(_gqa_inputs(1, (8, 10), 11, past=6), True),
+        {"kv_cache_bit_width": 8, "k_quant_type": "PER_CHANNEL", "v_quant_type": "PER_CHANNEL"},
+        None,
+    ),
 }
 
 
@@ -260,8 +359,14 @@ _WINDOW_CASES = {
 def test_group_query_attention_window_cache_equals_onnxruntime(case, run_onnxruntime):
     inputs, attributes, valid = _WINDOW_CASES[case]
     compare = _window_rows(inputs[5], inputs[3].shape[2], _WINDOW["local_window_size"], valid)
-    _check("GroupQueryAttention", inputs, {**_HEADS, **_WINDOW, **attributes}, run_onnxruntime, output_count=3,
-           compare=compare)
+    _check(
+        "GroupQueryAttention",
+        inputs,
+        {**_HEADS, **_WINDOW, **attributes},
+        run_onnxruntime,
+        output_count=3,
+        compare=compare,
+    )
 
 
 @pytest.mark.parametrize("case", sorted(_GQA_CASES))
@@ -272,34 +377,72 @@ def test_group_query_attention_equals_onnxruntime(case, run_onnxruntime):
     # as long as it: the shared buffer; a prompt with no past) and a static value elsewhere.
     past, total = inputs[3], int(inputs[6])
     known = (past is not None and past.shape[2] < total) or attributes.get("qk_output")
-    _check("GroupQueryAttention", inputs, {**_HEADS, **attributes}, run_onnxruntime, output_count=outputs,
-           compare=compare, static=(6,) if known else ())
+    _check(
+        "GroupQueryAttention",
+        inputs,
+        {**_HEADS, **attributes},
+        run_onnxruntime,
+        output_count=outputs,
+        compare=compare,
+        static=(6,) if known else (),
+    )
 
 
 def _qk_norm_model(epsilon, rotary):
     """onnxruntime's CPU kernel has no Q/K norms: the same attention with each norm as the
     Reshape -> SimplifiedLayerNormalization -> Reshape stack the fusion replaces."""
     size, heads, kv_heads = _GQA_HEAD, _HEADS["num_heads"], _HEADS["kv_num_heads"]
-    nodes, inits = [], [helper.make_tensor("heads_shape", 7, [4], [0, 0, -1, size]),
-                         helper.make_tensor("hidden_shape", 7, [3], [0, 0, -1])]
+    nodes, inits = (
+        [],
+        [
+            helper.make_tensor("heads_shape", 7, [4], [0, 0, -1, size]),
+            helper.make_tensor("hidden_shape", 7, [3], [0, 0, -1]),
+        ],
+    )
     for name in ("q", "k"):
-        nodes += [helper.make_node("Reshape", [name, "heads_shape"], [f"{name}_heads"]),
-                  helper.make_node("SimplifiedLayerNormalization", [f"{name}_heads", f"{name}_weight"], [f"{name}_normed"],
-                                   axis=-1, epsilon=epsilon),
-                  helper.make_node("Reshape", [f"{name}_normed", "hidden_shape"], [f"{name}_n"])]
+        nodes += [
+            helper.make_node("Reshape", [name, "heads_shape"], [f"{name}_heads"]),
+            helper.make_node(
+                "SimplifiedLayerNormalization",
+                [f"{name}_heads", f"{name}_weight"],
+                [f"{name}_normed"],
+                axis=-1,
+                epsilon=epsilon,
+            ),
+            helper.make_node("Reshape", [f"{name}_normed", "hidden_shape"], [f"{name}_n"]),
+        ]
     rotary = ["cos", "sin"] if rotary else []
-    nodes.append(helper.make_node("GroupQueryAttention", ["q_n", "k_n", "v", "", "", "seqlens", "total"] + rotary,
-                                  ["y", "present_key", "present_value"], domain="com.microsoft", **_HEADS,
-                                  do_rotary=int(bool(rotary))))
+    nodes.append(
+        helper.make_node(
+            "GroupQueryAttention",
+            ["q_n", "k_n", "v", "", "", "seqlens", "total"] + rotary,
+            ["y", "present_key", "present_value"],
+            domain="com.microsoft",
+            **_HEADS,
+            do_rotary=int(bool(rotary)),
+        )
+    )
     f = 1
-    inputs = [helper.make_tensor_value_info("q", f, [2, 5, heads * size]), helper.make_tensor_value_info("k", f, [2, 5, kv_heads * size]),
-              helper.make_tensor_value_info("v", f, [2, 5, kv_heads * size]), helper.make_tensor_value_info("seqlens", 6, [2]),
-              helper.make_tensor_value_info("total", 6, []), helper.make_tensor_value_info("q_weight", f, [size]),
-              helper.make_tensor_value_info("k_weight", f, [size])]
+    inputs = [
+        helper.make_tensor_value_info("q", f, [2, 5, heads * size]),
+        helper.make_tensor_value_info("k", f, [2, 5, kv_heads * size]),
+        helper.make_tensor_value_info("v", f, [2, 5, kv_heads * size]),
+        helper.make_tensor_value_info("seqlens", 6, [2]),
+        helper.make_tensor_value_info("total", 6, []),
+        helper.make_tensor_value_info("q_weight", f, [size]),
+        helper.make_tensor_value_info("k_weight", f, [size]),
+    ]
     inputs += [helper.make_tensor_value_info(name, f, [24, 16]) for name in rotary]
-    graph = helper.make_graph(nodes, "qk_norm", inputs, [helper.make_empty_tensor_value_info(o) for o in ("y", "present_key", "present_value")],
-                              inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid("com.microsoft", 1)])
+    graph = helper.make_graph(
+        nodes,
+        "qk_norm",
+        inputs,
+        [helper.make_empty_tensor_value_info(o) for o in ("y", "present_key", "present_value")],
+        inits,
+    )
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid("com.microsoft", 1)]
+    )
     model.ir_version = 10
     return model
 
@@ -313,8 +456,12 @@ def test_group_query_attention_qk_norms_equal_the_unfused_graph(epsilon, rotary,
         feed.update(cos=_COS, sin=_SIN)
     expected = run_onnxruntime(_qk_norm_model(epsilon, rotary), feed)
     op = jaxonnx.get_op("GroupQueryAttention", 1, "com.microsoft")
-    inputs = _with([q, k, v, None, None, seqlens, total], q_norm_weight=weights[0], k_norm_weight=weights[1],
-                   **({"cos_cache": _COS, "sin_cache": _SIN} if rotary else {}))
+    inputs = _with(
+        [q, k, v, None, None, seqlens, total],
+        q_norm_weight=weights[0],
+        k_norm_weight=weights[1],
+        **({"cos_cache": _COS, "sin_cache": _SIN} if rotary else {}),
+    )
     got = op(*inputs, **_HEADS, qk_norm_epsilon=epsilon, do_rotary=int(rotary))
     for actual, want in zip(got, expected):
         np.testing.assert_allclose(np.asarray(actual), want, rtol=2e-5, atol=2e-5)
@@ -326,18 +473,37 @@ def _decode_model(batch, capacity, positions, window_cache):
     ``window_cache``) the window-sized cache that evicts."""
     size, heads, kv_heads = _GQA_HEAD, _HEADS["num_heads"], _HEADS["kv_num_heads"]
     f = 1
-    inputs = [helper.make_tensor_value_info("q", f, [batch, "s", heads * size]),
-              helper.make_tensor_value_info("k", f, [batch, "s", kv_heads * size]),
-              helper.make_tensor_value_info("v", f, [batch, "s", kv_heads * size]),
-              helper.make_tensor_value_info("past_key", f, [batch, kv_heads, capacity, size]),
-              helper.make_tensor_value_info("past_value", f, [batch, kv_heads, capacity, size]),
-              helper.make_tensor_value_info("seqlens", 6, [batch]), helper.make_tensor_value_info("total", 6, []),
-              helper.make_tensor_value_info("cos", f, [positions, 16]), helper.make_tensor_value_info("sin", f, [positions, 16])]
-    node = helper.make_node("GroupQueryAttention", ["q", "k", "v", "past_key", "past_value", "seqlens", "total", "cos", "sin"],
-                            ["y", "present_key", "present_value"], domain="com.microsoft", **_HEADS, do_rotary=1,
-                            local_window_size=6, softcap=4.0, sliding_window_cache=int(window_cache))
-    graph = helper.make_graph([node], "decode", inputs, [helper.make_empty_tensor_value_info(o) for o in ("y", "present_key", "present_value")])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid("com.microsoft", 1)])
+    inputs = [
+        helper.make_tensor_value_info("q", f, [batch, "s", heads * size]),
+        helper.make_tensor_value_info("k", f, [batch, "s", kv_heads * size]),
+        helper.make_tensor_value_info("v", f, [batch, "s", kv_heads * size]),
+        helper.make_tensor_value_info("past_key", f, [batch, kv_heads, capacity, size]),
+        helper.make_tensor_value_info("past_value", f, [batch, kv_heads, capacity, size]),
+        helper.make_tensor_value_info("seqlens", 6, [batch]),
+        helper.make_tensor_value_info("total", 6, []),
+        helper.make_tensor_value_info("cos", f, [positions, 16]),
+        helper.make_tensor_value_info("sin", f, [positions, 16]),
+    ]
+    node = helper.make_node(
+        "GroupQueryAttention",
+        ["q", "k", "v", "past_key", "past_value", "seqlens", "total", "cos", "sin"],
+        ["y", "present_key", "present_value"],
+        domain="com.microsoft",
+        **_HEADS,
+        do_rotary=1,
+        local_window_size=6,
+        softcap=4.0,
+        sliding_window_cache=int(window_cache),
+    )
+    graph = helper.make_graph(
+        [node],
+        "decode",
+        inputs,
+        [helper.make_empty_tensor_value_info(o) for o in ("y", "present_key", "present_value")],
+    )
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid("com.microsoft", 1)]
+    )
     model.ir_version = 10
     return model
 
@@ -352,24 +518,47 @@ def test_group_query_attention_decode_loop_under_one_jit(window_cache, run_onnxr
     # Entry 1's prompt is right-padded (onnxruntime's window cache takes no padded prompt).
     lengths = np.array([prompt, prompt if window_cache else 3])
     zeros = np.zeros((batch, kv_heads, capacity, size), _F)
-    prefill = {"q": _normal(batch, prompt, heads * size), "k": _normal(batch, prompt, kv_heads * size),
-               "v": _normal(batch, prompt, kv_heads * size), "past_key": zeros, "past_value": zeros,
-               "seqlens": (lengths - 1).astype(np.int32), "total": _i32(prompt).reshape(()), "cos": cos, "sin": sin}
-    tokens = [{"q": _normal(batch, 1, heads * size), "k": _normal(batch, 1, kv_heads * size),
-               "v": _normal(batch, 1, kv_heads * size)} for _ in range(steps)]
+    prefill = {
+        "q": _normal(batch, prompt, heads * size),
+        "k": _normal(batch, prompt, kv_heads * size),
+        "v": _normal(batch, prompt, kv_heads * size),
+        "past_key": zeros,
+        "past_value": zeros,
+        "seqlens": (lengths - 1).astype(np.int32),
+        "total": _i32(prompt).reshape(()),
+        "cos": cos,
+        "sin": sin,
+    }
+    tokens = [
+        {
+            "q": _normal(batch, 1, heads * size),
+            "k": _normal(batch, 1, kv_heads * size),
+            "v": _normal(batch, 1, kv_heads * size),
+        }
+        for _ in range(steps)
+    ]
 
     # onnxruntime, step by step, each present fed back as the next past.
     expected = [run_onnxruntime(model, prefill)]
     for step, token in enumerate(tokens):
         held = lengths + step + 1
-        feed = {**token, "past_key": expected[-1][1], "past_value": expected[-1][2], "seqlens": (held - 1).astype(np.int32),
-                "total": _i32(held.max()).reshape(()), "cos": cos, "sin": sin}
+        feed = {
+            **token,
+            "past_key": expected[-1][1],
+            "past_value": expected[-1][2],
+            "seqlens": (held - 1).astype(np.int32),
+            "total": _i32(held.max()).reshape(()),
+            "cos": cos,
+            "sin": sin,
+        }
         expected.append(run_onnxruntime(model, feed))
 
     def kept(cache, held):  # a window cache's rows past L are unspecified
         if not window_cache:
             return np.asarray(cache)
-        return np.concatenate([np.asarray(cache)[b, :, :_resident(int(t), capacity, 6)].ravel() for b, t in enumerate(held)])
+        return np.concatenate(
+            [np.asarray(cache)[b, :, : _resident(int(t), capacity, 6)].ravel() for b, t in enumerate(held)]
+        )
 
     loaded = jaxonnx.load(model)
     y, key_cache, value_cache = (loaded.run(prefill)[name] for name in ("y", "present_key", "present_value"))
@@ -383,9 +572,19 @@ def test_group_query_attention_decode_loop_under_one_jit(window_cache, run_onnxr
         def step(carry, token):
             key_cache, value_cache, seqlens = carry
             seqlens = seqlens + 1
-            out = loaded.run({**token, "past_key": key_cache, "past_value": value_cache, "seqlens": seqlens,
-                              "total": jnp.max(seqlens) + 1, "cos": cos, "sin": sin})
+            out = loaded.run(
+                {
+                    **token,
+                    "past_key": key_cache,
+                    "past_value": value_cache,
+                    "seqlens": seqlens,
+                    "total": jnp.max(seqlens) + 1,
+                    "cos": cos,
+                    "sin": sin,
+                }
+            )
             return (out["present_key"], out["present_value"], seqlens), (out["y"], out["present_key"])
+
         return jax.lax.scan(step, (key_cache, value_cache, seqlens), tokens)
 
     stacked = {name: np.stack([t[name] for t in tokens]) for name in ("q", "k", "v")}
@@ -393,9 +592,12 @@ def test_group_query_attention_decode_loop_under_one_jit(window_cache, run_onnxr
     np.testing.assert_array_equal(np.asarray(final_seqlens), lengths - 1 + steps)
     for step in range(steps):
         held = lengths + step + 1
-        np.testing.assert_allclose(np.asarray(ys[step]), expected[step + 1][0], rtol=2e-5, atol=2e-5, err_msg=f"step {step}")
-        np.testing.assert_allclose(kept(keys[step], held), kept(expected[step + 1][1], held), rtol=2e-5, atol=2e-5,
-                                   err_msg=f"step {step}")
+        np.testing.assert_allclose(
+            np.asarray(ys[step]), expected[step + 1][0], rtol=2e-5, atol=2e-5, err_msg=f"step {step}"
+        )
+        np.testing.assert_allclose(
+            kept(keys[step], held), kept(expected[step + 1][1], held), rtol=2e-5, atol=2e-5, err_msg=f"step {step}"
+        )
 
 
 # Attention, QAttention, MultiHeadAttention -----------------------------------------------
@@ -412,25 +614,62 @@ _ATTENTION_CASES = {
     "plain": ([_normal(_B, _S, _D), _normal(_D, 3 * _N * _H), _normal(3 * _N * _H)], {}, 1),
     "no_bias_unidirectional": ([_normal(_B, _S, _D), _normal(_D, 3 * _N * _H)], {"unidirectional": 1}, 1),
     "mask_ends": ([_normal(_B, _S, _D), _normal(_D, 3 * _N * _H), _normal(3 * _N * _H), _i32(3, 2)], {}, 1),
-    "mask_ends_starts": ([_normal(_B, _S, _D), _normal(_D, 3 * _N * _H), _normal(3 * _N * _H), _i32(3, 2, 1, 0)], {}, 1),
-    "mask_3b_plus_2": ([_normal(_B, _S, _D), _normal(_D, 3 * _N * _H), _normal(3 * _N * _H), _i32(3, 2, 0, 0, 3, 2, 0, 0)],
-                       {}, 1),
+    "mask_ends_starts": (
+        [_normal(_B, _S, _D), _normal(_D, 3 * _N * _H), _normal(3 * _N * _H), _i32(3, 2, 1, 0)],
+        {},
+        1,
+    ),
+    "mask_3b_plus_2": (
+        [_normal(_B, _S, _D), _normal(_D, 3 * _N * _H), _normal(3 * _N * _H), _i32(3, 2, 0, 0, 3, 2, 0, 0)],
+        {},
+        1,
+    ),
     "mask_2d": ([_normal(_B, _S, _D), _normal(_D, 3 * _N * _H), _normal(3 * _N * _H), _bits(_B, _S)], {}, 1),
     "mask_3d": ([_normal(_B, _S, _D), _normal(_D, 3 * _N * _H), _normal(3 * _N * _H), _bits(_B, _S, _S)], {}, 1),
     # A row whose only causal key is padding still attends it (padding adds -10000, the
     # causal frontier leaves keys out).
-    "mask_row_all_padding": ([_normal(_B, _S, _D), _normal(_D, 3 * _N * _H), _normal(3 * _N * _H),
-                              np.array([[0, 0, 1], [1, 0, 0]], np.int32)], {"unidirectional": 1}, 1),
-    "past": ([_normal(_B, _S, _D), _normal(_D, 3 * _N * _H), _normal(3 * _N * _H), None, _normal(2, _B, _N, 4, _H)], {}, 2),
-    "past_mask_unidirectional": ([_normal(_B, _S, _D), _normal(_D, 3 * _N * _H), _normal(3 * _N * _H), _bits(_B, _S + 4),
-                                  _normal(2, _B, _N, 4, _H)], {"unidirectional": 1}, 2),
-    "past_mask_ends": ([_normal(_B, _S, _D), _normal(_D, 3 * _N * _H), _normal(3 * _N * _H), _i32(6, 5),
-                        _normal(2, _B, _N, 4, _H)], {"unidirectional": 1}, 2),
+    "mask_row_all_padding": (
+        [
+            _normal(_B, _S, _D),
+            _normal(_D, 3 * _N * _H),
+            _normal(3 * _N * _H),
+            np.array([[0, 0, 1], [1, 0, 0]], np.int32),
+        ],
+        {"unidirectional": 1},
+        1,
+    ),
+    "past": (
+        [_normal(_B, _S, _D), _normal(_D, 3 * _N * _H), _normal(3 * _N * _H), None, _normal(2, _B, _N, 4, _H)],
+        {},
+        2,
+    ),
+    "past_mask_unidirectional": (
+        [
+            _normal(_B, _S, _D),
+            _normal(_D, 3 * _N * _H),
+            _normal(3 * _N * _H),
+            _bits(_B, _S + 4),
+            _normal(2, _B, _N, 4, _H),
+        ],
+        {"unidirectional": 1},
+        2,
+    ),
+    "past_mask_ends": (
+        [_normal(_B, _S, _D), _normal(_D, 3 * _N * _H), _normal(3 * _N * _H), _i32(6, 5), _normal(2, _B, _N, 4, _H)],
+        {"unidirectional": 1},
+        2,
+    ),
     "qkv_hidden_sizes": ([_normal(_B, _S, _D), _normal(_D, 28), _normal(28)], {"qkv_hidden_sizes": [8, 8, 12]}, 1),
-    "attention_bias": ([_normal(_B, _S, _D), _normal(_D, 3 * _N * _H), _normal(3 * _N * _H), None, None,
-                        _normal(1, _N, _S, _S)], {}, 1),
-    "scale_filter_value": ([_normal(_B, _S, _D), _normal(_D, 3 * _N * _H), _normal(3 * _N * _H), _i32(2, 1)],
-                           {"scale": 0.3, "mask_filter_value": -5.0}, 1),
+    "attention_bias": (
+        [_normal(_B, _S, _D), _normal(_D, 3 * _N * _H), _normal(3 * _N * _H), None, None, _normal(1, _N, _S, _S)],
+        {},
+        1,
+    ),
+    "scale_filter_value": (
+        [_normal(_B, _S, _D), _normal(_D, 3 * _N * _H), _normal(3 * _N * _H), _i32(2, 1)],
+        {"scale": 0.3, "mask_filter_value": -5.0},
+        1,
+    ),
 }
 
 
@@ -456,8 +695,8 @@ def test_attention_shared_buffer_equals_the_growing_cache():
 
     y, present = shared(buffer, np.array(4, np.int32))
     np.testing.assert_allclose(np.asarray(y), np.asarray(want_y), rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(np.asarray(present)[:, :, :, :4 + _S], np.asarray(want_present), rtol=1e-5, atol=1e-6)
-    np.testing.assert_array_equal(np.asarray(present)[:, :, :, 4 + _S:], buffer[:, :, :, 4 + _S:])
+    np.testing.assert_allclose(np.asarray(present)[:, :, :, : 4 + _S], np.asarray(want_present), rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(np.asarray(present)[:, :, :, 4 + _S :], buffer[:, :, :, 4 + _S :])
 
 
 def _codes(dtype, *shape):
@@ -477,11 +716,17 @@ def test_qattention_equals_onnxruntime(weight_type, form, run_onnxruntime):
     if form == "zero_points_mask":
         inputs += [_i32(3, 2), _codes(np.uint8), _codes(weight_type)]
     elif form == "per_column_past":
-        inputs = inputs[:4] + [(_rng.random(3 * _N * _H) * 0.02).astype(_F), None, _codes(np.uint8),
-                               _codes(weight_type, 3 * _N * _H), _normal(2, _B, _N, 4, _H)]
+        inputs = inputs[:4] + [
+            (_rng.random(3 * _N * _H) * 0.02).astype(_F),
+            None,
+            _codes(np.uint8),
+            _codes(weight_type, 3 * _N * _H),
+            _normal(2, _B, _N, 4, _H),
+        ]
         attributes["unidirectional"] = 1
-    _check("QAttention", inputs, attributes, run_onnxruntime, output_count=2 if form == "per_column_past" else 1,
-           atol=1e-5)
+    _check(
+        "QAttention", inputs, attributes, run_onnxruntime, output_count=2 if form == "per_column_past" else 1, atol=1e-5
+    )
 
 
 _MHA_CASES = {
@@ -489,31 +734,122 @@ _MHA_CASES = {
     "value_head_size": ([_normal(_B, _S, _N * _H), _normal(_B, 4, _N * _H), _normal(_B, 4, _N * 12)], {}, 1),
     "bias": ([_normal(_B, _S, _N * _H), _normal(_B, 4, _N * _H), _normal(_B, 4, _N * _H), _normal(3 * _N * _H)], {}, 1),
     # A cross attention's cache, BNSH, used as is (no bias on it).
-    "cache_bnsh_bias": ([_normal(_B, _S, _N * _H), _normal(_B, _N, 4, _H), _normal(_B, _N, 4, _H), _normal(3 * _N * _H)],
-                        {}, 3),
-    "past_unidirectional_bias": ([_normal(_B, _S, _N * _H), _normal(_B, _S, _N * _H), _normal(_B, _S, _N * _H),
-                                  _normal(3 * _N * _H), None, None, _normal(_B, _N, 4, _H), _normal(_B, _N, 4, _H)],
-                                 {"unidirectional": 1}, 3),
-    "mask_lengths": ([_normal(_B, _S, _N * _H), _normal(_B, 4, _N * _H), _normal(_B, 4, _N * _H), None, _i32(3, 2)], {}, 1),
-    "mask_3b_plus_2": ([_normal(_B, _S, _N * _H), _normal(_B, 4, _N * _H), _normal(_B, 4, _N * _H), None,
-                        _i32(3, 2, 0, 0, 3, 2, 0, 0)], {}, 1),
-    "mask_2d": ([_normal(_B, _S, _N * _H), _normal(_B, 4, _N * _H), _normal(_B, 4, _N * _H), None, _bits(_B, 4)], {}, 1),
-    "mask_2d_total": ([_normal(_B, _S, _N * _H), _normal(_B, _S, _N * _H), _normal(_B, _S, _N * _H), None, _bits(_B, 7),
-                       None, _normal(_B, _N, 4, _H), _normal(_B, _N, 4, _H)], {}, 3),
-    "mask_3d": ([_normal(_B, _S, _N * _H), _normal(_B, 4, _N * _H), _normal(_B, 4, _N * _H), None, _bits(_B, _S, 4)], {}, 1),
-    "attention_bias": ([_normal(_B, _S, _N * _H), _normal(_B, 4, _N * _H), _normal(_B, 4, _N * _H), None, None,
-                        _normal(_B, 1, _S, 4)], {}, 1),
-    "shared_buffer": ([_normal(_B, _S, _N * _H), _normal(_B, _S, _N * _H), _normal(_B, _S, _N * _H), None, None, None,
-                       _normal(_B, _N, 8, _H), _normal(_B, _N, 8, _H), _i32(4)], {}, 3),
-    "shared_buffer_unidirectional": ([_normal(_B, _S, _N * _H), _normal(_B, _S, _N * _H), _normal(_B, _S, _N * _H), None,
-                                      None, None, _normal(_B, _N, 8, _H), _normal(_B, _N, 8, _H), _i32(2)],
-                                     {"unidirectional": 1}, 3),
+    "cache_bnsh_bias": (
+        [_normal(_B, _S, _N * _H), _normal(_B, _N, 4, _H), _normal(_B, _N, 4, _H), _normal(3 * _N * _H)],
+        {},
+        3,
+    ),
+    "past_unidirectional_bias": (
+        [
+            _normal(_B, _S, _N * _H),
+            _normal(_B, _S, _N * _H),
+            _normal(_B, _S, _N * _H),
+            _normal(3 * _N * _H),
+            None,
+            None,
+            _normal(_B, _N, 4, _H),
+            _normal(_B, _N, 4, _H),
+        ],
+        {"unidirectional": 1},
+        3,
+    ),
+    "mask_lengths": (
+        [_normal(_B, _S, _N * _H), _normal(_B, 4, _N * _H), _normal(_B, 4, _N * _H), None, _i32(3, 2)],
+        {},
+        1,
+    ),
+    "mask_3b_plus_2": (
+        [
+            _normal(_B, _S, _N * _H),
+            _normal(_B, 4, _N * _H),
+            _normal(_B, 4, _N * _H),
+            None,
+            _i32(3, 2, 0, 0, 3, 2, 0, 0),
+        ],
+        {},
+        1,
+    ),
+    "mask_2d": (
+        [_normal(_B, _S, _N * _H), _normal(_B, 4, _N * _H), _normal(_B, 4, _N * _H), None, _bits(_B, 4)],
+        {},
+        1,
+    ),
+    "mask_2d_total": (
+        [
+            _normal(_B, _S, _N * _H),
+            _normal(_B, _S, _N * _H),
+            _normal(_B, _S, _N * _H),
+            None,
+            _bits(_B, 7),
+            None,
+            _normal(_B, _N, 4, _H),
+            _normal(_B, _N, 4, _H),
+        ],
+        {},
+        3,
+    ),
+    "mask_3d": (
+        [_normal(_B, _S, _N * _H), _normal(_B, 4, _N * _H), _normal(_B, 4, _N * _H), None, _bits(_B, _S, 4)],
+        {},
+        1,
+    ),
+    "attention_bias": (
+        [_normal(_B, _S, _N * _H), _normal(_B, 4, _N * _H), _normal(_B, 4, _N * _H), None, None, _normal(_B, 1, _S, 4)],
+        {},
+        1,
+    ),
+    "shared_buffer": (
+        [
+            _normal(_B, _S, _N * _H),
+            _normal(_B, _S, _N * _H),
+            _normal(_B, _S, _N * _H),
+            None,
+            None,
+            None,
+            _normal(_B, _N, 8, _H),
+            _normal(_B, _N, 8, _H),
+            _i32(4),
+        ],
+        {},
+        3,
+    ),
+    "shared_buffer_unidirectional": (
+        [
+            _normal(_B, _S, _N * _H),
+            _normal(_B, _S, _N * _H),
+            _normal(_B, _S, _N * _H),
+            None,
+            None,
+            None,
+            _normal(_B, _N, 8, _H),
+            _normal(_B, _N, 8, _H),
+            _i32(2),
+        ],
+        {"unidirectional": 1},
+        3,
+    ),
     # Beam search: 2 batch entries of 2 beams, each past row read from the beam named.
-    "cache_indirection": ([_normal(4, 1, _N * _H), _normal(4, 1, _N * _H), _normal(4, 1, _N * _H), None, None, None,
-                           _normal(4, _N, 8, _H), _normal(4, _N, 8, _H), _i32(4),
-                           _rng.integers(0, 2, (2, 2, 8)).astype(np.int32)], {}, 3),
-    "scale_filter_unidirectional": ([_normal(_B, _S, _N * _H), _normal(_B, _S, _N * _H), _normal(_B, _S, _N * _H), None,
-                                     _i32(2, 1)], {"scale": 0.4, "mask_filter_value": -3.0, "unidirectional": 1}, 1),
+    "cache_indirection": (
+        [
+            _normal(4, 1, _N * _H),
+            _normal(4, 1, _N * _H),
+            _normal(4, 1, _N * _H),
+            None,
+            None,
+            None,
+            _normal(4, _N, 8, _H),
+            _normal(4, _N, 8, _H),
+            _i32(4),
+            _rng.integers(0, 2, (2, 2, 8)).astype(np.int32),
+        ],
+        {},
+        3,
+    ),
+    "scale_filter_unidirectional": (
+        [_normal(_B, _S, _N * _H), _normal(_B, _S, _N * _H), _normal(_B, _S, _N * _H), None, _i32(2, 1)],
+        {"scale": 0.4, "mask_filter_value": -3.0, "unidirectional": 1},
+        1,
+    ),
 }
 
 
@@ -524,8 +860,16 @@ def test_multi_head_attention_equals_onnxruntime(case, run_onnxruntime):
 
 
 def test_multi_head_attention_scores_equal_onnxruntime(run_onnxruntime):
-    inputs = [_normal(_B, _S, _N * _H), _normal(_B, _S, _N * _H), _normal(_B, _S, _N * _H), None, _i32(3, 2),
-              _normal(1, _N, _S, 7), _normal(_B, _N, 4, _H), _normal(_B, _N, 4, _H)]
+    inputs = [
+        _normal(_B, _S, _N * _H),
+        _normal(_B, _S, _N * _H),
+        _normal(_B, _S, _N * _H),
+        None,
+        _i32(3, 2),
+        _normal(1, _N, _S, 7),
+        _normal(_B, _N, 4, _H),
+        _normal(_B, _N, 4, _H),
+    ]
     model, feed = _node_model("MultiHeadAttention", inputs, {"num_heads": _N, "unidirectional": 1}, 4)
     del model.graph.output[:]  # onnxruntime infers no type for `qk` unless declared
     model.graph.output.extend([helper.make_tensor_value_info(f"out{i}", 1, None) for i in range(4)])
@@ -571,30 +915,55 @@ def _whisper_decoder_attention_without_past():
     from onnx import TensorProto, numpy_helper
 
     batch, length, encoded, hidden, heads = 2, 3, 5, 8, 2
-    weights = [numpy_helper.from_array(_normal(hidden, 3 * hidden) * 0.3, "qkv_weight"),
-               numpy_helper.from_array(_normal(3 * hidden) * 0.1, "qkv_bias"),
-               numpy_helper.from_array(_normal(hidden, hidden) * 0.3, "cross_q_weight")]
+    weights = [
+        numpy_helper.from_array(_normal(hidden, 3 * hidden) * 0.3, "qkv_weight"),
+        numpy_helper.from_array(_normal(3 * hidden) * 0.1, "qkv_bias"),
+        numpy_helper.from_array(_normal(hidden, hidden) * 0.3, "cross_q_weight"),
+    ]
     nodes = [
-        helper.make_node("Attention", ["hidden", "qkv_weight", "qkv_bias"], ["self_out", "present_self"],
-                         name="Attention_self", domain="com.microsoft", num_heads=heads, unidirectional=1),
+        helper.make_node(
+            "Attention",
+            ["hidden", "qkv_weight", "qkv_bias"],
+            ["self_out", "present_self"],
+            name="Attention_self",
+            domain="com.microsoft",
+            num_heads=heads,
+            unidirectional=1,
+        ),
         helper.make_node("MatMul", ["self_out", "cross_q_weight"], ["cross_q"], name="cross_q_proj"),
-        helper.make_node("MultiHeadAttention", ["cross_q", "encoder_key", "encoder_value"],
-                         ["cross_out", "present_key_cross", "present_value_cross"], name="Attention_cross",
-                         domain="com.microsoft", num_heads=heads),
+        helper.make_node(
+            "MultiHeadAttention",
+            ["cross_q", "encoder_key", "encoder_value"],
+            ["cross_out", "present_key_cross", "present_value_cross"],
+            name="Attention_cross",
+            domain="com.microsoft",
+            num_heads=heads,
+        ),
     ]
     value = helper.make_tensor_value_info
     graph = helper.make_graph(
-        nodes, "whisper_decoder_attention",
-        [value("hidden", TensorProto.FLOAT, [batch, length, hidden]),
-         value("encoder_key", TensorProto.FLOAT, [batch, encoded, hidden]),
-         value("encoder_value", TensorProto.FLOAT, [batch, encoded, hidden])],
-        [value(name, TensorProto.FLOAT, None) for name in ("cross_out", "present_self", "present_key_cross",
-                                                          "present_value_cross")],
-        initializer=weights)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)])
+        nodes,
+        "whisper_decoder_attention",
+        [
+            value("hidden", TensorProto.FLOAT, [batch, length, hidden]),
+            value("encoder_key", TensorProto.FLOAT, [batch, encoded, hidden]),
+            value("encoder_value", TensorProto.FLOAT, [batch, encoded, hidden]),
+        ],
+        [
+            value(name, TensorProto.FLOAT, None)
+            for name in ("cross_out", "present_self", "present_key_cross", "present_value_cross")
+        ],
+        initializer=weights,
+    )
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]
+    )
     model.ir_version = 8
-    feed = {"hidden": _normal(batch, length, hidden), "encoder_key": _normal(batch, encoded, hidden),
-            "encoder_value": _normal(batch, encoded, hidden)}
+    feed = {
+        "hidden": _normal(batch, length, hidden),
+        "encoder_key": _normal(batch, encoded, hidden),
+        "encoder_value": _normal(batch, encoded, hidden),
+    }
     return model, feed
 
 
@@ -612,9 +981,15 @@ def test_attention_without_past_computes_present_as_onnxruntime(run_onnxruntime)
 def test_an_output_the_op_does_not_compute_is_named_not_a_key_error():
     # Keys and values of other widths stack into no present without past: the node declaring
     # one gets jaxonnx's error naming the node, the op and the output.
-    model, feed = _node_model("Attention", [_normal(2, 3, 8), _normal(8, 20), _normal(20)],
-                              {"num_heads": 2, "qkv_hidden_sizes": [4, 4, 12]}, output_count=2)
-    with pytest.raises(jaxonnx.UnsupportedOpError,
-                       match=r"Node 'Attention_0' \(Attention-1\) declares 2 outputs, but jaxonnx's Attention-1 returned 1 .* "
-                             r"the output 'out1' here"):
+    model, feed = _node_model(
+        "Attention",
+        [_normal(2, 3, 8), _normal(8, 20), _normal(20)],
+        {"num_heads": 2, "qkv_hidden_sizes": [4, 4, 12]},
+        output_count=2,
+    )
+    with pytest.raises(
+        jaxonnx.UnsupportedOpError,
+        match=r"Node 'Attention_0' \(Attention-1\) declares 2 outputs, but jaxonnx's Attention-1 returned 1 .* "
+        r"the output 'out1' here",
+    ):
         jaxonnx.load(model)(**feed)

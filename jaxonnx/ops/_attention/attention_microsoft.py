@@ -10,16 +10,23 @@ import onnx.helper
 from jaxonnx._core.registry import register
 from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.attention import split_heads, stacked_self_attention
-from jaxonnx.ops._helpers.quantization import microsoft_schema
+from jaxonnx.ops._helpers.schemas import contrib_schema
 
 _Attribute = onnx.defs.OpSchema.Attribute
 _INT = onnx.defs.OpSchema.AttrType.INT
 _FLOAT = onnx.defs.OpSchema.AttrType.FLOAT
-_SCHEMA = microsoft_schema(
+_SCHEMA = contrib_schema(
     "Attention",
     "Multi-head self attention with the Q/K/V input projection, mask_index, a stacked past and attention bias.",
-    inputs=[("input", "T"), ("weights", "T"), ("bias", "T", "optional"), ("mask_index", "M", "optional"),
-            ("past", "T", "optional"), ("attention_bias", "T", "optional"), ("past_sequence_length", "M", "optional")],
+    inputs=[
+        ("input", "T"),
+        ("weights", "T"),
+        ("bias", "T", "optional"),
+        ("mask_index", "M", "optional"),
+        ("past", "T", "optional"),
+        ("attention_bias", "T", "optional"),
+        ("past_sequence_length", "M", "optional"),
+    ],
     outputs=[("output", "T"), ("present", "T", "optional")],
     type_constraints=[("T", ["tensor(float)", "tensor(float16)", "tensor(bfloat16)"]), ("M", ["tensor(int32)"])],
     attributes=[
@@ -36,12 +43,24 @@ _SCHEMA = microsoft_schema(
 )
 
 
-@register("Attention", 1, domain="com.microsoft", schema=_SCHEMA, folds=False,
-          concrete=("past_sequence_length",))
+@register("Attention", 1, domain="com.microsoft", schema=_SCHEMA, folds=False, concrete=("past_sequence_length",))
 def attention_microsoft(
-    input, weights, bias=None, mask_index=None, past=None, attention_bias=None, past_sequence_length=None, *,
-    num_heads=None, qkv_hidden_sizes=None, unidirectional=0, scale=None, mask_filter_value=None, do_rotary=None,
-    rotary_embedding_dim=None, past_present_share_buffer=None,
+    input,
+    weights,
+    bias=None,
+    mask_index=None,
+    past=None,
+    attention_bias=None,
+    past_sequence_length=None,
+    *,
+    num_heads=None,
+    qkv_hidden_sizes=None,
+    unidirectional=0,
+    scale=None,
+    mask_filter_value=None,
+    do_rotary=None,
+    rotary_embedding_dim=None,
+    past_present_share_buffer=None,
 ):
     """Implements com.microsoft Attention: ``input @ weights + bias`` split into Q, K and V,
     then multi-head attention with onnxruntime's masks.
@@ -104,8 +123,16 @@ def attention_microsoft(
         projected = projected + bias.reshape(1, 1, -1)
     q, k, v = jnp.split(projected, [sizes[0], sizes[0] + sizes[1]], axis=2)
     result = stacked_self_attention(
-        q, k, v, num_heads=num_heads, mask_index=mask_index, past=past, attention_bias=attention_bias,
-        past_sequence_length=past_sequence_length, unidirectional=unidirectional, scale=scale,
+        q,
+        k,
+        v,
+        num_heads=num_heads,
+        mask_index=mask_index,
+        past=past,
+        attention_bias=attention_bias,
+        past_sequence_length=past_sequence_length,
+        unidirectional=unidirectional,
+        scale=scale,
         filter_value=-10000.0 if mask_filter_value is None else mask_filter_value,
         share_buffer=bool(past_present_share_buffer),
     )
@@ -113,13 +140,21 @@ def attention_microsoft(
         return result  # keys and values of other widths stack into no present (onnxruntime's neither)
     # onnxruntime computes `present` without `past` too: this call's keys and values, stacked
     # (the graph runner drops it where the node does not declare it; XLA then never computes it).
-    return result, jnp.stack([split_heads(k, num_heads, "key", "num_heads"), split_heads(v, num_heads, "value", "num_heads")])
+    return result, jnp.stack(
+        [split_heads(k, num_heads, "key", "num_heads"), split_heads(v, num_heads, "value", "num_heads")]
+    )
 
 
 def _hidden_sizes(qkv_hidden_sizes, width, num_heads):
     sizes = list(qkv_hidden_sizes) if qkv_hidden_sizes else [width // 3] * 3
-    if not num_heads or num_heads <= 0 or len(sizes) != 3 or sum(sizes) != width or any(
-            s <= 0 or s % num_heads for s in sizes) or sizes[0] != sizes[1]:
+    if (
+        not num_heads
+        or num_heads <= 0
+        or len(sizes) != 3
+        or sum(sizes) != width
+        or any(s <= 0 or s % num_heads for s in sizes)
+        or sizes[0] != sizes[1]
+    ):
         raise OnnxValidationError(
             f"needs Q, K and V hidden sizes (`qkv_hidden_sizes`={qkv_hidden_sizes}, or thirds of the weights' width "
             f"{width}) that are positive multiples of `num_heads`={num_heads}, Q's equal to K's, summing to the width."

@@ -13,7 +13,7 @@ import onnx.helper
 from jaxonnx._core.registry import register
 from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.common import is_traced
-from jaxonnx.ops._helpers.quantization import microsoft_schema
+from jaxonnx.ops._helpers.schemas import contrib_schema
 
 _Attribute = onnx.defs.OpSchema.Attribute
 _INT = onnx.defs.OpSchema.AttrType.INT
@@ -23,7 +23,7 @@ def _default(name, value, doc):
     return _Attribute(name, onnx.helper.make_attribute(name, value), doc)
 
 
-_SCHEMA = microsoft_schema(
+_SCHEMA = contrib_schema(
     "DecoderMaskedMultiHeadAttention",
     "One decode step of multi-head self attention over a shared key/value buffer (or cross attention).",
     inputs=[

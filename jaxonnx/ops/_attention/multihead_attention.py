@@ -20,21 +20,33 @@ from jaxonnx.ops._helpers.attention import (
     split_heads,
 )
 from jaxonnx.ops._helpers.common import is_traced
-from jaxonnx.ops._helpers.quantization import microsoft_schema
+from jaxonnx.ops._helpers.schemas import contrib_schema
 
 _Attribute = onnx.defs.OpSchema.Attribute
 _INT = onnx.defs.OpSchema.AttrType.INT
 _FLOAT = onnx.defs.OpSchema.AttrType.FLOAT
 _FLOATS = ["tensor(float)", "tensor(float16)", "tensor(bfloat16)"]
-_SCHEMA = microsoft_schema(
+_SCHEMA = contrib_schema(
     "MultiHeadAttention",
     "Multi-head self or cross attention of projected Q, K, V with bias, key padding mask, attention bias and cache.",
-    inputs=[("query", "T"), ("key", "T", "optional"), ("value", "T", "optional"), ("bias", "T", "optional"),
-            ("key_padding_mask", "M", "optional"), ("attention_bias", "T", "optional"),
-            ("past_key", "T", "optional"), ("past_value", "T", "optional"), ("past_sequence_length", "M", "optional"),
-            ("cache_indirection", "M", "optional")],
-    outputs=[("output", "T"), ("present_key", "T", "optional"), ("present_value", "T", "optional"),
-             ("qk", "QK", "optional")],
+    inputs=[
+        ("query", "T"),
+        ("key", "T", "optional"),
+        ("value", "T", "optional"),
+        ("bias", "T", "optional"),
+        ("key_padding_mask", "M", "optional"),
+        ("attention_bias", "T", "optional"),
+        ("past_key", "T", "optional"),
+        ("past_value", "T", "optional"),
+        ("past_sequence_length", "M", "optional"),
+        ("cache_indirection", "M", "optional"),
+    ],
+    outputs=[
+        ("output", "T"),
+        ("present_key", "T", "optional"),
+        ("present_value", "T", "optional"),
+        ("qk", "QK", "optional"),
+    ],
     type_constraints=[("T", _FLOATS), ("QK", _FLOATS), ("M", ["tensor(int32)"])],
     attributes=[
         _Attribute("num_heads", _INT, "Number of attention heads."),
@@ -46,12 +58,32 @@ _SCHEMA = microsoft_schema(
 )
 
 
-@register("MultiHeadAttention", 1, domain="com.microsoft", schema=_SCHEMA, folds=False,
-          concrete=("key_padding_mask", "past_sequence_length", "cache_indirection"), output_count=True)
+@register(
+    "MultiHeadAttention",
+    1,
+    domain="com.microsoft",
+    schema=_SCHEMA,
+    folds=False,
+    concrete=("key_padding_mask", "past_sequence_length", "cache_indirection"),
+    output_count=True,
+)
 def multi_head_attention(
-    query, key=None, value=None, bias=None, key_padding_mask=None, attention_bias=None, past_key=None,
-    past_value=None, past_sequence_length=None, cache_indirection=None, *, num_heads=None, unidirectional=0,
-    scale=None, mask_filter_value=None, output_count=None,
+    query,
+    key=None,
+    value=None,
+    bias=None,
+    key_padding_mask=None,
+    attention_bias=None,
+    past_key=None,
+    past_value=None,
+    past_sequence_length=None,
+    cache_indirection=None,
+    *,
+    num_heads=None,
+    unidirectional=0,
+    scale=None,
+    mask_filter_value=None,
+    output_count=None,
 ):
     """Implements com.microsoft MultiHeadAttention: ``softmax(scale * Q K^T + masks) V`` by
     heads, for projected Q, K and V.
@@ -129,15 +161,27 @@ def multi_head_attention(
         # caches stay as written.
         k, v = _beams(k, v, cache_indirection, past_length)
     total = k.shape[2]
-    allowed = mask_index_allowed(key_padding_mask, batch=batch, length=length, total=total, past=past_length,
-                                 name="key_padding_mask")
-    bias_scores = None if attention_bias is None else attention_bias_padded(attention_bias, batch, num_heads, length, total)
+    allowed = mask_index_allowed(
+        key_padding_mask, batch=batch, length=length, total=total, past=past_length, name="key_padding_mask"
+    )
+    bias_scores = (
+        None if attention_bias is None else attention_bias_padded(attention_bias, batch, num_heads, length, total)
+    )
     scale = float(scale) if scale else 1.0 / np.sqrt(head_size)
     with_scores = output_count is None or output_count >= 4
-    result = masked_attention(q, k, v, scale=scale, allowed=allowed,
-                              filter_value=-10000.0 if mask_filter_value is None else mask_filter_value,
-                              unidirectional=unidirectional, past=past_length, valid_keys=valid_keys,
-                              bias=bias_scores, probabilities=with_scores)
+    result = masked_attention(
+        q,
+        k,
+        v,
+        scale=scale,
+        allowed=allowed,
+        filter_value=-10000.0 if mask_filter_value is None else mask_filter_value,
+        unidirectional=unidirectional,
+        past=past_length,
+        valid_keys=valid_keys,
+        bias=bias_scores,
+        probabilities=with_scores,
+    )
     if not with_scores:
         return merge_heads(result), present_key, present_value
     y, scores, _ = result
@@ -186,8 +230,8 @@ def _projected(query, key, value, bias, heads):
             )
         q = q + bias[:hidden].reshape(1, 1, -1)
         if not cross:
-            k = k + bias[hidden:hidden + k_hidden].reshape(1, 1, -1)
-            v = v + bias[hidden + k_hidden:].reshape(1, 1, -1)
+            k = k + bias[hidden : hidden + k_hidden].reshape(1, 1, -1)
+            v = v + bias[hidden + k_hidden :].reshape(1, 1, -1)
     q = split_heads(q, heads, "query", "num_heads")
     if not cross:
         k = split_heads(k, heads, "key", "num_heads")
@@ -203,7 +247,9 @@ def _projected(query, key, value, bias, heads):
 def _shared_position(past_sequence_length, capacity, length):
     """The shared buffer's past rows (int32, maybe traced) and the keys held after the step."""
     if past_sequence_length.size != 1:
-        raise OnnxValidationError(f"needs a one-element `past_sequence_length`, got shape {tuple(past_sequence_length.shape)}.")
+        raise OnnxValidationError(
+            f"needs a one-element `past_sequence_length`, got shape {tuple(past_sequence_length.shape)}."
+        )
     if not is_traced(past_sequence_length):
         value = int(np.asarray(past_sequence_length).reshape(()))
         if not 0 <= value <= capacity - length:
@@ -219,8 +265,11 @@ def _beams(keys, values, cache_indirection, past_length):
     """The keys and values each beam reads: past row ``t`` (``t < past_length``) of beam
     ``j`` of batch ``i`` from beam ``cache_indirection[i, j, t]``, the new rows its own."""
     entries, _, rows, _ = keys.shape
-    if cache_indirection.ndim != 3 or cache_indirection.shape[0] * cache_indirection.shape[1] != entries \
-            or cache_indirection.shape[2] < rows:
+    if (
+        cache_indirection.ndim != 3
+        or cache_indirection.shape[0] * cache_indirection.shape[1] != entries
+        or cache_indirection.shape[2] < rows
+    ):
         raise OnnxValidationError(
             f"needs `cache_indirection` of shape (batch, beam, max_length) with batch * beam = {entries} and "
             f"max_length >= {rows}, got {tuple(cache_indirection.shape)}."

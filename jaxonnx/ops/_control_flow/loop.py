@@ -93,8 +93,9 @@ def _counter_as_declared(body):
     one_element = [shape is not None and len(shape) == 1 for shape in declared]
 
     def as_declared(iteration_num, condition, *carried, **keywords):
-        iteration_num, condition = (value.reshape(1) if one_element[k] else value
-                                    for k, value in enumerate((iteration_num, condition)))
+        iteration_num, condition = (
+            value.reshape(1) if one_element[k] else value for k, value in enumerate((iteration_num, condition))
+        )
         return body(iteration_num, condition, *carried, **keywords)
 
     return as_declared
@@ -146,8 +147,10 @@ def _python_loop(trip, cond, carried, body, *, stop_at_tracer: bool, changing=()
             if not any(isinstance(v, list) for v in carried) or is_traced(outputs[0]):
                 return None
             if i >= _UNROLL_LIMIT:
-                raise OnnxValidationError(f"carries a sequence through more than the {_UNROLL_LIMIT} iterations "
-                                          "jaxonnx unrolls under a trace; run the model outside `jax.jit`.")
+                raise OnnxValidationError(
+                    f"carries a sequence through more than the {_UNROLL_LIMIT} iterations "
+                    "jaxonnx unrolls under a trace; run the model outside `jax.jit`."
+                )
         if is_traced(outputs[0]):  # unrolling: a traced exit cannot end a Python loop
             raise _changing_error(carried, list(changing))
         condition = np.asarray(outputs[0]).reshape(()).astype(bool)
@@ -198,10 +201,13 @@ def _as_carry(values):
 def _changing(carried, outputs) -> list[int]:
     """Positions of carried values whose shape or type the body changes."""
     return [
-        k for k, (before, after) in enumerate(zip(carried, outputs))
+        k
+        for k, (before, after) in enumerate(zip(carried, outputs))
         if jax.tree.structure(before) != jax.tree.structure(after)
-        or any(np.shape(a) != np.shape(b) or jnp.result_type(a) != jnp.result_type(b)
-               for a, b in zip(jax.tree.leaves(before), jax.tree.leaves(after)))
+        or any(
+            np.shape(a) != np.shape(b) or jnp.result_type(a) != jnp.result_type(b)
+            for a, b in zip(jax.tree.leaves(before), jax.tree.leaves(after))
+        )
     ]
 
 
@@ -281,7 +287,8 @@ def _bounded_loop(M, cond, carried, body, size: int, node: str = ""):
         return (active, new_condition, new_values), scans
 
     (running, condition, values), scans = jax.lax.scan(
-        step, (jnp.ones((), bool), condition0, initial), jnp.arange(size))
+        step, (jnp.ones((), bool), condition0, initial), jnp.arange(size)
+    )
     # Still running after `size` iterations: the loop would go on, and its results would be cut.
     unfinished = running & condition & (True if limit is None else size < limit)
     refuse_at_run_time_if(unfinished, _overflow_message(node, size, at_run_time=is_traced(unfinished)))

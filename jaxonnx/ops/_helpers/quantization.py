@@ -23,7 +23,6 @@ import jax
 import jax.numpy as jnp
 import ml_dtypes
 import numpy as np
-import onnx.defs
 
 from jaxonnx._core.dtypes import jax_dtype, numpy_dtype
 from jaxonnx._errors import OnnxTypeError, OnnxValidationError
@@ -430,43 +429,6 @@ def saturate_rounded(v, target: str):
     xp = namespace(v)
     low, high = INTEGER_RANGES[target]
     return _as_integer(xp.clip(round_half_to_even(v), low, high), target, xp)
-
-
-def microsoft_schema(name: str, doc: str, inputs, outputs, type_constraints, attributes=(), differentiable=()):
-    """The ``onnx.defs.OpSchema`` of the com.microsoft op ``name`` (version 1), as
-    onnxruntime declares it: ``inputs`` and ``outputs`` are ``(name, type)`` or ``(name,
-    type, "optional" | "variadic")``; ``type_constraints`` ``(parameter, [types])``;
-    ``attributes`` ``onnx.defs.OpSchema.Attribute`` values; ``differentiable`` names the
-    inputs marked differentiable (the registry's gradient checks take those)."""
-    schema = onnx.defs.OpSchema
-    options = {
-        "": schema.FormalParameterOption.Single,
-        "optional": schema.FormalParameterOption.Optional,
-        "variadic": schema.FormalParameterOption.Variadic,
-    }
-
-    def formal(spec):
-        formal_name, type_str, *option = spec
-        option = option[0] if option else ""
-        category = schema.DifferentiationCategory
-        return schema.FormalParameter(
-            formal_name,
-            type_str,
-            param_option=options[option],
-            is_homogeneous=option != "variadic",
-            differentiation_category=category.Differentiable if formal_name in differentiable else category.Unknown,
-        )
-
-    return schema(
-        name,
-        "com.microsoft",
-        1,
-        doc,
-        inputs=[formal(spec) for spec in inputs],
-        outputs=[formal(spec) for spec in outputs],
-        type_constraints=[(param, list(types), "") for param, types in type_constraints],
-        attributes=list(attributes),
-    )
 
 
 def unpack_low_bits_first(packed, bits: int):

@@ -13,23 +13,34 @@ from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers import recurrence
 from jaxonnx.ops._helpers.broadcasting import true_divide
 from jaxonnx.ops._helpers.quantization import (
-    microsoft_schema,
     quantize,
     quantized_matmul,
     round_half_to_even,
     zero_points_apart,
 )
+from jaxonnx.ops._helpers.schemas import contrib_schema
 
 _Attribute = onnx.defs.OpSchema.Attribute
 _UNDEFINED = onnx.defs.OpSchema.AttrType
-_SCHEMA = microsoft_schema(
+_SCHEMA = contrib_schema(
     "DynamicQuantizeLSTM",
     "LSTM with W and R quantized to 8 bits (per direction, per tensor or per output column); X and each step's "
     "hidden state are quantized to uint8 from their own range, as DynamicQuantizeLinear does, and the products "
     "are exact in int32.",
-    inputs=[("X", "T"), ("W", "T2"), ("R", "T2"), ("B", "T", "optional"), ("sequence_lens", "T1", "optional"),
-            ("initial_h", "T", "optional"), ("initial_c", "T", "optional"), ("P", "T", "optional"),
-            ("W_scale", "T"), ("W_zero_point", "T2"), ("R_scale", "T"), ("R_zero_point", "T2")],
+    inputs=[
+        ("X", "T"),
+        ("W", "T2"),
+        ("R", "T2"),
+        ("B", "T", "optional"),
+        ("sequence_lens", "T1", "optional"),
+        ("initial_h", "T", "optional"),
+        ("initial_c", "T", "optional"),
+        ("P", "T", "optional"),
+        ("W_scale", "T"),
+        ("W_zero_point", "T2"),
+        ("R_scale", "T"),
+        ("R_zero_point", "T2"),
+    ],
     outputs=[("Y", "T", "optional"), ("Y_h", "T", "optional"), ("Y_c", "T", "optional")],
     type_constraints=[("T", ["tensor(float)"]), ("T1", ["tensor(int32)"]), ("T2", ["tensor(uint8)", "tensor(int8)"])],
     attributes=[
@@ -37,7 +48,9 @@ _SCHEMA = microsoft_schema(
         _Attribute("activation_beta", _UNDEFINED.FLOATS, "Beta values of the activations.", required=False),
         _Attribute("activations", _UNDEFINED.STRINGS, "The f, g, h activations per direction.", required=False),
         _Attribute("clip", _UNDEFINED.FLOAT, "Cell clip threshold.", required=False),
-        _Attribute("direction", onnx.helper.make_attribute("direction", "forward"), "forward, reverse or bidirectional."),
+        _Attribute(
+            "direction", onnx.helper.make_attribute("direction", "forward"), "forward, reverse or bidirectional."
+        ),
         _Attribute("hidden_size", _UNDEFINED.INT, "Number of neurons in the hidden layer.", required=False),
         _Attribute("input_forget", onnx.helper.make_attribute("input_forget", 0), "Couple the input and forget gates."),
     ],
@@ -46,10 +59,28 @@ _SCHEMA = microsoft_schema(
 
 
 @register("DynamicQuantizeLSTM", 1, domain="com.microsoft", schema=_SCHEMA, folds=False)
-def dynamic_quantize_lstm(X, W, R, B=None, sequence_lens=None, initial_h=None, initial_c=None, P=None,
-                          W_scale=None, W_zero_point=None, R_scale=None, R_zero_point=None, *,
-                          activation_alpha=None, activation_beta=None, activations=None, clip=None,
-                          direction="forward", hidden_size=None, input_forget=0):
+def dynamic_quantize_lstm(
+    X,
+    W,
+    R,
+    B=None,
+    sequence_lens=None,
+    initial_h=None,
+    initial_c=None,
+    P=None,
+    W_scale=None,
+    W_zero_point=None,
+    R_scale=None,
+    R_zero_point=None,
+    *,
+    activation_alpha=None,
+    activation_beta=None,
+    activations=None,
+    clip=None,
+    direction="forward",
+    hidden_size=None,
+    input_forget=0,
+):
     """Implements com.microsoft DynamicQuantizeLSTM: ONNX LSTM (see :func:`jaxonnx.ops.lstm`)
     with quantized weights, computed as onnxruntime's CPU kernel computes it.
 
@@ -121,18 +152,31 @@ def dynamic_quantize_lstm(X, W, R, B=None, sequence_lens=None, initial_h=None, i
     if P is not None and tuple(P.shape) != (count, 3 * hidden):
         raise OnnxValidationError(f"needs `P` of shape {(count, 3 * hidden)}, got {tuple(P.shape)}.")
     weights = {}
-    for name, value in (("W_scale", W_scale), ("W_zero_point", W_zero_point), ("R_scale", R_scale),
-                        ("R_zero_point", R_zero_point)):
+    for name, value in (
+        ("W_scale", W_scale),
+        ("W_zero_point", W_zero_point),
+        ("R_scale", R_scale),
+        ("R_zero_point", R_zero_point),
+    ):
         weights[name] = _per_direction(value, name, count, 4 * hidden)
     functions = recurrence.activation_functions(
-        activations, activation_alpha, activation_beta, ["Sigmoid", "Tanh", "Tanh"], count)
+        activations, activation_alpha, activation_beta, ["Sigmoid", "Tanh", "Tanh"], count
+    )
     clip_fn = recurrence.clipped(clip)
 
     # X's steps up to the longest sequence are quantized as one matrix (onnxruntime's one
     # product for every step); later steps are left out of the range, and run nowhere.
-    counted = X if lengths is None else jnp.where(
-        (jnp.arange(steps, dtype=jnp.int32) < jnp.max(jnp.asarray(lengths).astype(jnp.int32), initial=0))[:, None, None],
-        X, 0)
+    counted = (
+        X
+        if lengths is None
+        else jnp.where(
+            (jnp.arange(steps, dtype=jnp.int32) < jnp.max(jnp.asarray(lengths).astype(jnp.int32), initial=0))[
+                :, None, None
+            ],
+            X,
+            0,
+        )
+    )
     x_codes, x_scale, x_zero = _quantized(X, counted)
     ys, hs, cs = [], [], []
     for d, reverse in enumerate(reverse_flags):
@@ -140,20 +184,26 @@ def dynamic_quantize_lstm(X, W, R, B=None, sequence_lens=None, initial_h=None, i
         x_product = quantized_matmul(zero_points_apart(x_codes, x_zero), zero_points_apart(W[d], w_zero, _row(w_zero)))
         projection = x_product.astype(jnp.float32) * (x_scale * weights["W_scale"][d]).reshape(1, 1, -1)
         bias = None if B is None else (B[d, : 4 * hidden] + B[d, 4 * hidden :])[None, :]
-        peepholes = None if P is None else (P[d, None, :hidden], P[d, None, hidden : 2 * hidden], P[d, None, 2 * hidden :])
+        peepholes = (
+            None if P is None else (P[d, None, :hidden], P[d, None, hidden : 2 * hidden], P[d, None, 2 * hidden :])
+        )
 
         def gates_of(x_t, h_prev, previous, d=d, r_zero=r_zero, bias=bias):
             # onnxruntime quantizes the previous step's outputs, which are zero for sequences that have ended.
             state = h_prev if previous is None else jnp.where(previous[:, None], h_prev, 0)
             h_codes, h_scale, h_zero = _quantized(state, state)
-            h_product = quantized_matmul(zero_points_apart(h_codes, h_zero), zero_points_apart(R[d], r_zero, _row(r_zero)))
+            h_product = quantized_matmul(
+                zero_points_apart(h_codes, h_zero), zero_points_apart(R[d], r_zero, _row(r_zero))
+            )
             gates = x_t + h_product.astype(jnp.float32) * (h_scale * weights["R_scale"][d]).reshape(1, -1)
             return gates if bias is None else gates + bias
 
-        cell = recurrence.lstm_cell(gates_of, hidden, functions[d], peepholes=peepholes, clip_fn=clip_fn,
-                                    input_forget=input_forget)
+        cell = recurrence.lstm_cell(
+            gates_of, hidden, functions[d], peepholes=peepholes, clip_fn=clip_fn, input_forget=input_forget
+        )
         y, (h_final, c_final) = recurrence.scan_direction(
-            projection, lengths, (h0[d], c0[d]), cell, reverse=reverse, with_validity=True)
+            projection, lengths, (h0[d], c0[d]), cell, reverse=reverse, with_validity=True
+        )
         if lengths is not None:  # onnxruntime's final states of an empty sequence are zeros, not the initial ones
             empty = (jnp.asarray(lengths) == 0)[:, None]
             h_final, c_final = jnp.where(empty, 0, h_final), jnp.where(empty, 0, c_final)
