@@ -2,73 +2,10 @@
 
 :func:`generate` runs the prompt (prefill) and every decode step in one compiled computation:
 a ``lax.while_loop`` over tokens whose state (the KV cache, the attention mask, the tokens so
-far) keeps one shape from the first token to the last, so nothing is retraced between tokens
-and no Python runs between them. It uses only :class:`jaxonnx.Model`'s public surface: the
-declared inputs and outputs, ``model.run``, and the model's pytree (so ``jax.jit(generate)``
-takes the model as an argument and fine-tuned params flow through).
-
-**Finding the cache.** :func:`find_cache` pairs each past-cache input with the output that
-returns it one token longer, by the exporters' conventions:
-
-- HF Optimum (``text-generation-with-past``) and onnxruntime-genai's builder:
-  ``past_key_values.{i}.key`` / ``.value`` -> ``present.{i}.key`` / ``.value``;
-- PyTorch's dynamo exporter: the flattened inputs ``past_key_values_{i}_{0,1}`` and the
-  outputs after the logits, whatever their names (``cat_7``...), in the same order;
-
-or explicitly: ``generate(..., cache={"past_k0": "present_k0", ...})``.
-
-**Fixed shapes for graphs that grow the cache by Concat (the fixed window).** Such a graph
-takes a past of length ``p`` and returns a present of length ``p + 1``. :func:`generate`
-keeps a window of ``W = prompt + max_new_tokens - 1`` cache slots, the real entries at its
-right end and zero padding on the left. Each step feeds the whole window as the past, with
-an attention mask that is 0 on the padding slots and explicit ``position_ids`` (each row's
-count of real tokens so far). The loop carries the present, ``W + 1`` slots, and the next
-step's past is its newest ``W``: the oldest slot is dropped, and it is always padding (after
-the last step the present holds ``prompt + max_new_tokens - 1`` entries, one slot of
-padding before them). Carrying the present rather than the window lets XLA read the window
-inside the graph's Concat, so a step writes the whole cache twice (the Concat, and the copy
-back into the loop's buffer) rather than three times. The tokens are the same as a growing cache
-gives because every exported attention adds the mask's large negative value to the padding
-slots' scores before its softmax; ``exp`` of them underflows to exactly 0, so they add
-exactly nothing to the weighted sum, and the positions (hence rotary or learned position
-embeddings) are the ones a growing cache would use. The prompt itself runs once with an
-empty past, exactly as a growing-cache loop starts. A sliding-window attention (Mistral's)
-masks keys by their distance from the query in cache slots, which the window keeps as a
-growing cache has them. ``tests/test_generation.py`` checks the tokens against onnxruntime's
-growing-cache loop for Optimum and dynamo exports of Llama, GPT-2, Qwen2, Phi and Gemma, and
-Optimum's of Mistral (a window shorter than the prompts) and Qwen3-MoE, with batches of uneven
-prompts.
-
-**onnxruntime-genai's builder files** (GroupQueryAttention) need no window: the op counts
-each row's cache from the attention mask and writes a step's keys after them, and its present
-is as long as its past, so one buffer of the final length is the past and the present of
-every step (``mode == "buffer"``; see ``_decode_in_buffer``). The builder leaves the head
-size symbolic; it is read from the ``genai_config.json`` beside the file (or given as
-``find_cache(model, dims={"kv_cache_dim": ...})``). A layer whose GroupQueryAttention keeps its
-cache as a sliding window (``sliding_window_cache``: Gemma-2's files) gets a buffer of the
-final length too: the op's window only has to be at least ``local_window_size`` long, and
-one that never fills never slides. Tokens are checked against ``og.Generator``'s for fp32 and
-int4 (MatMulNBits) files of Llama and Qwen2, and int4 of Gemma-2.
-
-Graphs with no ``position_ids`` input compute positions from the cache's length (Optimum's
-Gemma, Gemma-2, Gemma-3 and Nemotron exports do), which a fixed window would shift. Those
-decode with a growing cache, each step traced in turn under the same ``jax.jit`` (exact, but
-the compile time grows with ``max_new_tokens`` and the loop cannot stop early: 16 tokens of
-a 2-layer, 32-wide Gemma-2 or Bloom took 26-27 s to trace and compile on a busy 2-core
-machine, 4 tokens 4.7 s, against 4.4 s for 16 tokens of a Mistral with a fixed window).
-Optimum's ALiBi exports (Bloom, MPT, Falcon with ``alibi``) take no ``position_ids`` either
-and decode so.
-
-**Mixture-of-Experts exports** (Optimum's Qwen3-MoE and DeepSeek-V3) route each expert's
-tokens with NonZero, whose length depends on the data: each NonZero output needs a size
-hint, at least the prompt step's ``batch x prompt`` tokens (an expert takes a token at most
-once). Given the file's path, :func:`generate` loads it with those hints itself
-(:func:`load_causal_lm`); a :class:`Model` you load yourself takes them as
-``jaxonnx.load(path, size_hints={name: batch * prompt for each NonZero output})``. The
-padding marks keep the tokens exact, and a hint too short is refused at run time.
-
-**Batches of uneven prompts** are left-padded, with ``attention_mask`` 0 on the padding, as
-Hugging Face's ``generate`` takes them; the positions are ``cumsum(mask) - 1`` as there.
+far) keeps one shape from the first token to the last. How the cache is found and kept at a
+fixed shape for each exporter's files (Optimum, dynamo, onnxruntime-genai's builder, graphs
+without ``position_ids``, Mixture-of-Experts) is in the docs, ``docs/guide/generation.md``
+("How it works").
 """
 
 from __future__ import annotations
