@@ -69,7 +69,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 import jax
 import jax.numpy as jnp
@@ -143,7 +143,9 @@ class Marks:
     counted: tuple[Mark, int] | None = None
 
     def origin(self) -> Mark:
-        return next(iter(self.axes.values())) if self.axes else self.length_origin
+        origin = next(iter(self.axes.values())) if self.axes else self.length_origin
+        assert origin is not None, "a value with marks has a padded axis or flagged lengths (and their origin)"
+        return origin
 
 
 def _length_marks(lengths: np.ndarray, real, origin: Mark) -> Marks | None:
@@ -166,7 +168,7 @@ class Call:
     def origin(self) -> Mark:
         return next(m for m in self.marks if m is not None).origin()
 
-    def refuse(self, what: str):
+    def refuse(self, what: str) -> NoReturn:
         _refuse(self.node, self.origin, what)
 
 
@@ -192,10 +194,10 @@ def of_size_hint(node, results: tuple) -> tuple[tuple, list[Marks | None] | None
 
 def asks_real_length(node) -> bool:
     """Whether the node's op takes a size hint whose padding is marked (not a loop bound)."""
-    contract = getattr(node.op, "contract", None)
-    if getattr(contract, "size_hint", False) == "own_length":  # bounded by its input's length without a hint
+    size_hint = getattr(getattr(node.op, "contract", None), "size_hint", False)
+    if size_hint == "own_length":  # bounded by its input's length without a hint
         return True
-    return node.size is not None and bool(getattr(contract, "size_hint", False)) and contract.size_hint != "bound"
+    return node.size is not None and bool(size_hint) and size_hint != "bound"
 
 
 def run(node, args: list, attributes: dict, marks: list[Marks | None], run_op) -> tuple[tuple, list[Marks | None]]:
@@ -256,7 +258,7 @@ def unasked_padding(marks: Marks | None) -> Mark | None:
     return next((m for m in ({} if marks is None else marks.axes).values() if not m.hinted), None)
 
 
-def _refuse(node, origin: Mark, what: str):
+def _refuse(node, origin: Mark, what: str) -> NoReturn:
     raise refusal(node, origin, what)
 
 
@@ -331,7 +333,9 @@ def _length_flags(call: Call, index: int):
 
 
 def _length_origin(call: Call) -> Mark:
-    return next(m.length_origin for m in call.marks if m is not None and m.lengths is not None)
+    origin = next(m.length_origin for m in call.marks if m is not None and m.lengths is not None)
+    assert origin is not None, "flagged lengths carry the mark whose length they hold"
+    return origin
 
 
 def _has_lengths(call: Call) -> bool:
@@ -370,7 +374,8 @@ def _elementwise(call: Call):
             if shape[out_axis] != np.shape(arg)[axis]:
                 call.refuse(f"broadcasts the padded axis {axis} to length {shape[out_axis]}")
             _merge(axes, out_axis, mark)
-    lengths = real = None
+    lengths: np.ndarray | None = None
+    real: tuple = ()  # set with ``lengths``
     if _has_lengths(call):
         lengths = np.zeros(shape, bool)
         for marks in call.marks:
@@ -427,10 +432,10 @@ def _moved_marks(call: Call, results: tuple) -> list[dict[int, Mark]]:
             probe_out = np.asarray(probe_out)
             if probe_out.size == 0:
                 continue
-            landed = _landing(probe_out)
-            if landed is None:
+            landing = _landing(probe_out)
+            if landing is None:
                 call.refuse(f"moves the padded axis {axis} so that its positions are no longer a prefix of one axis")
-            landed, block = landed
+            landed, block = landing
             count = mark.count * block
             if probe_out.shape[landed] < data.shape[axis] * block:  # cut to a prefix
                 count = jnp.minimum(count, probe_out.shape[landed])
@@ -441,15 +446,17 @@ def _moved_marks(call: Call, results: tuple) -> list[dict[int, Mark]]:
 def _moves(call: Call):
     results = _outputs(call.run(call.args))
     positions = _moved_marks(call, results)
-    lengths = [None] * len(results)
-    if _length_flags(call, 0) is not None:
-        flags = _outputs(call.run([np.asarray(_length_flags(call, 0), np.int64), *call.args[1:]]))
-        real = _outputs(call.run([call.marks[0].real, *call.args[1:]]))
+    lengths: list[Marks | None] = [None] * len(results)
+    first = call.marks[0]
+    if first is not None and first.lengths is not None:
+        flags = _outputs(call.run([np.asarray(first.lengths, np.int64), *call.args[1:]]))
+        real = _outputs(call.run([first.real, *call.args[1:]]))
         lengths = [_length_marks(np.asarray(f) != 0, r, _length_origin(call)) for f, r in zip(flags, real)]
     op_type = getattr(call.node.op, "op_type", "")
     for i in range(1, len(call.args)):
         flags = _length_flags(call, i)
-        if call.marks[i] is None:
+        marks = call.marks[i]
+        if marks is None:
             continue
         if flags is not None and op_type == "Slice" and i == 2:
             _sliced_to_length(call, flags, positions[0])
@@ -460,7 +467,7 @@ def _moves(call: Call):
         shape = np.shape(results[0])
         offset = len(shape) - flags.size if op_type == "Expand" else 0
         target = np.asarray(call.args[i]).reshape(-1)
-        real = call.marks[i].real.reshape(-1)
+        real = marks.real.reshape(-1)
         for entry in np.flatnonzero(flags.reshape(-1)):
             axis = offset + int(entry)
             if target[entry] <= 0 or shape[axis] != target[entry]:
@@ -481,7 +488,9 @@ def _sliced_to_length(call: Call, flags: np.ndarray, positions: dict[int, Mark])
         if len(call.args) < 5 or call.args[4] is None
         else np.asarray(call.args[4]).reshape(-1)
     )
-    real = jnp.asarray(call.marks[2].real).reshape(-1)
+    length_marks = call.marks[2]
+    assert length_marks is not None  # the caller found its flagged lengths
+    real = jnp.asarray(length_marks.real).reshape(-1)
     for entry in np.flatnonzero(flags.reshape(-1)):
         axis = int(axes[entry]) % data.ndim
         if starts[entry] != 0 or steps[entry] != 1:
@@ -689,8 +698,9 @@ def _reduction(kind: str):
             if a not in reduced:
                 kept[a if keepdims else a - sum(r < a for r in reduced)] = mark
         lengths = None
-        if call.marks[0].lengths is not None:
-            flags = np.any(call.marks[0].lengths, axis=reduced, keepdims=keepdims)
+        data_lengths = _length_flags(call, 0)
+        if data_lengths is not None:
+            flags = np.any(data_lengths, axis=reduced, keepdims=keepdims)
             lengths = _length_marks(flags, _outputs(call.run(_reals(call)))[0], _length_origin(call))
         return results, [_combine(kept, lengths) for _ in results]
 
@@ -793,10 +803,11 @@ def _size(call: Call):
 
 def _constant_of_shape(call: Call):
     results = _outputs(call.run(call.args))
-    flags = _length_flags(call, 0)
-    if flags is None:
+    shape_marks = call.marks[0]
+    if shape_marks is None or shape_marks.lengths is None:
         call.refuse("takes it as its value")
-    real = jnp.asarray(call.marks[0].real).reshape(-1)
+    flags = shape_marks.lengths
+    real = jnp.asarray(shape_marks.real).reshape(-1)
     axes = {int(i): _with_count(_length_origin(call), real[i]) for i in np.flatnonzero(flags.reshape(-1))}
     return results, [Marks(axes)]
 
