@@ -239,7 +239,8 @@ class Model:
         if problems:
             raise UnsupportedOpError(unsupported_message(problems, self.opsets))
         check_model(proto_copy, schemas=_schemas_onnx_lacks(env.registry))
-        read_external_data(external, root)
+        if root is not None:  # None: the model has no external data
+            read_external_data(external, root)
         self.graph = Graph.prepare(graph, env)
         unclaimed_bounds = sorted(set(env.loop_bounds) - env.claimed_bounds)
         if unclaimed_bounds:
@@ -278,7 +279,7 @@ class Model:
         self.input_names = tuple(i.name for i in self.graph.inputs if i.name not in self._file_initializers)
         self._declared_outputs = self.graph.outputs
         self.output_names = tuple(o.name for o in self._declared_outputs)
-        self._declared_inputs_only = frozenset()
+        self._declared_inputs_only: frozenset[str] = frozenset()
         # Outputs whose length a size hint (or loop bound) may set: their declared dims are
         # not compared with what they compute.
         self._hinted_lengths = _downstream(
@@ -378,7 +379,7 @@ class Model:
         call for the small ResNet fixture on CPU, 12 ms for ResNet-18 on an H100, against a
         forward pass of 0.85 and 2 ms."""
         cache = self._base.__dict__.setdefault("_file_weights_on_device", {})
-        key = (name, bool(jax.config.jax_enable_x64))
+        key = (name, x64_enabled())
         if key not in cache:
             # Concrete even while a jit traces (a tracer must not outlive its trace).
             with jax.ensure_compile_time_eval():
@@ -417,7 +418,8 @@ class Model:
         if compiled is not None:
             return compiled(*inputs)
         if len(inputs) == 1 and isinstance(inputs[0], Mapping) and not named_inputs:
-            inputs, named_inputs = (), dict(inputs[0])  # onnxruntime's feed dict
+            named_inputs = dict(inputs[0])  # onnxruntime's feed dict
+            inputs = ()
         return self._evaluate(self._call_feed(inputs, named_inputs), self._params or {}, rng)
 
     def compile(self, *inputs) -> jax.stages.Compiled:
@@ -538,6 +540,7 @@ class Model:
             >>> y.shape
             (1, 9)
         """
+        feed: Mapping[str, Any] | None
         if input_feed is None and isinstance(output_names, Mapping):
             feed, selected = output_names, None
         else:
@@ -578,7 +581,8 @@ class Model:
                 f"`params` names {unknown}, which are not initializers or Constant values of the model."
             )
         if len(inputs) == 1 and isinstance(inputs[0], Mapping) and not named_inputs:
-            inputs, named_inputs = (), dict(inputs[0])
+            named_inputs = dict(inputs[0])
+            inputs = ()
         return self._evaluate(self._call_feed(inputs, named_inputs), {**(self._params or {}), **params}, rng)
 
     def _evaluate(self, feed: dict[str, Any], params: Mapping[str, Any], rng) -> tuple:
@@ -653,6 +657,7 @@ class Model:
 
     def _checked_param(self, name: str, value):
         own = self._weights.get(name, self._file_initializers.get(name))
+        assert own is not None, "`apply` refused the names that are not weights"
         if name in self._shape_deciding and any(is_traced(v) for v in jax.tree.leaves(value)):
             raise OnnxValidationError(
                 f"The param {name!r} decides a shape (it reaches {self._shape_deciding[name]}), so its value must "
@@ -820,14 +825,14 @@ class Model:
         return [(n.path, getattr(n.op, "op_type", n.name.split("_")[0]), n.op.name) for n in self.graph.walk()]
 
 
-_X64_WARNED = []  # whether this process has shown an X64Warning under the default filters
+_X64_WARNED: list[bool] = []  # whether this process has shown an X64Warning under the default filters
 
 
 def _x64_warning_due() -> bool:
     """Whether to warn: once per process under Python's default filters (each model of an
     LLM's session would repeat it), every time where a filter asks for every one ("always",
     "error", as tests and ``pytest.warns`` set)."""
-    action = warnings.defaultaction
+    action = warnings.defaultaction  # type: ignore[attr-defined]  # exists at run time; typeshed leaves it out
     for filter_action, message, category, module, _ in warnings.filters:
         if (
             issubclass(X64Warning, category)
@@ -1064,7 +1069,7 @@ def _read_as_weights(graph) -> set[str]:
 
     names = set()
     for node in graph.nodes:
-        op_type = getattr(node.op, "op_type", None)
+        op_type = getattr(node.op, "op_type", "")
         for index in _WEIGHT_INPUTS.get(op_type, ()):
             if index < len(node.inputs) and node.inputs[index]:
                 names.add(origin(node.inputs[index]))
