@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import jax
 import numpy as np
@@ -121,6 +121,8 @@ class Graph:
         outer_names: the names the graph (or any graph inside it) reads from enclosing scopes.
     """
 
+    _pads_itself: bool  # whether a size-hinted node is inside it, at any depth (set by `_reads_padding`)
+
     def __init__(self, name, path, nodes, initializers, inputs, outputs, outer_names, key_indices=None,
                  value_info=None):
         self.name = name
@@ -164,7 +166,8 @@ class Graph:
         outputs = tuple(ValueType.declared(v, "output", _in(path)) for v in proto.output)
         defined = set(initializers) | {i.name for i in inputs} | {t.name for t in proto.initializer}
         defined |= {s.values.name for s in proto.sparse_initializer}
-        nodes, reads = [], set()
+        nodes: list[Node] = []
+        reads: set[str] = set()
         for index, node_proto in enumerate(proto.node):
             node = prepare_node(node_proto, index, env, path, outer | defined)
             if node is not None:
@@ -294,6 +297,7 @@ class Subgraph:
 
     def _padded(self, outputs: tuple, marks: list) -> tuple[tuple, list]:
         """The outputs padded with zeros to ``pad_to``, marked at their own lengths."""
+        assert self.pad_to is not None and self.pad_origin is not None  # set together by `_pad_branches`
         padded, padded_marks = [], []
         for value, output_marks, target in zip(outputs, marks, self.pad_to):
             if target is None or not hasattr(value, "shape") or tuple(np.shape(value)) == target:
@@ -357,7 +361,7 @@ def run_node(node: Node, values: dict[str, Any], *, rng=None, options: Mapping[s
     # If's outputs (its outputs are its branch's); see `_subgraph_output_marks`.
     on_length = _is_if_on_a_length(node, marks)
     if on_length:
-        args, marks, marked = [marks[0].real], [None], False
+        args, marks, marked = [padding[node.inputs[0]].real], [None], False
     padded_bodies = on_length or any(_reads_padding(body, padding) for body in node.subgraphs)
     carry_counts = padded_bodies and getattr(node.op, "op_type", "") == "If"
     attributes = {
@@ -365,7 +369,7 @@ def run_node(node: Node, values: dict[str, Any], *, rng=None, options: Mapping[s
         for name, value in node.attributes.items()
     }
     if on_length:
-        _pad_branches(node, attributes, padding[node.inputs[0]].length_origin)
+        _pad_branches(node, attributes, padding[node.inputs[0]].origin())  # its length_origin: it has no axes
     computation = None if node.computation is None else Subgraph(node.computation, values, graph_rng, options)
     deferred = None
     # Not where padding reaches the node: its rule sends padded indices out of range on purpose.
@@ -407,15 +411,15 @@ def run_node(node: Node, values: dict[str, Any], *, rng=None, options: Mapping[s
     if ctx.real_length:  # a size-hinted node's outputs start their own marks
         results, started, counted = padding_rules.of_size_hint(node, results)
         output_marks = output_marks if started is None else started
-        for index, marks in counted.items():
+        for index, counted_marks in counted.items():
             if node.inputs[index] not in padding:
-                padding[node.inputs[index]] = marks
+                padding[node.inputs[index]] = counted_marks
     for index, (name, result) in enumerate(zip(node.outputs, results)):
         if name:
             values[name] = result
             padding.pop(name, None)
-            if output_marks is not None and output_marks[index] is not None:
-                padding[name] = output_marks[index]
+            if output_marks is not None and (marks_of_output := output_marks[index]) is not None:
+                padding[name] = marks_of_output
 
 
 def _bind(value, values, rng, options, padding=None, carry_counts=False):
@@ -491,8 +495,8 @@ def _subgraph_output_marks(node: Node, args, results: tuple, attributes, carried
         axes = {}
         for axis in range(rank):
             origin = next((m.axes[axis] for body in bodies for call_marks in body.output_marks
-                           if index < len(call_marks) and call_marks[index] is not None
-                           for m in [call_marks[index]] if axis in m.axes), None)
+                           if index < len(call_marks)
+                           for m in [call_marks[index]] if m is not None and axis in m.axes), None)
             if origin is not None:
                 axes[axis] = dataclasses.replace(origin, count=along[axis])
         marks.append(padding_rules.Marks(axes) if axes else None)
@@ -545,13 +549,15 @@ def node_error(node: Node, args, error: Exception) -> Exception:
         )
         static_error.argument = error.argument
         return static_error
-    return with_context(error, context)
+    return cast(Exception, with_context(error, context))  # the same type as `error`
 
 
 # --------------------------------------------------------------------------- resolving ops
 
 
-def prepare_node(proto: onnx.NodeProto, index: int, env: Environment, path: str, visible: set[str]) -> Node | None:
+def prepare_node(
+    proto: onnx.NodeProto, index: int, env: Environment, path: str, visible: set[str] | frozenset[str]
+) -> Node | None:
     """The prepared node, or None if its op is unsupported (noted in ``env.problems``).
     Anything else that goes wrong (a malformed node of a corrupt file) is a
     :class:`ModelLoadError` naming the node."""
@@ -566,7 +572,9 @@ def prepare_node(proto: onnx.NodeProto, index: int, env: Environment, path: str,
         ) from error
 
 
-def _prepare_node(proto: onnx.NodeProto, index: int, env: Environment, path: str, visible: set[str]) -> Node | None:
+def _prepare_node(
+    proto: onnx.NodeProto, index: int, env: Environment, path: str, visible: set[str] | frozenset[str]
+) -> Node | None:
     name = proto.name or f"{proto.op_type}_{index}"  # as errors and `describe_nodes` name it
     node_path = f"{path}/{name}" if path else name
     op = _resolve(proto, env, node_path)
@@ -749,6 +757,7 @@ class FunctionOp:
 
     contract = OpContract()
     takes_size_hint = False
+    _node: onnx.NodeProto  # the node a context-dependent body is expanded for (set by `from_schema`)
 
     def __init__(self, name: str, kind: str, env: Environment, node_path: str, body=None, expand=None, defaults=None):
         self.name = name  # "LayerNormalization-17 (onnx's function body)", as errors show it
@@ -776,24 +785,28 @@ class FunctionOp:
         # A body refers to the op's attributes; those the node leaves out take the schema's default.
         defaults = {n: a.default_value for n, a in schema.attributes.items()
                     if a.default_value.type != onnx.AttributeProto.UNDEFINED}
-        if schema.has_function:
+        # onnx's stubs lack OpSchema's function-body accessors (pybind11 methods it has at run time).
+        if schema.has_function:  # type: ignore[attr-defined]  # a stub gap, as above
             # The body for the model's opset; a body onnx wrote only for a later opset (Shrink-9's
             # is written with opset 18's ops) runs with its own opset_import.
-            versions = [v for v in schema.function_opset_versions if v <= opset]
+            written_for = schema.function_opset_versions  # type: ignore[attr-defined]  # a stub gap, as above
+            versions = [v for v in written_for if v <= opset]
+            chosen = max(versions) if versions else min(written_for)
             function = onnx.FunctionProto()
-            function.ParseFromString(schema.get_function_with_opset_version(
-                max(versions) if versions else min(schema.function_opset_versions)))
+            function.ParseFromString(schema.get_function_with_opset_version(chosen))  # type: ignore[attr-defined]  # a stub gap
             if not function.opset_import:
                 function.opset_import.add(domain="", version=opset)
             return cls(name, "function body", env, node_path, _function_graph(function, node, env, node_path, defaults))
-        if schema.has_context_dependent_function:
-            versions = ([v for v in schema.context_dependent_function_opset_versions if v <= opset]
-                        or [min(schema.context_dependent_function_opset_versions)])
+        if schema.has_context_dependent_function:  # type: ignore[attr-defined]  # a stub gap, as above
+            written_for = schema.context_dependent_function_opset_versions  # type: ignore[attr-defined]  # a stub gap
+            versions = [v for v in written_for if v <= opset] or [min(written_for)]
+            body_for = schema.get_context_dependent_function_with_opset_version  # type: ignore[attr-defined]  # a stub gap
 
             def expand(input_types: list[onnx.TypeProto]) -> onnx.FunctionProto:
                 function = onnx.FunctionProto()
-                function.ParseFromString(schema.get_context_dependent_function_with_opset_version(
-                    max(versions), node.SerializeToString(), [t.SerializeToString() for t in input_types]))
+                function.ParseFromString(
+                    body_for(max(versions), node.SerializeToString(), [t.SerializeToString() for t in input_types])
+                )
                 if not function.opset_import:
                     function.opset_import.add(domain="", version=opset)
                 return function
