@@ -12,6 +12,7 @@ import heapq
 import math
 import os
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -334,7 +335,8 @@ def _declarations_the_checker_reads(proto: onnx.ModelProto):
     original declarations, where absent means "any". Graph inputs must still declare a type
     (onnxruntime refuses them too).
     """
-    undo = []
+    # Callables of no arguments; `...` since some bind a loop variable as a default argument.
+    undo: list[Callable[..., object]] = []
     if proto.ir_version < 4:
         # Before IR 4 an initializer had to be a graph input too; onnxruntime runs files of
         # those versions whose initializers are not, as exporters of the time wrote some.
