@@ -13,14 +13,23 @@ import dataclasses
 import functools
 import inspect
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import jax
 import numpy as np
 import onnx
 import onnx.defs
 
-from jaxonnx._core.dtypes import WIDE, as_jax, is_narrowed, is_string_array, jax_dtype, narrowed, onnx_type_name
+from jaxonnx._core.dtypes import (
+    WIDE,
+    as_jax,
+    is_narrowed,
+    is_string_array,
+    jax_dtype,
+    narrowed,
+    onnx_type_name,
+    x64_enabled,
+)
 from jaxonnx._errors import (
     JaxOnnxError,
     OnnxTypeError,
@@ -183,7 +192,7 @@ class OpVersion:
         return onnx.defs.get_schema(self.op_type, self.since_version, self.domain)
 
     @functools.cached_property
-    def _formals(self) -> tuple[tuple[str, str, frozenset[str], bool], ...]:
+    def _formals(self) -> tuple[tuple[str, str | None, frozenset[str], bool], ...]:
         """``(name, type parameter, allowed element types, variadic)`` per formal input."""
         constraints = {c.type_param_str: c.allowed_type_strs for c in self.schema.type_constraints}
         formals = []
@@ -250,7 +259,7 @@ class OpVersion:
         inputs only where ``tie_static``: ``jaxonnx.ops`` reads any integer bounds)."""
         self.check_input_count(inputs)
         formals = self._formals
-        bound: dict[str, tuple[str, np.dtype]] = {}
+        bound: dict[str, tuple[str, np.dtype | str]] = {}  # a type parameter's first input and its kind
         for index, value in enumerate(inputs):
             if value is None or not hasattr(value, "dtype"):
                 continue  # a Python bound of `jaxonnx.ops`, read by the op as numpy indexing would
@@ -266,7 +275,7 @@ class OpVersion:
                 continue
             # While x64 is off a static int64 bound meets the int32 that JAX made of a graph
             # input: both compute as the same 32-bit type, so they tie.
-            kind = "string" if dtype.kind in "OUS" else (dtype if jax.config.jax_enable_x64 else jax_dtype(dtype))
+            kind = "string" if dtype.kind in "OUS" else (dtype if x64_enabled() else jax_dtype(dtype))
             if type_param in bound and bound[type_param][1] != kind:
                 other, other_kind = bound[type_param]
                 raise OnnxTypeError(
@@ -317,7 +326,7 @@ class OpVersion:
                 if len(shown) > 80:
                     shown = shown[:77] + "..."
                 raise OnnxTypeError(
-                    f"{self.name} needs {description} for the attribute `{name}` ({kind.name}), "
+                    f"{self.name} needs {description} for the attribute `{name}` ({kind.name}), "  # type: ignore[attr-defined]  # onnx's stubs lack the pybind11 enum's name
                     f"got {shown} ({type(value).__name__})."
                 )
 
@@ -380,9 +389,10 @@ class OpVersion:
                     args.pop()
             return self._run(tuple(args), kwargs, needs, public=True)
 
-        op.op_version = self
-        op.__signature__ = signature
-        return op
+        function = cast(Any, op)  # a plain function, which takes new attributes (functools.wraps' type has none)
+        function.op_version = self
+        function.__signature__ = signature
+        return function
 
 
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
@@ -394,7 +404,8 @@ def _labelled(error: JaxOnnxError, name: str) -> JaxOnnxError:
     if name in message:  # the registry's own messages name the version already
         return error
     labelled = type(error)(f"{name} {message}")
-    labelled.argument = getattr(error, "argument", None)
+    if isinstance(labelled, StaticValueError):  # the one error that carries an argument
+        labelled.argument = getattr(error, "argument", None)
     return labelled
 
 
@@ -407,7 +418,7 @@ def _narrowed_for_x64_off(value, allowed: frozenset[str]) -> bool:
     off: JAX narrowed it (a JAX array), or the model did, as ``jax.jit`` would (a numpy graph
     input kept numpy, e.g. a Reshape's shape passed as an int64 array), and the op computes
     in the 32-bit counterpart."""
-    if not isinstance(value, (jax.Array, np.ndarray)) or jax.config.jax_enable_x64:
+    if not isinstance(value, (jax.Array, np.ndarray)) or x64_enabled():
         return False
     wide = WIDE.get(np.dtype(value.dtype))
     return wide is not None and onnx_type_name(wide) in allowed
@@ -417,7 +428,7 @@ def _convert_inputs(op: OpVersion, inputs, *, public: bool) -> tuple:
     """The inputs as the op's contract says (see :class:`OpContract`)."""
     names = op.formal_names(len(inputs))
     contract = op.contract
-    converted = []
+    converted: list[Any] = []
     any_jax = any(isinstance(value, jax.Array) for value in inputs)
     for name, value in zip(names, inputs):
         if value is None:
@@ -455,7 +466,7 @@ def _convert_inputs(op: OpVersion, inputs, *, public: bool) -> tuple:
             converted[i] = np.asarray(converted[i])
         return tuple(converted)
     to_jax = public or not contract.folds or any_jax
-    if not to_jax and not jax.config.jax_enable_x64:
+    if not to_jax and not x64_enabled():
         _narrow_beside_narrowed(op, names, converted, dynamic)
     weak = public and [i for i in dynamic if _is_python_scalar(inputs[i])]
     if to_jax:
