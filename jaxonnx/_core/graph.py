@@ -99,8 +99,12 @@ class Node:
 
     @property
     def subgraphs(self) -> list[Graph]:
-        return [g for value in self.attributes.values() for g in (value if isinstance(value, list) else [value])
-                if isinstance(g, Graph)]
+        return [
+            g
+            for value in self.attributes.values()
+            for g in (value if isinstance(value, list) else [value])
+            if isinstance(g, Graph)
+        ]
 
     @property
     def bodies(self) -> list[Graph]:
@@ -123,8 +127,9 @@ class Graph:
 
     _pads_itself: bool  # whether a size-hinted node is inside it, at any depth (set by `_reads_padding`)
 
-    def __init__(self, name, path, nodes, initializers, inputs, outputs, outer_names, key_indices=None,
-                 value_info=None):
+    def __init__(
+        self, name, path, nodes, initializers, inputs, outputs, outer_names, key_indices=None, value_info=None
+    ):
         self.name = name
         self.path = path
         self.nodes: tuple[Node, ...] = nodes
@@ -151,14 +156,23 @@ class Graph:
     # ----------------------------------------------------------------------- preparing
 
     @classmethod
-    def prepare(cls, proto: onnx.GraphProto, env: Environment, *, path: str = "",
-                outer: frozenset[str] = frozenset(), read_initializers: bool = True) -> Graph:
+    def prepare(
+        cls,
+        proto: onnx.GraphProto,
+        env: Environment,
+        *,
+        path: str = "",
+        outer: frozenset[str] = frozenset(),
+        read_initializers: bool = True,
+    ) -> Graph:
         """Prepares ``proto`` (and every subgraph in it) for ``env``; unsupported ops are
         added to ``env.problems``, not raised, so that one error can name them all."""
         initializers: dict[str, np.ndarray] = {}
         if read_initializers:
             for tensor in proto.initializer:
-                initializers[tensor.name] = read_tensor(tensor_to_numpy, tensor, f"initializer {tensor.name!r}{_in(path)}")
+                initializers[tensor.name] = read_tensor(
+                    tensor_to_numpy, tensor, f"initializer {tensor.name!r}{_in(path)}"
+                )
             for sparse in proto.sparse_initializer:
                 name = sparse.values.name
                 initializers[name] = read_tensor(sparse_to_numpy, sparse, f"sparse initializer {name!r}{_in(path)}")
@@ -186,15 +200,31 @@ class Graph:
                 f"The subgraph {path} reads {', '.join(map(repr, missing))}, which no node, input or "
                 "initializer of it or of an enclosing graph defines."
             )
-        return cls(proto.name, path, tuple(nodes), initializers, inputs, outputs, outer_names,
-                   value_info=declared_values(proto))
+        return cls(
+            proto.name,
+            path,
+            tuple(nodes),
+            initializers,
+            inputs,
+            outputs,
+            outer_names,
+            value_info=declared_values(proto),
+        )
 
     # ----------------------------------------------------------------------- running
 
-    def run(self, feed: Mapping[str, Any], scope: Mapping[str, Any] = {}, *, rng=None,
-            options: Mapping[str, Any] | None = None, params: Mapping[str, Any] | None = None,
-            checks=None, scope_padding: Mapping[str, padding_rules.Marks] | None = None,
-            output_padding: list | None = None) -> tuple:
+    def run(
+        self,
+        feed: Mapping[str, Any],
+        scope: Mapping[str, Any] = {},
+        *,
+        rng=None,
+        options: Mapping[str, Any] | None = None,
+        params: Mapping[str, Any] | None = None,
+        checks=None,
+        scope_padding: Mapping[str, padding_rules.Marks] | None = None,
+        output_padding: list | None = None,
+    ) -> tuple:
         """The graph's outputs for ``feed`` (its inputs by name), reading ``scope`` (the
         enclosing graphs' values) for the outer names it uses. Values are not checked
         against the declarations here; :class:`~jaxonnx.Model` checks the main graph's.
@@ -210,12 +240,14 @@ class Graph:
         options = dict(options or {})
         # The values a size hint's padding reaches (padding.py), from the enclosing scope on.
         padding: dict[str, padding_rules.Marks] = {
-            name: marks for name, marks in (scope_padding or {}).items() if name in self.outer_names}
+            name: marks for name, marks in (scope_padding or {}).items() if name in self.outer_names
+        }
         for index, node in zip(self.key_indices, self.nodes):
             if params and node.outputs and node.outputs[0] in params and getattr(node.op, "op_type", "") == "Constant":
                 continue  # a param replaces this Constant's value (paddle2onnx stores weights as Constants)
-            run_node(node, values, rng=_node_key(rng, index), options=options, padding=padding, graph_rng=rng,
-                     checks=checks)
+            run_node(
+                node, values, rng=_node_key(rng, index), options=options, padding=padding, graph_rng=rng, checks=checks
+            )
             if self.value_info:
                 self._check_declared(node, values, padding)
         if output_padding is not None:
@@ -225,8 +257,10 @@ class Graph:
                 origin = padding_rules.unasked_padding(padding.get(name)) if name else None
                 if origin is not None:
                     raise self._unasked_padding(name, origin)
-        return tuple(padding_rules.real_output(layout.channels_first(values[name]), padding.get(name)) if name else None
-                     for name in self.output_names)
+        return tuple(
+            padding_rules.real_output(layout.channels_first(values[name]), padding.get(name)) if name else None
+            for name in self.output_names
+        )
 
     def _unasked_padding(self, name: str, origin: padding_rules.Mark) -> StaticValueError:
         """The error for the output ``name``, padded by a slice between traced bounds (``origin``)
@@ -278,8 +312,15 @@ class Subgraph:
     folds in the iteration); by default they use the key of the node that runs it.
     """
 
-    def __init__(self, graph: Graph, scope: Mapping[str, Any], rng, options,
-                 padding: Mapping[str, padding_rules.Marks] | None = None, carry_counts: bool = False):
+    def __init__(
+        self,
+        graph: Graph,
+        scope: Mapping[str, Any],
+        rng,
+        options,
+        padding: Mapping[str, padding_rules.Marks] | None = None,
+        carry_counts: bool = False,
+    ):
         self.graph = graph
         self._scope = {name: scope[name] for name in graph.outer_names if name in scope}
         self._padding = {name: padding[name] for name in graph.outer_names if padding and name in padding}
@@ -322,8 +363,14 @@ class Subgraph:
             )
         feed = dict(zip(self.input_names, inputs))
         marks: list[padding_rules.Marks | None] = []
-        outputs = self.graph.run(feed, self._scope, rng=self._rng if rng is None else rng, options=self._options,
-                                 scope_padding=self._padding, output_padding=marks)
+        outputs = self.graph.run(
+            feed,
+            self._scope,
+            rng=self._rng if rng is None else rng,
+            options=self._options,
+            scope_padding=self._padding,
+            output_padding=marks,
+        )
         if self.pad_to is not None:
             outputs, marks = self._padded(outputs, marks)
         self.output_marks.append(marks)
@@ -341,8 +388,16 @@ class Subgraph:
         return (*outputs, *counts)
 
 
-def run_node(node: Node, values: dict[str, Any], *, rng=None, options: Mapping[str, Any] | None = None,
-             padding: dict[str, padding_rules.Marks] | None = None, graph_rng=None, checks=None) -> None:
+def run_node(
+    node: Node,
+    values: dict[str, Any],
+    *,
+    rng=None,
+    options: Mapping[str, Any] | None = None,
+    padding: dict[str, padding_rules.Marks] | None = None,
+    graph_rng=None,
+    checks=None,
+) -> None:
     """Runs one node on ``values`` (by name) and stores its outputs there; ``padding``
     holds the marks of the values a size hint's padding reaches, and the node's op
     follows its contract's padding rule on them (see :mod:`jaxonnx._core.padding`).
@@ -353,10 +408,19 @@ def run_node(node: Node, values: dict[str, Any], *, rng=None, options: Mapping[s
     marks = [padding.get(name) if name else None for name in node.inputs]
     marked = any(m is not None for m in marks)
     if node.computation is not None:
-        read = sorted(name for name in node.computation.outer_names if name in padding and padding[name].counted is None)
+        read = sorted(
+            name for name in node.computation.outer_names if name in padding and padding[name].counted is None
+        )
         if read:  # Gradient differentiates its computation as a whole: no rule follows the padding into it
-            raise node_error(node, args, padding_rules.refusal(
-                node, padding[read[0]].origin(), "differentiates a computation that reads it, where no rule follows the padding"))
+            raise node_error(
+                node,
+                args,
+                padding_rules.refusal(
+                    node,
+                    padding[read[0]].origin(),
+                    "differentiates a computation that reads it, where no rule follows the padding",
+                ),
+            )
     # Marks follow the values a subgraph reads from the enclosing scope, and come out through
     # If's outputs (its outputs are its branch's); see `_subgraph_output_marks`.
     on_length = _is_if_on_a_length(node, marks)
@@ -377,9 +441,16 @@ def run_node(node: Node, values: dict[str, Any], *, rng=None, options: Mapping[s
         # Named as a run on the known values names the node that fails (see `node_error`).
         known = [layout.channels_first(a) for a in args]
         deferred = checks.for_node(node_context(node, known, traced_as_known=True), node.op.name)
-    ctx = OpContext(node=node.path, output_count=len(node.outputs), size=node.size, rng=rng,
-                    options=dict(options or {}), real_length=padding_rules.asks_real_length(node),
-                    computation=computation, checks=deferred)
+    ctx = OpContext(
+        node=node.path,
+        output_count=len(node.outputs),
+        size=node.size,
+        rng=rng,
+        options=dict(options or {}),
+        real_length=padding_rules.asks_real_length(node),
+        computation=computation,
+        checks=deferred,
+    )
 
     def call(arguments):
         return node.op(*arguments, ctx=ctx, **attributes)
@@ -388,7 +459,9 @@ def run_node(node: Node, values: dict[str, Any], *, rng=None, options: Mapping[s
     with jax.named_scope(node.name):
         try:
             # Convolution activations stay channels-last where the node allows it (layout.py).
-            results = layout.run(node, args, ctx, attributes) if ctx.options.get("channels_last") and not marked else None
+            results = (
+                layout.run(node, args, ctx, attributes) if ctx.options.get("channels_last") and not marked else None
+            )
             if results is None:
                 args = [layout.channels_first(a) for a in args]
                 if marked:
@@ -399,7 +472,7 @@ def run_node(node: Node, values: dict[str, Any], *, rng=None, options: Mapping[s
             raise node_error(node, [layout.channels_first(a) for a in args], error) from error
     if not isinstance(results, tuple):
         results = (results,)
-    missing = [name for name in node.outputs[len(results):] if name]
+    missing = [name for name in node.outputs[len(results) :] if name]
     if missing:  # else the first reader of the output would end in a bare KeyError
         raise UnsupportedOpError(
             f"Node {node.path!r} ({node.op.name}) declares {len(node.outputs)} outputs, but jaxonnx's {node.op.name} "
@@ -433,8 +506,13 @@ def _bind(value, values, rng, options, padding=None, carry_counts=False):
 def _is_if_on_a_length(node: Node, marks: list) -> bool:
     """Whether ``node`` is an If whose condition is computed from a padded length
     (TorchScript's ``if boxes.numel() == 0`` on a size-hinted value)."""
-    return (getattr(node.op, "op_type", "") == "If" and bool(marks) and marks[0] is not None
-            and marks[0].lengths is not None and not marks[0].axes)
+    return (
+        getattr(node.op, "op_type", "") == "If"
+        and bool(marks)
+        and marks[0] is not None
+        and marks[0].lengths is not None
+        and not marks[0].axes
+    )
 
 
 def _pad_branches(node: Node, attributes, origin: padding_rules.Mark) -> None:
@@ -448,11 +526,14 @@ def _pad_branches(node: Node, attributes, origin: padding_rules.Mark) -> None:
     branches = [attributes.get("then_branch"), attributes.get("else_branch")]
     if not all(isinstance(b, Subgraph) for b in branches):
         return
-    shapes = [jax.eval_shape(lambda b=b: tuple(b()))[:len(node.outputs)] for b in branches]
+    shapes = [jax.eval_shape(lambda b=b: tuple(b()))[: len(node.outputs)] for b in branches]
     targets = []
     for then_shape, else_shape in zip(*shapes):
-        same_kind = all(hasattr(s, "shape") for s in (then_shape, else_shape)) and \
-            len(then_shape.shape) == len(else_shape.shape) and then_shape.dtype == else_shape.dtype
+        same_kind = (
+            all(hasattr(s, "shape") for s in (then_shape, else_shape))
+            and len(then_shape.shape) == len(else_shape.shape)
+            and then_shape.dtype == else_shape.dtype
+        )
         targets.append(tuple(max(a, b) for a, b in zip(then_shape.shape, else_shape.shape)) if same_kind else None)
     for branch in branches:
         branch.output_marks.clear()  # the shapes' traces: their counts belong to no call
@@ -476,27 +557,45 @@ def _subgraph_output_marks(node: Node, args, results: tuple, attributes, carried
     branch marked is marked at the count the chosen branch gave. Any other op (Loop, Scan)
     computes its outputs from its body's, by rules of its own: a body output that carries
     padding is refused, as an op without a padding rule refuses it."""
-    bodies = [v for value in attributes.values() for v in (value if isinstance(value, list) else [value])
-              if isinstance(v, Subgraph)]
+    bodies = [
+        v
+        for value in attributes.values()
+        for v in (value if isinstance(value, list) else [value])
+        if isinstance(v, Subgraph)
+    ]
     if not carried:
         for body in bodies:
             for call_marks in body.output_marks:
                 padded = [m for m in call_marks if m is not None and m.axes]
                 if padded:
-                    raise node_error(node, args, padding_rules.refusal(
-                        node, padded[0].origin(), "computes its outputs from its subgraph's padded outputs, "
-                        "which no rule follows out of it"))
+                    raise node_error(
+                        node,
+                        args,
+                        padding_rules.refusal(
+                            node,
+                            padded[0].origin(),
+                            "computes its outputs from its subgraph's padded outputs, which no rule follows out of it",
+                        ),
+                    )
         return results, output_marks
-    outputs, counts = results[:len(node.outputs)], list(results[len(node.outputs):])
+    outputs, counts = results[: len(node.outputs)], list(results[len(node.outputs) :])
     marks: list[padding_rules.Marks | None] = []
     for index, value in enumerate(outputs):
         rank = np.ndim(value) if hasattr(value, "shape") else 0
         along, counts = counts[:rank], counts[rank:]
         axes = {}
         for axis in range(rank):
-            origin = next((m.axes[axis] for body in bodies for call_marks in body.output_marks
-                           if index < len(call_marks)
-                           for m in [call_marks[index]] if m is not None and axis in m.axes), None)
+            origin = next(
+                (
+                    m.axes[axis]
+                    for body in bodies
+                    for call_marks in body.output_marks
+                    if index < len(call_marks)
+                    for m in [call_marks[index]]
+                    if m is not None and axis in m.axes
+                ),
+                None,
+            )
             if origin is not None:
                 axes[axis] = dataclasses.replace(origin, count=along[axis])
         marks.append(padding_rules.Marks(axes) if axes else None)
@@ -518,8 +617,10 @@ def describe_value(value, *, traced_as_known: bool = False) -> str:
 
 def node_context(node: Node, args, *, traced_as_known: bool = False) -> str:
     """``Node 'path' (Op-version, inputs name: type[shape], ...) failed``: how a node's errors begin."""
-    shapes = ", ".join(f"{name or '<omitted>'}: {describe_value(a, traced_as_known=traced_as_known)}"
-                       for name, a in zip(node.inputs, args))
+    shapes = ", ".join(
+        f"{name or '<omitted>'}: {describe_value(a, traced_as_known=traced_as_known)}"
+        for name, a in zip(node.inputs, args)
+    )
     return f"Node {node.path!r} ({node.op.name}, inputs {shapes}) failed"
 
 
@@ -582,7 +683,8 @@ def _prepare_node(
     for attribute in proto.attribute:
         if attribute.type == onnx.AttributeProto.GRAPH:
             attributes[attribute.name] = Graph.prepare(
-                attribute.g, env, path=f"{path}/{name}/{attribute.name}", outer=frozenset(visible))
+                attribute.g, env, path=f"{path}/{name}/{attribute.name}", outer=frozenset(visible)
+            )
         elif attribute.type == onnx.AttributeProto.GRAPHS:
             attributes[attribute.name] = [
                 Graph.prepare(g, env, path=f"{path}/{name}/{attribute.name}[{i}]", outer=frozenset(visible))
@@ -601,7 +703,9 @@ def _resolve(proto: onnx.NodeProto, env: Environment, node_path: str):
     if (proto.domain, proto.op_type) in env.functions:
         return FunctionOp.local(env.functions[(proto.domain, proto.op_type)], proto, env, node_path)
     if domain not in env.opsets:
-        env.problems.append(f"{label}, domain {proto.domain!r}): the model imports no opset of the domain {proto.domain!r}")
+        env.problems.append(
+            f"{label}, domain {proto.domain!r}): the model imports no opset of the domain {proto.domain!r}"
+        )
         return None
     opset = env.opsets[domain]
     if proto.op_type in env.registry.supported_ops(domain):
@@ -675,9 +779,14 @@ def _cut_computations(nodes: list[Node], visible: set[str], path: str) -> list[N
         reads |= set(y)
         made = {n for b in body for n in b.outputs if n}
         graph = Graph(
-            f"{node.name}/computation", f"{node.path}/computation", tuple(body), {},
-            tuple(ValueType(name, "any") for name in [*xs, *zs]), (ValueType(y[0], "any"),),
-            frozenset(reads - made - stops), key_indices=tuple(order),
+            f"{node.name}/computation",
+            f"{node.path}/computation",
+            tuple(body),
+            {},
+            tuple(ValueType(name, "any") for name in [*xs, *zs]),
+            (ValueType(y[0], "any"),),
+            frozenset(reads - made - stops),
+            key_indices=tuple(order),
         )
         nodes[index] = dataclasses.replace(node, computation=graph)
 
@@ -706,8 +815,11 @@ def _size_hint(proto: onnx.NodeProto, op, env: Environment, node_path: str) -> i
     if not hinted:
         return None
     if not takes:
-        hinted_ops = sorted(name for name, versions in env.registry.supported_ops().items()
-                            if env.registry.get_op(name, max(versions)).takes_size_hint)
+        hinted_ops = sorted(
+            name
+            for name, versions in env.registry.supported_ops().items()
+            if env.registry.get_op(name, max(versions)).takes_size_hint
+        )
         raise OnnxValidationError(
             f"A size hint was given for {hinted[0]!r}, the output of node {node_path!r} ({op.name}); "
             f"only outputs of {', '.join(hinted_ops)} take size hints."
@@ -771,9 +883,13 @@ class FunctionOp:
     @classmethod
     def local(cls, function: onnx.FunctionProto, node: onnx.NodeProto, env: Environment, node_path: str):
         if node_path.count("/") > _FUNCTION_DEPTH_LIMIT:
-            raise ModelLoadError(f"The function {function.name!r} calls itself (at {node_path}); jaxonnx cannot run recursion.")
+            raise ModelLoadError(
+                f"The function {function.name!r} calls itself (at {node_path}); jaxonnx cannot run recursion."
+            )
         body = _function_graph(function, node, env, node_path)
-        return cls(f"{function.name} (local function of domain {function.domain!r})", "local function", env, node_path, body)
+        return cls(
+            f"{function.name} (local function of domain {function.domain!r})", "local function", env, node_path, body
+        )
 
     @classmethod
     def from_schema(cls, node: onnx.NodeProto, domain: str, opset: int, env: Environment, node_path: str):
@@ -783,8 +899,11 @@ class FunctionOp:
             return None
         name = f"{node.op_type}-{schema.since_version} (onnx's function body)"
         # A body refers to the op's attributes; those the node leaves out take the schema's default.
-        defaults = {n: a.default_value for n, a in schema.attributes.items()
-                    if a.default_value.type != onnx.AttributeProto.UNDEFINED}
+        defaults = {
+            n: a.default_value
+            for n, a in schema.attributes.items()
+            if a.default_value.type != onnx.AttributeProto.UNDEFINED
+        }
         # onnx's stubs lack OpSchema's function-body accessors (pybind11 methods it has at run time).
         if schema.has_function:  # type: ignore[attr-defined]  # a stub gap, as above
             # The body for the model's opset; a body onnx wrote only for a later opset (Shrink-9's
@@ -826,14 +945,17 @@ class FunctionOp:
                 env = dataclasses.replace(self._env, problems=[])
                 body = _function_graph(self._expand(types), self._node, env, self._path, self._defaults)
                 if env.problems:
-                    raise UnsupportedOpError(f"The body of {self.name} uses ops jaxonnx does not support: "
-                                             + "; ".join(env.problems) + ".")
+                    raise UnsupportedOpError(
+                        f"The body of {self.name} uses ops jaxonnx does not support: " + "; ".join(env.problems) + "."
+                    )
                 self._bodies[signature] = body
         feed = {name: value for name, value in zip(body.input_names, inputs) if name}
-        missing = [name for name in body.input_names[len(inputs):]]
+        missing = [name for name in body.input_names[len(inputs) :]]
         feed.update({name: None for name in missing})
         marks: list = []
-        outputs = body.run(feed, rng=ctx.rng if ctx else None, options=ctx.options if ctx else None, output_padding=marks)
+        outputs = body.run(
+            feed, rng=ctx.rng if ctx else None, options=ctx.options if ctx else None, output_padding=marks
+        )
         padded = [name for name, m in zip(body.output_names, marks) if m is not None and m.axes]
         if padded:  # the call's outputs are no graph's: no marks go with them
             raise OnnxValidationError(
@@ -860,12 +982,17 @@ def _type_proto(value) -> onnx.TypeProto:
         return onnx.helper.make_sequence_type_proto(element)
     from jaxonnx._core.dtypes import onnx_type_name as _name  # noqa: PLC0415  (local: avoids a cycle)
 
-    elem = onnx.helper.np_dtype_to_tensor_dtype(np.dtype(value.dtype)) if _name(value.dtype) != "string" else onnx.TensorProto.STRING
+    elem = (
+        onnx.helper.np_dtype_to_tensor_dtype(np.dtype(value.dtype))
+        if _name(value.dtype) != "string"
+        else onnx.TensorProto.STRING
+    )
     return onnx.helper.make_tensor_type_proto(elem, list(np.shape(value)))
 
 
-def _function_graph(function: onnx.FunctionProto, call: onnx.NodeProto, env: Environment, node_path: str,
-                    schema_defaults=None) -> Graph:
+def _function_graph(
+    function: onnx.FunctionProto, call: onnx.NodeProto, env: Environment, node_path: str, schema_defaults=None
+) -> Graph:
     """The function's body for one call node: a graph whose inputs and outputs are the
     function's, with attribute references resolved from the call (or the defaults). An
     output that no node of the body computes (an optional output the call does not ask
@@ -880,8 +1007,9 @@ def _function_graph(function: onnx.FunctionProto, call: onnx.NodeProto, env: Env
     # The call may omit trailing optional inputs, and name outputs it does not use.
     graph.input.extend(onnx.helper.make_value_info(name, onnx.TypeProto()) for name in function.input)
     computed = {o for node in function.node for o in node.output} | set(function.input)
-    graph.output.extend(onnx.helper.make_value_info(name if name in computed else "", onnx.TypeProto())
-                        for name in function.output)
+    graph.output.extend(
+        onnx.helper.make_value_info(name if name in computed else "", onnx.TypeProto()) for name in function.output
+    )
     opsets = {canonical_domain(o.domain): o.version for o in function.opset_import}
     sub_env = env.with_opsets(opsets)
     # `sub_env` shares `env`'s problem list, so ops the body lacks join the one load error.

@@ -67,8 +67,10 @@ def check_text(proto: onnx.ModelProto) -> None:
         _check_field(entry, "domain", lambda i=index: f"the opset_import {i}")
     _check_graph(proto.graph, lambda: "the main graph")
     for index, function in enumerate(proto.functions):
+
         def where(i=index, f=function):
             return f"the function {i} ({f.name!r}, domain {f.domain!r})"
+
         for field in ("name", "domain", "input", "output", "attribute"):
             _check_field(function, field, where)
         for entry in function.opset_import:
@@ -84,10 +86,15 @@ def _all_text(proto: onnx.ModelProto) -> bool:
     if any(type(entry.domain) is not str for entry in proto.opset_import):
         return False
     for function in proto.functions:
-        if not (_texts(function.name, function.domain) and _all_str(function.input) and _all_str(function.output)
-                and _all_str(function.attribute) and _nodes_text(function.node)
-                and all(type(a.name) is str for a in function.attribute_proto)
-                and all(type(entry.domain) is str for entry in function.opset_import)):
+        if not (
+            _texts(function.name, function.domain)
+            and _all_str(function.input)
+            and _all_str(function.output)
+            and _all_str(function.attribute)
+            and _nodes_text(function.node)
+            and all(type(a.name) is str for a in function.attribute_proto)
+            and all(type(entry.domain) is str for entry in function.opset_import)
+        ):
             return False
     return _graph_text(proto.graph)
 
@@ -131,7 +138,8 @@ def _nodes_text(nodes) -> bool:
             if kind == onnx.AttributeProto.TENSOR and not _tensor_text(attribute.t):
                 return False
             if kind == onnx.AttributeProto.SPARSE_TENSOR and not (
-                    _tensor_text(attribute.sparse_tensor.values) and _tensor_text(attribute.sparse_tensor.indices)):
+                _tensor_text(attribute.sparse_tensor.values) and _tensor_text(attribute.sparse_tensor.indices)
+            ):
                 return False
     return True
 
@@ -143,7 +151,9 @@ def _check_field(message, field: str, where) -> None:
     for index, text in enumerate([value] if isinstance(value, (str, bytes)) else value):
         if isinstance(text, bytes):
             which = field if isinstance(value, (str, bytes)) else f"{field}[{index}]"
-            raise ModelLoadError(f"The {which} of {where()} is not valid UTF-8 text ({text[:60]!r}): the file is corrupt.")
+            raise ModelLoadError(
+                f"The {which} of {where()} is not valid UTF-8 text ({text[:60]!r}): the file is corrupt."
+            )
 
 
 def _check_tensor(tensor, where) -> None:
@@ -157,7 +167,11 @@ def _check_graph(graph: onnx.GraphProto, where) -> None:
     _check_field(graph, "name", where)
     for field in ("input", "output", "value_info"):
         for index, value in enumerate(getattr(graph, field)):
-            _check_field(value, "name", lambda f=field, i=index, v=value: f"the {f.replace('_', ' ')} {i} ({v.name!r}) of {where()}")
+            _check_field(
+                value,
+                "name",
+                lambda f=field, i=index, v=value: f"the {f.replace('_', ' ')} {i} ({v.name!r}) of {where()}",
+            )
     for tensor in graph.initializer:
         _check_tensor(tensor, lambda t=tensor: f"the initializer ({t.name!r}) of {where()}")
     for sparse in graph.sparse_initializer:
@@ -168,13 +182,17 @@ def _check_graph(graph: onnx.GraphProto, where) -> None:
 
 def _check_nodes(nodes, where) -> None:
     for index, node in enumerate(nodes):
+
         def node_where(i=index, n=node):
             return f"node {i}{f' ({n.name!r})' if n.name else ''} of {where()}"
+
         for field in ("name", "op_type", "domain", "input", "output"):
             _check_field(node, field, node_where)
         for attribute in node.attribute:
+
             def attribute_where(a=attribute):
                 return f"the attribute ({a.name!r}) of {node_where()}"
+
             _check_field(attribute, "name", attribute_where)
             _check_field(attribute, "ref_attr_name", attribute_where)
             if attribute.HasField("t"):
@@ -183,9 +201,17 @@ def _check_nodes(nodes, where) -> None:
                 _check_tensor(attribute.sparse_tensor.values, attribute_where)
                 _check_tensor(attribute.sparse_tensor.indices, attribute_where)
             if attribute.HasField("g"):
-                _check_graph(attribute.g, lambda a=attribute_where, g=attribute.g: f"the subgraph{f' ({g.name!r})' if g.name else ''} of {a()}")
+                _check_graph(
+                    attribute.g,
+                    lambda a=attribute_where, g=attribute.g: (
+                        f"the subgraph{f' ({g.name!r})' if g.name else ''} of {a()}"
+                    ),
+                )
             for graph in attribute.graphs:
-                _check_graph(graph, lambda a=attribute_where, g=graph: f"the subgraph{f' ({g.name!r})' if g.name else ''} of {a()}")
+                _check_graph(
+                    graph,
+                    lambda a=attribute_where, g=graph: f"the subgraph{f' ({g.name!r})' if g.name else ''} of {a()}",
+                )
 
 
 def sort_nodes(proto: onnx.ModelProto) -> None:
@@ -236,7 +262,9 @@ def _sort_graph_nodes(nodes) -> None:
             in_order = False
     if in_order:
         return
-    needs = [{producer[name] for name in _reads(node) if name in producer} - {index} for index, node in enumerate(nodes)]
+    needs = [
+        {producer[name] for name in _reads(node) if name in producer} - {index} for index, node in enumerate(nodes)
+    ]
     waiting = [len(deps) for deps in needs]  # Kahn's algorithm, the earliest ready node first
     readers: list[list[int]] = [[] for _ in nodes]
     for index, deps in enumerate(needs):
@@ -422,8 +450,11 @@ def _declared_to_onnx(schemas):
         added = []
         try:
             for schema in schemas:
-                if not onnx.defs.has(schema.name, schema.since_version, schema.domain) or onnx.defs.get_schema(
-                        schema.name, schema.since_version, schema.domain).since_version != schema.since_version:
+                if (
+                    not onnx.defs.has(schema.name, schema.since_version, schema.domain)
+                    or onnx.defs.get_schema(schema.name, schema.since_version, schema.domain).since_version
+                    != schema.since_version
+                ):
                     onnx.defs.register_schema(schema)
                     added.append(schema)
             yield
@@ -439,10 +470,7 @@ def external_location(tensor: onnx.TensorProto) -> str:
 def external_tensors(proto: onnx.ModelProto, base_dir) -> tuple[list, str | None]:
     """The tensors kept in external files, after checking that each file lies inside the
     model's folder; returns them with that folder (None when there are none)."""
-    tensors = [
-        (t, where) for t, where in all_tensors(proto.graph)
-        if onnx.external_data_helper.uses_external_data(t)
-    ]
+    tensors = [(t, where) for t, where in all_tensors(proto.graph) if onnx.external_data_helper.uses_external_data(t)]
     if not tensors:
         return [], None
     if base_dir is None:
@@ -570,7 +598,7 @@ def _itemsize(elem_type: int) -> int:
         raise OnnxValidationError(
             f"The element type {elem_type} of a sparse tensor's values has no numpy dtype."
         ) from None
-    return 8 if dtype == object else dtype.itemsize
+    return 8 if dtype.kind == "O" else dtype.itemsize
 
 
 def _sparse_indices(sparse: onnx.SparseTensorProto, dims: list[int], nnz: int, size: int) -> np.ndarray:
@@ -658,7 +686,11 @@ def run_as_onnxruntime_spells(proto: onnx.ModelProto, known_attributes) -> list[
 
     def rewrite(nodes, where: str, main: bool = False) -> None:
         for index, node in enumerate(nodes):
-            label = f"node {node.name!r} ({node.op_type})" if node.name else f"unnamed node #{index} of {where} ({node.op_type})"
+            label = (
+                f"node {node.name!r} ({node.op_type})"
+                if node.name
+                else f"unnamed node #{index} of {where} ({node.op_type})"
+            )
             if main and node.domain == "ai.onnx":
                 node.domain = DEFAULT_DOMAIN
                 changes.append(f"{label}: domain 'ai.onnx' read as the default domain ''")
@@ -669,8 +701,10 @@ def run_as_onnxruntime_spells(proto: onnx.ModelProto, known_attributes) -> list[
                     kept = [a for a in node.attribute if a.name not in unknown]
                     del node.attribute[:]
                     node.attribute.extend(kept)
-                    changes.append(f"{label}: attribute{'s' * (len(unknown) > 1)} {', '.join(map(repr, unknown))} "
-                                   f"ignored (not in its schema: {', '.join(sorted(known))})")
+                    changes.append(
+                        f"{label}: attribute{'s' * (len(unknown) > 1)} {', '.join(map(repr, unknown))} "
+                        f"ignored (not in its schema: {', '.join(sorted(known))})"
+                    )
             for graph in _subgraphs(node):
                 rewrite(graph.node, f"the subgraph {graph.name!r}" if graph.name else "a subgraph")
 

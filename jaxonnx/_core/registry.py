@@ -20,6 +20,7 @@ import numpy as np
 import onnx
 import onnx.defs
 
+from jaxonnx._core.context import OpContext
 from jaxonnx._core.dtypes import (
     WIDE,
     as_jax,
@@ -30,6 +31,8 @@ from jaxonnx._core.dtypes import (
     onnx_type_name,
     x64_enabled,
 )
+from jaxonnx._core.loading import DEFAULT_DOMAIN, canonical_domain, decode_attribute
+from jaxonnx._core.padding import KINDS as PADDING_KINDS
 from jaxonnx._errors import (
     JaxOnnxError,
     OnnxTypeError,
@@ -37,10 +40,6 @@ from jaxonnx._errors import (
     StaticValueError,
     UnsupportedOpError,
 )
-
-from jaxonnx._core.context import OpContext
-from jaxonnx._core.padding import KINDS as PADDING_KINDS
-from jaxonnx._core.loading import DEFAULT_DOMAIN, canonical_domain, decode_attribute
 
 
 @dataclasses.dataclass(frozen=True)
@@ -199,8 +198,11 @@ class OpVersion:
         for formal in self.schema.inputs:
             strs = constraints.get(formal.type_str, [formal.type_str])
             # A non-empty optional(tensor(T)) value is the tensor itself.
-            names = frozenset(s.removeprefix("optional(")[len("tensor(") : -1 - s.startswith("optional(")]
-                              for s in strs if s.removeprefix("optional(").startswith("tensor("))
+            names = frozenset(
+                s.removeprefix("optional(")[len("tensor(") : -1 - s.startswith("optional(")]
+                for s in strs
+                if s.removeprefix("optional(").startswith("tensor(")
+            )
             variadic = formal.option == _VARIADIC
             homogeneous = not variadic or formal.is_homogeneous
             type_param = formal.type_str if formal.type_str in constraints and homogeneous else None
@@ -213,7 +215,8 @@ class OpVersion:
         ``optional(...)``): a list there is a sequence value, never read as one array."""
         constraints = {c.type_param_str: c.allowed_type_strs for c in self.schema.type_constraints}
         return frozenset(
-            formal.name for formal in self.schema.inputs
+            formal.name
+            for formal in self.schema.inputs
             if any("seq(" in s for s in constraints.get(formal.type_str, [formal.type_str]))
         )
 
@@ -223,7 +226,8 @@ class OpVersion:
         optional value, not an omitted input."""
         constraints = {c.type_param_str: c.allowed_type_strs for c in self.schema.type_constraints}
         return frozenset(
-            formal.name for formal in self.schema.inputs
+            formal.name
+            for formal in self.schema.inputs
             if any(s.startswith("optional(") for s in constraints.get(formal.type_str, [formal.type_str]))
         )
 
@@ -249,9 +253,7 @@ class OpVersion:
     def check_input_count(self, inputs) -> None:
         formals = self._formals
         if len(inputs) > len(formals) and not (formals and formals[-1][3]):
-            raise OnnxValidationError(
-                f"{self.name} takes at most {len(formals)} inputs, got {len(inputs)}."
-            )
+            raise OnnxValidationError(f"{self.name} takes at most {len(formals)} inputs, got {len(inputs)}.")
 
     def check_inputs(self, inputs, *, tie_static: bool = True) -> None:
         """Raises if an input's element type is outside this version's constraints, or if
@@ -293,9 +295,7 @@ class OpVersion:
             needed = len(formals) - 1 + formals[-1].min_arity
         if len(inputs) < needed:
             names = ", ".join(formal.name for formal in formals[:needed])
-            raise OnnxValidationError(
-                f"{self.name} needs at least {needed} inputs ({names}), got {len(inputs)}."
-            )
+            raise OnnxValidationError(f"{self.name} needs at least {needed} inputs ({names}), got {len(inputs)}.")
         for i in required:
             if i < len(inputs) and inputs[i] is None and formals[i].name not in self.optional_formals:
                 raise OnnxValidationError(
@@ -367,13 +367,19 @@ class OpVersion:
         signature = inspect.signature(self.fn)
         input_names = [p.name for p in signature.parameters.values() if p.kind in _POSITIONAL]
         variadic = any(p.kind == inspect.Parameter.VAR_POSITIONAL for p in signature.parameters.values())
-        var_keyword = next((p.name for p in signature.parameters.values() if p.kind == inspect.Parameter.VAR_KEYWORD), None)
+        var_keyword = next(
+            (p.name for p in signature.parameters.values() if p.kind == inspect.Parameter.VAR_KEYWORD), None
+        )
         if not variadic:
             # Attributes may follow the inputs positionally, as in jax.numpy (`flatten(x, 2)`).
-            signature = signature.replace(parameters=[
-                p.replace(kind=inspect.Parameter.POSITIONAL_OR_KEYWORD) if p.kind == inspect.Parameter.KEYWORD_ONLY else p
-                for p in signature.parameters.values()
-            ])
+            signature = signature.replace(
+                parameters=[
+                    p.replace(kind=inspect.Parameter.POSITIONAL_OR_KEYWORD)
+                    if p.kind == inspect.Parameter.KEYWORD_ONLY
+                    else p
+                    for p in signature.parameters.values()
+                ]
+            )
 
         context_keywords = self.contract.public_keywords()
 
@@ -435,7 +441,12 @@ def _convert_inputs(op: OpVersion, inputs, *, public: bool) -> tuple:
             converted.append(None)
         elif isinstance(value, (list, tuple)) and name in op.sequence_formals:
             converted.append(list(value))  # a sequence value: a list of arrays, its length static
-        elif isinstance(value, Mapping) or isinstance(value, list) and value and all(isinstance(v, Mapping) for v in value):
+        elif (
+            isinstance(value, Mapping)
+            or isinstance(value, list)
+            and value
+            and all(isinstance(v, Mapping) for v in value)
+        ):
             converted.append(value)  # a map (a dict) or a list of them: ai.onnx.ml's ops take them as they are
         elif name in contract.static:
             # `jaxonnx.ops` reads Python values as they are, as numpy indexing does (a bound
@@ -450,8 +461,11 @@ def _convert_inputs(op: OpVersion, inputs, *, public: bool) -> tuple:
             converted.append(np.asarray(value))
         else:
             converted.append(_python_value(value, public=public))
-    dynamic = [i for i, name in enumerate(names)
-               if name not in contract.static and converted[i] is not None and not isinstance(converted[i], list)]
+    dynamic = [
+        i
+        for i, name in enumerate(names)
+        if name not in contract.static and converted[i] is not None and not isinstance(converted[i], list)
+    ]
     is_string = [is_string_array(converted[i]) for i in dynamic]
     if any(is_string):
         traced = [names[i] for i in dynamic if is_traced(converted[i])]
@@ -513,7 +527,8 @@ def _apply_weak_types(op: OpVersion, names, converted, weak) -> None:
     for i in weak:
         type_param = formals.get(names[i])
         partners = [
-            converted[j] for j, name in enumerate(names)
+            converted[j]
+            for j, name in enumerate(names)
             if j not in weak and converted[j] is not None and type_param is not None and formals.get(name) == type_param
         ]
         if partners:
@@ -637,14 +652,30 @@ class Registry:
         domain = canonical_domain(domain)
         if padding not in PADDING_KINDS:
             raise ValueError(f"{op_type}: `padding` is one of {', '.join(map(repr, PADDING_KINDS))}, got {padding!r}.")
-        contract = OpContract(tuple(static), tuple(concrete), size_hint, folds, output_count, rng, tuple(options), padding,
-                              computation, channels_last, node, checks)
+        contract = OpContract(
+            tuple(static),
+            tuple(concrete),
+            size_hint,
+            folds,
+            output_count,
+            rng,
+            tuple(options),
+            padding,
+            computation,
+            channels_last,
+            node,
+            checks,
+        )
 
         def decorate(fn):
             # Check every version first, so that a refused call registers nothing.
             versions = self._versions.get((domain, op_type), {})
-            if schema is not None and (len(since_versions) != 1 or schema.since_version != since_versions[0]
-                                       or schema.name != op_type or canonical_domain(schema.domain) != domain):
+            if schema is not None and (
+                len(since_versions) != 1
+                or schema.since_version != since_versions[0]
+                or schema.name != op_type
+                or canonical_domain(schema.domain) != domain
+            ):
                 raise ValueError(
                     f"The schema given for {op_type} declares {schema.name}-{schema.since_version} of domain "
                     f"{schema.domain!r}; register one version per schema, with the schema's name, version and domain."
@@ -779,9 +810,22 @@ def register(
             ``schema`` is given), or the contract names an input the schema does not have.
     """
     return (registry or REGISTRY).register(
-        op_type, *since_versions, domain=domain, static=static, concrete=concrete, size_hint=size_hint,
-        folds=folds, output_count=output_count, rng=rng, options=options, padding=padding, schema=schema,
-        computation=computation, channels_last=channels_last, node=node, checks=checks,
+        op_type,
+        *since_versions,
+        domain=domain,
+        static=static,
+        concrete=concrete,
+        size_hint=size_hint,
+        folds=folds,
+        output_count=output_count,
+        rng=rng,
+        options=options,
+        padding=padding,
+        schema=schema,
+        computation=computation,
+        channels_last=channels_last,
+        node=node,
+        checks=checks,
     )
 
 
