@@ -190,7 +190,7 @@ QUICKSTART = [
     md("Asking for something that is not there says what is:"),
     code(
         """
-        for op, opset, domain in [("Slice", 0, ""), ("Inverse", 1, "com.microsoft")]:
+        for op, opset, domain in [("Slice", 0, ""), ("CropAndResize", 1, "com.microsoft")]:
             try:
                 jaxonnx.get_op(op, opset, domain=domain)
             except jaxonnx.UnsupportedOpError as e:
