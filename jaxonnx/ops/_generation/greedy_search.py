@@ -7,6 +7,8 @@ Each step takes the token of the largest processed logit (no softmax: onnxruntim
 
 from __future__ import annotations
 
+import functools
+
 import jax.numpy as jnp
 import onnx
 
@@ -102,20 +104,17 @@ def greedy_search(
     repetition_penalty = None if repetition_penalty is None else search.scalar(repetition_penalty, 1.0)
     batch = jnp.shape(input_ids)[0]
 
-    def processors(scores, tokens, length, step):
-        return search.process_scores(
-            scores,
-            tokens,
-            length,
-            step,
-            batch_size=batch,
-            eos_token_id=eos_token_id,
-            min_length=min_length,
-            repetition_penalty=repetition_penalty,
-            no_repeat_ngram_size=no_repeat_ngram_size,
-            vocab_mask=vocab_mask,
-            prefix_vocab_mask=prefix_vocab_mask,
-        )
+    # onnxruntime's logits processors, in its order (search.process_scores), bound to this node's settings.
+    processors = functools.partial(
+        search.process_scores,
+        batch_size=batch,
+        eos_token_id=eos_token_id,
+        min_length=min_length,
+        repetition_penalty=repetition_penalty,
+        no_repeat_ngram_size=no_repeat_ngram_size,
+        vocab_mask=vocab_mask,
+        prefix_vocab_mask=prefix_vocab_mask,
+    )
 
     return search.greedy_loop(
         input_ids,

@@ -9,6 +9,8 @@ remains, and the result is GreedySearch's.
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import onnx
@@ -140,23 +142,20 @@ def sampling(
     repetition_penalty = None if repetition_penalty is None else search.scalar(repetition_penalty, 1.0)
     batch = jnp.shape(input_ids)[0]
 
-    def processors(scores, tokens, length, step):
-        return search.process_scores(
-            scores,
-            tokens,
-            length,
-            step,
-            batch_size=batch,
-            eos_token_id=eos_token_id,
-            min_length=min_length,
-            repetition_penalty=repetition_penalty,
-            no_repeat_ngram_size=no_repeat_ngram_size,
-            vocab_mask=vocab_mask,
-            prefix_vocab_mask=prefix_vocab_mask,
-            temperature=jnp.float32(temperature),
-            presence_mask=presence_mask,
-            presence_penalty=presence_penalty,
-        )
+    # onnxruntime's logits processors, in its order (search.process_scores), bound to this node's settings.
+    processors = functools.partial(
+        search.process_scores,
+        batch_size=batch,
+        eos_token_id=eos_token_id,
+        min_length=min_length,
+        repetition_penalty=repetition_penalty,
+        no_repeat_ngram_size=no_repeat_ngram_size,
+        vocab_mask=vocab_mask,
+        prefix_vocab_mask=prefix_vocab_mask,
+        temperature=jnp.float32(temperature),
+        presence_mask=presence_mask,
+        presence_penalty=presence_penalty,
+    )
 
     def draw(scores, step):
         scores = search.top_p_filter(scores, top_p, filter_value, min_tokens_to_keep)
