@@ -1,10 +1,11 @@
 """What an op needs from its node or its call, beyond its inputs and attributes.
 
 The graph runner builds one :class:`OpContext` per node call; the registry reads from it
-exactly what the op's contract declares (see :class:`jaxonnx._core.registry.OpContract`)
-and passes it on as plain keywords, so op functions stay pure functions of arrays and
-Python values (``non_zero(X, size=8)``, as ``jnp.nonzero(x, size=8)``). A new run-time
-need is one more field here and one more contract keyword, nothing else.
+what each op names in its signature (see :func:`jaxonnx._core.contract.run_time_needs`) and
+passes it on as plain keywords, so op functions stay pure functions of arrays and Python
+values (``non_zero(X, size=8)``, as ``jnp.nonzero(x, size=8)``). A new run-time need is one
+more field here, which the ops that want it take as a parameter of the same name; nothing
+else changes.
 """
 
 from __future__ import annotations
@@ -21,28 +22,29 @@ class OpContext:
         node: the node's path, for errors: ``"Add_3"`` in the main graph,
             ``"/If_0/then_branch/Add_3"`` inside a subgraph.
         output_count: how many outputs the node declares (Split before 18 cuts its input
-            into that many equal parts). Reaches ops whose contract sets ``output_count``.
+            into that many equal parts). Reaches ops that take ``output_count``.
         size: the size hint of the node's data-dependent output length (``size_hints=`` of
-            :func:`jaxonnx.load`), or None. Reaches ops whose contract sets ``size_hint``.
+            :func:`jaxonnx.load`), or None. Reaches ops that take ``size`` (and declare a
+            ``size_hint``).
         rng: a ``jax.random`` key for this node (the caller's key folded with the node's
             position, see :mod:`jaxonnx._core.graph`), or None when the caller passed none.
-            Reaches ops whose contract sets ``rng``.
+            Reaches ops that take ``rng``.
         real_length: the graph runner follows the padding of the node's size-hinted outputs
             (see :mod:`jaxonnx._core.padding`), so the op returns its real length after its
-            outputs. Reaches ops whose contract sets ``size_hint`` as ``real_length=True``.
+            outputs. Reaches ops that take ``real_length``.
         options: load-time choices that change an op's behaviour by name, e.g.
-            ``{"straight_through": True}`` for quantization-aware training. Reach ops whose
-            contract names them in ``options``.
+            ``{"straight_through": True}`` for quantization-aware training. Each reaches
+            the ops that take a parameter of its name (the names are :data:`OP_OPTIONS`).
         computation: for an op that differentiates part of its graph (Gradient), the
             function from the values its ``xs`` and ``zs`` attributes name to the value its
-            ``y`` attribute names, closed over the graph's other values. Reaches ops whose
-            contract sets ``computation``.
+            ``y`` attribute names, closed over the graph's other values. Reaches ops that
+            take ``computation``.
         channels_last: the node's main input is given channels-last (``(N, D..., C)``) and
-            its output is wanted so (see :mod:`jaxonnx._core.layout`). Reaches ops whose
-            contract sets ``channels_last``.
+            its output is wanted so (see :mod:`jaxonnx._core.layout`). Reaches ops that take
+            ``channels_last``.
         checks: where the checks go that the op cannot make on a traced value, made after
             the computation (a :class:`~jaxonnx._core.checks.NodeChecks`; an eager call of a
-            compiled graph passes one), or None. Reaches ops whose contract sets ``checks``.
+            compiled graph passes one), or None. Reaches ops that take ``checks``.
     """
 
     node: str = ""
@@ -58,3 +60,12 @@ class OpContext:
     channels_last: bool = False
     #: The checks of traced values, made after the computation (jaxonnx/_core/checks.py).
     checks: Any = None
+
+
+#: The fields an op receives by naming them as parameters (``options`` reaches ops by its
+#: entries' names instead).
+CONTEXT_FIELDS = frozenset(field.name for field in dataclasses.fields(OpContext)) - {"options"}
+
+#: Load-time options that reach ops (``jaxonnx.load(..., straight_through=True)``): an op
+#: that takes a parameter of one of these names receives the option when the caller set it.
+OP_OPTIONS = frozenset({"straight_through"})

@@ -191,7 +191,7 @@ class Graph:
             reads |= {name for name in node_proto.input if name}
             defined |= {name for name in node_proto.output if name}
         reads |= {o.name for o in outputs if o.name}
-        if any(node.op.contract.computation for node in nodes):
+        if any(node.op.contract.takes("computation") for node in nodes):
             nodes = _cut_computations(nodes, defined | outer, path)
         outer_names = frozenset(reads - defined)
         if path and outer_names - outer:
@@ -437,7 +437,7 @@ def run_node(
     computation = None if node.computation is None else Subgraph(node.computation, values, graph_rng, options)
     deferred = None
     # Not where padding reaches the node: its rule sends padded indices out of range on purpose.
-    if checks is not None and not marked and isinstance(node.op, OpVersion) and node.op.contract.checks:
+    if checks is not None and not marked and isinstance(node.op, OpVersion) and node.op.contract.takes("checks"):
         # Named as a run on the known values names the node that fails (see `node_error`).
         known = [layout.channels_first(a) for a in args]
         deferred = checks.for_node(node_context(node, known, traced_as_known=True), node.op.name)
@@ -765,7 +765,7 @@ def _cut_computations(nodes: list[Node], visible: set[str], path: str) -> list[N
                     f"{label} differentiates {y[0]!r}, which is computed from {through}, a Gradient whose "
                     "computation needs this one's: a cycle."
                 )
-            if needed.op.contract.computation and needed.computation is None:
+            if needed.op.contract.takes("computation") and needed.computation is None:
                 cut(producer[name])
                 needed = nodes[producer[name]]
             pending.extend(n for n in needed.inputs if n)
@@ -791,7 +791,7 @@ def _cut_computations(nodes: list[Node], visible: set[str], path: str) -> list[N
         nodes[index] = dataclasses.replace(node, computation=graph)
 
     for index, node in enumerate(nodes):
-        if node.op.contract.computation and node.computation is None:
+        if node.op.contract.takes("computation") and node.computation is None:
             cut(index)
     return nodes
 

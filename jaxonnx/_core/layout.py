@@ -184,7 +184,7 @@ def run(node, args: list, ctx: OpContext, attributes: dict[str, Any]):
         return None  # a model-local function runs its own nodes; other domains keep ONNX's layout
     op_type = op.op_type
     given = [a for a in args if isinstance(a, ChannelsLast)]
-    if op.contract.channels_last and args and args[0] is not None:
+    if op.contract.takes("channels_last") and args and args[0] is not None:
         if not (given or op_type == "Conv") or any(isinstance(a, ChannelsLast) for a in args[1:]):
             return None
         if sum(1 for name in node.outputs if name) > 1:

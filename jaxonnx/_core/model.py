@@ -651,7 +651,7 @@ class Model:
         # A graph whose ops check values computed from the inputs compiles whole for an
         # eager call only with those checks deferred (see `_checked_call`), per signature.
         self._defers_checks = reason is None and any(
-            isinstance(node.op, OpVersion) and node.op.contract.checks for node in self.graph.nodes
+            isinstance(node.op, OpVersion) and node.op.contract.takes("checks") for node in self.graph.nodes
         )
         self._checked: dict[tuple, Any] = {}
 
@@ -937,11 +937,11 @@ def _needs_concrete_values(graph: Graph, dependent: set[str]) -> str | None:
             continue
         if not isinstance(op, OpVersion) or node.subgraphs:
             return f"node {node.path!r} ({op.name}) runs a body on values computed from the inputs"
-        if op.contract.size_hint or op.contract.rng:
+        if op.contract.size_hint or op.contract.takes("rng"):
             return f"node {node.path!r} ({op.name}) has a data-dependent length or draws"
         formals = op.formal_names(len(node.inputs))
         # Values read only to check them are checked after the computation (checks.py).
-        needs = set(op.contract.static) | (set() if op.contract.checks else set(op.contract.concrete))
+        needs = set(op.contract.static) | (set() if op.contract.takes("checks") else set(op.contract.concrete))
         bad = [formal for formal, name in zip(formals, node.inputs) if name in dependent and formal in needs]
         if bad:
             return f"node {node.path!r} ({op.name}) reads the value of `{bad[0]}`, computed from the inputs"
@@ -962,7 +962,7 @@ def _string_made_inside(graph: Graph, dependent: set[str]):
         outer = {name for body in top.bodies for name in body.outer_names}
         # On constants only, an op that folds computes numpy at trace time; one that draws
         # or computes with JAX (or a function) gives JAX values, as does any reading `dependent`.
-        folds = isinstance(top.op, OpVersion) and top.op.contract.folds and not top.op.contract.rng
+        folds = isinstance(top.op, OpVersion) and top.op.contract.folds and not top.op.contract.takes("rng")
         if folds and not (set(top.inputs) | outer) & dependent:
             continue
         dependent |= {name for name in top.outputs if name}

@@ -22,7 +22,7 @@ from jaxonnx.ops._helpers.common import is_traced
 _SOFTMAX_PRECISIONS = {1: "float", 10: "float16", 11: "double", 16: "bfloat16"}
 
 
-@register("Attention", 25, folds=False, concrete=("nonpad_kv_seqlen",), checks=True)
+@register("Attention", 25, folds=False, concrete=("nonpad_kv_seqlen",))
 def attention(
     Q,
     K,
@@ -122,7 +122,7 @@ def attention(
     )
 
 
-@register("Attention", 24, folds=False, concrete=("nonpad_kv_seqlen",), checks=True)
+@register("Attention", 24, folds=False, concrete=("nonpad_kv_seqlen",))
 def _attention_24(
     Q,
     K,

@@ -68,7 +68,6 @@ _SCHEMA = contrib_schema(
     schema=_SCHEMA,
     folds=False,
     concrete=("beam_width",),
-    output_count=True,
 )
 def decoder_masked_multihead_attention(
     query,

@@ -65,7 +65,6 @@ _SCHEMA = contrib_schema(
     schema=_SCHEMA,
     folds=False,
     concrete=("key_padding_mask", "past_sequence_length", "cache_indirection"),
-    output_count=True,
 )
 def multi_head_attention(
     query,

@@ -11,7 +11,7 @@ from jaxonnx.ops._helpers.attention import rotate
 from jaxonnx.ops._helpers.common import is_traced
 
 
-@register("RotaryEmbedding", 23, folds=False, concrete=("position_ids",), checks=True)
+@register("RotaryEmbedding", 23, folds=False, concrete=("position_ids",))
 def rotary_embedding(
     X,
     cos_cache,

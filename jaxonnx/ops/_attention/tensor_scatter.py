@@ -10,7 +10,7 @@ from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.common import is_traced, namespace, normalize_axis
 
 
-@register("TensorScatter", 24, concrete=("write_indices",), checks=True)
+@register("TensorScatter", 24, concrete=("write_indices",))
 def tensor_scatter(past_cache, update, write_indices=None, *, axis: int = -2, mode: str = "linear", checks=None):
     """Implements ONNX TensorScatter: ``update`` written into ``past_cache`` along ``axis`` (a KV-cache update).
 

@@ -36,7 +36,7 @@ from jaxonnx.ops._helpers.forward_only import forward_only
 _UNROLL_LIMIT = 10_000  # a static trip count this large with shape-changing values is refused
 
 
-@register("Loop", 1, 11, 13, 16, 19, 21, 23, 24, 25, concrete=("M", "cond"), size_hint="bound", node=True)
+@register("Loop", 1, 11, 13, 16, 19, 21, 23, 24, 25, concrete=("M", "cond"), size_hint="bound")
 def loop(M=None, cond=None, *v_initial, body, size=None, node=""):
     """Implements ONNX Loop: runs ``body`` while the iteration count is below ``M`` and the
     condition holds, carrying values from one iteration to the next.

@@ -83,7 +83,6 @@ _SCHEMA = contrib_schema(
     schema=_SCHEMA,
     folds=False,
     static=("max_length", "num_beams", "num_return_sequences"),
-    output_count=True,
 )
 def beam_search(
     input_ids,

@@ -69,8 +69,6 @@ _SCHEMA = contrib_schema(
     schema=_SCHEMA,
     folds=False,
     static=("max_length",),
-    rng=True,
-    output_count=True,
 )
 def sampling(
     input_ids,

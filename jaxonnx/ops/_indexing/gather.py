@@ -10,7 +10,7 @@ from jaxonnx.ops._helpers.common import namespace, normalize_axis
 from jaxonnx.ops._helpers.indexing import in_bounds_indices
 
 
-@register("Gather", 1, 11, 13, concrete=("indices",), padding="gather", checks=True)
+@register("Gather", 1, 11, 13, concrete=("indices",), padding="gather")
 def gather(data, indices, *, axis: int = 0, padded=frozenset(), checks=None):
     """Implements ONNX Gather: the slices of ``data`` along ``axis`` picked by ``indices``.
 

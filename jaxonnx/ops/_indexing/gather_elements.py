@@ -10,7 +10,7 @@ from jaxonnx.ops._helpers.common import namespace, normalize_axis
 from jaxonnx.ops._helpers.indexing import check_indices_fit, in_bounds_indices
 
 
-@register("GatherElements", 11, 13, concrete=("indices",), padding="gather_elements", checks=True)
+@register("GatherElements", 11, 13, concrete=("indices",), padding="gather_elements")
 def gather_elements(data, indices, *, axis: int = 0, padded=frozenset(), checks=None):
     """Implements ONNX GatherElements: ``out[i][j] = data[indices[i][j]][j]`` for ``axis=0``.
 

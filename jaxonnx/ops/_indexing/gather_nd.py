@@ -13,7 +13,7 @@ from jaxonnx.ops._helpers.common import namespace
 from jaxonnx.ops._helpers.indexing import nd_indices
 
 
-@register("GatherND", 12, 13, concrete=("indices",), padding="gather_nd", checks=True)
+@register("GatherND", 12, 13, concrete=("indices",), padding="gather_nd")
 def gather_nd(data, indices, *, batch_dims: int = 0, padded=frozenset(), checks=None):
     """Implements ONNX GatherND: slices of ``data`` addressed by the last axis of ``indices``.
 
@@ -83,7 +83,7 @@ def gather_nd(data, indices, *, batch_dims: int = 0, padded=frozenset(), checks=
     return out.reshape(out_shape)
 
 
-@register("GatherND", 11, concrete=("indices",), padding="gather_nd", checks=True)
+@register("GatherND", 11, concrete=("indices",), padding="gather_nd")
 def _gather_nd_11(data, indices, *, padded=frozenset(), checks=None):
     return gather_nd(data, indices, batch_dims=0, padded=padded, checks=checks)
 

@@ -10,7 +10,7 @@ from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.common import is_traced, namespace
 
 
-@register("ReverseSequence", 10, 28, concrete=("sequence_lens",), checks=True)
+@register("ReverseSequence", 10, 28, concrete=("sequence_lens",))
 def reverse_sequence(input, sequence_lens, *, batch_axis: int = 1, time_axis: int = 0, checks=None):
     """Implements ONNX ReverseSequence: each batch entry's first ``sequence_lens[b]`` steps reversed.
 

@@ -6,7 +6,7 @@ from jaxonnx._core.registry import register
 from jaxonnx.ops._helpers.indexing import scatter_elements_along
 
 
-@register("Scatter", 9, 11, concrete=("indices",), padding="scatter", checks=True)
+@register("Scatter", 9, 11, concrete=("indices",), padding="scatter")
 def scatter(data, indices, updates, *, axis: int = 0, padded=frozenset(), checks=None):
     """Implements ONNX Scatter: ``out[indices[i][j]][j] = updates[i][j]`` for ``axis=0``.
 

@@ -7,7 +7,7 @@ from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.indexing import REDUCTIONS, checked_reduction, scatter_elements_along
 
 
-@register("ScatterElements", 18, concrete=("indices",), padding="scatter", checks=True)
+@register("ScatterElements", 18, concrete=("indices",), padding="scatter")
 def scatter_elements(
     data, indices, updates, *, axis: int = 0, reduction: str = "none", padded=frozenset(), checks=None
 ):
@@ -48,13 +48,13 @@ def scatter_elements(
     return scatter_elements_along(data, indices, updates, axis, reduction, checks=checks)
 
 
-@register("ScatterElements", 16, concrete=("indices",), padding="scatter", checks=True)
+@register("ScatterElements", 16, concrete=("indices",), padding="scatter")
 def _scatter_elements_16(data, indices, updates, *, axis=0, reduction="none", padded=frozenset(), checks=None):
     reduction = checked_reduction(reduction, REDUCTIONS[:3])
     return scatter_elements(data, indices, updates, axis=axis, reduction=reduction, padded=padded, checks=checks)
 
 
-@register("ScatterElements", 11, 13, concrete=("indices",), padding="scatter", checks=True)
+@register("ScatterElements", 11, 13, concrete=("indices",), padding="scatter")
 def _scatter_elements_11(data, indices, updates, *, axis=0, padded=frozenset(), checks=None):
     return scatter_elements(data, indices, updates, axis=axis, padded=padded, checks=checks)
 

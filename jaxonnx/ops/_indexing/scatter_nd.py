@@ -7,7 +7,7 @@ from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.indexing import REDUCTIONS, checked_reduction, nd_indices, scatter
 
 
-@register("ScatterND", 18, concrete=("indices",), padding="scatter", checks=True)
+@register("ScatterND", 18, concrete=("indices",), padding="scatter")
 def scatter_nd(data, indices, updates, *, reduction: str = "none", padded=frozenset(), checks=None):
     """Implements ONNX ScatterND: a copy of ``data`` with the slices that the rows of
     ``indices`` address replaced by (or combined with) ``updates``.
@@ -65,14 +65,14 @@ def scatter_nd(data, indices, updates, *, reduction: str = "none", padded=frozen
     return scatter(data, address, updates, reduction)
 
 
-@register("ScatterND", 16, concrete=("indices",), padding="scatter", checks=True)
+@register("ScatterND", 16, concrete=("indices",), padding="scatter")
 def _scatter_nd_16(data, indices, updates, *, reduction="none", padded=frozenset(), checks=None):
     return scatter_nd(
         data, indices, updates, reduction=checked_reduction(reduction, REDUCTIONS[:3]), padded=padded, checks=checks
     )
 
 
-@register("ScatterND", 11, 13, concrete=("indices",), padding="scatter", checks=True)
+@register("ScatterND", 11, 13, concrete=("indices",), padding="scatter")
 def _scatter_nd_11(data, indices, updates, *, padded=frozenset(), checks=None):
     return scatter_nd(data, indices, updates, padded=padded, checks=checks)
 

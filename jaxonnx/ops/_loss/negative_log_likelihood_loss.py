@@ -7,7 +7,7 @@ from jaxonnx.ops._helpers.losses import check_loss_inputs, negative_log_likeliho
 
 
 # folds=False: a loss is never shape arithmetic.
-@register("NegativeLogLikelihoodLoss", 12, 13, 22, concrete=("target",), folds=False, checks=True)
+@register("NegativeLogLikelihoodLoss", 12, 13, 22, concrete=("target",), folds=False)
 def negative_log_likelihood_loss(
     input, target, weight=None, *, ignore_index: int | None = None, reduction: str = "mean", checks=None
 ):

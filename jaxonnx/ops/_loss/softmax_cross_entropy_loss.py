@@ -10,7 +10,7 @@ from jaxonnx.ops._helpers.losses import check_loss_inputs, negative_log_likeliho
 
 
 # folds=False: a loss is never shape arithmetic.
-@register("SoftmaxCrossEntropyLoss", 12, 13, concrete=("labels",), folds=False, checks=True)
+@register("SoftmaxCrossEntropyLoss", 12, 13, concrete=("labels",), folds=False)
 def softmax_cross_entropy_loss(
     scores, labels, weights=None, *, ignore_index: int | None = None, reduction: str = "mean", checks=None
 ):

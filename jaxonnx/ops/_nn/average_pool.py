@@ -10,7 +10,7 @@ from jaxonnx.ops._helpers import pool_cpu
 from jaxonnx.ops._helpers.window import around_spatial, onnx_shape, output_geometry, window_attributes
 
 
-@register("AveragePool", 1, 7, 10, 11, 19, 22, folds=False, channels_last=True)
+@register("AveragePool", 1, 7, 10, 11, 19, 22, folds=False)
 def average_pool(
     X,
     *,

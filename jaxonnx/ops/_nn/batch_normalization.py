@@ -9,7 +9,7 @@ from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.normalization import compute_type, inverse_std, moments
 
 
-@register("BatchNormalization", 14, 15, folds=False, channels_last=True)
+@register("BatchNormalization", 14, 15, folds=False)
 def batch_normalization(
     X, scale, B, input_mean, input_var, *, epsilon=1e-5, momentum=0.9, training_mode=0, channels_last=False
 ):

@@ -22,7 +22,7 @@ from jaxonnx.ops._helpers.window import (
 )
 
 
-@register("Conv", 1, 11, 22, folds=False, channels_last=True)
+@register("Conv", 1, 11, 22, folds=False)
 def conv(
     X,
     W,

@@ -12,7 +12,7 @@ from jaxonnx.ops._helpers.common import is_traced, namespace
 from jaxonnx.ops._helpers.random import draw_key
 
 
-@register("Dropout", 12, 13, 22, concrete=("ratio", "training_mode"), rng=True)
+@register("Dropout", 12, 13, 22, concrete=("ratio", "training_mode"))
 def dropout(data, ratio=None, training_mode=None, *, seed=None, rng=None):
     """Implements ONNX Dropout: ``data`` itself in inference; random zeros in training mode.
 

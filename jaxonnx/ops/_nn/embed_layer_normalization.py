@@ -70,7 +70,7 @@ _Q_SCHEMA = contrib_schema(
 )
 
 
-@register("EmbedLayerNormalization", 1, domain="com.microsoft", schema=_SCHEMA, folds=False, checks=True)
+@register("EmbedLayerNormalization", 1, domain="com.microsoft", schema=_SCHEMA, folds=False)
 def embed_layer_normalization(
     input_ids,
     segment_ids,
@@ -184,7 +184,7 @@ def _rows(table, ids, ids_name: str, table_name: str, checks=None):
     return jnp.take(jnp.asarray(table), jnp.asarray(ids), axis=0, mode="clip")
 
 
-@register("QEmbedLayerNormalization", 1, domain="com.microsoft", schema=_Q_SCHEMA, folds=False, checks=True)
+@register("QEmbedLayerNormalization", 1, domain="com.microsoft", schema=_Q_SCHEMA, folds=False)
 def qembed_layer_normalization(
     input_ids,
     segment_ids,

@@ -8,7 +8,7 @@ from jaxonnx._core.registry import register
 from jaxonnx._errors import OnnxValidationError
 
 
-@register("GlobalAveragePool", 1, 22, folds=False, channels_last=True)
+@register("GlobalAveragePool", 1, 22, folds=False)
 def global_average_pool(X, *, channels_last=False):
     """Implements ONNX GlobalAveragePool: the mean over all spatial axes, kept as size 1.
 

@@ -8,7 +8,7 @@ from jaxonnx._core.registry import register
 from jaxonnx._errors import OnnxValidationError
 
 
-@register("GlobalMaxPool", 1, 22, folds=False, channels_last=True)
+@register("GlobalMaxPool", 1, 22, folds=False)
 def global_max_pool(X, *, channels_last=False):
     """Implements ONNX GlobalMaxPool: the maximum over all spatial axes, kept as size 1.
 

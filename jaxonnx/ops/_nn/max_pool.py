@@ -11,7 +11,7 @@ from jaxonnx.ops._helpers import pool_cpu
 from jaxonnx.ops._helpers.window import around_spatial, onnx_shape, output_geometry, window_attributes
 
 
-@register("MaxPool", 8, 10, 11, 12, 22, folds=False, channels_last=True)
+@register("MaxPool", 8, 10, 11, 12, 22, folds=False)
 def max_pool(
     X,
     *,

@@ -11,7 +11,7 @@ from jaxonnx.ops._helpers.common import int_list, is_traced
 from jaxonnx.ops._helpers.window import window_attributes
 
 
-@register("MaxUnpool", 9, 11, 22, static=("output_shape",), concrete=("I",), folds=False, checks=True)
+@register("MaxUnpool", 9, 11, 22, static=("output_shape",), concrete=("I",), folds=False)
 def max_unpool(X, I, output_shape=None, *, kernel_shape=None, pads=None, strides=None, checks=None):  # noqa: E741 (ONNX's input names)
     """Implements ONNX MaxUnpool: puts each value of ``X`` at its flat index ``I`` in zeros.
 

@@ -13,7 +13,7 @@ from jaxonnx.ops._helpers.quantization import dequantize, quantization_layout, t
 _OUTPUT_TYPES = ("float", "float16", "bfloat16")
 
 
-@register("DequantizeLinear", 23, 24, 25, 28, options=("straight_through",))
+@register("DequantizeLinear", 23, 24, 25, 28)
 def dequantize_linear(x, x_scale, x_zero_point=None, *, axis=1, block_size=0, output_dtype=0, straight_through=False):
     """Implements ONNX DequantizeLinear: ``y = (x - x_zero_point) * x_scale``.
 
@@ -63,17 +63,17 @@ def dequantize_linear(x, x_scale, x_zero_point=None, *, axis=1, block_size=0, ou
     return dequantize(x, x_scale, x_zero_point, numpy_dtype(TYPE_CODES[out_type]), layout, block_size=block_size)
 
 
-@register("DequantizeLinear", 21, options=("straight_through",))
+@register("DequantizeLinear", 21)
 def _dequantize_linear_21(x, x_scale, x_zero_point=None, *, axis=1, block_size=0, straight_through=False):
     return dequantize_linear(x, x_scale, x_zero_point, axis=axis, block_size=block_size)
 
 
-@register("DequantizeLinear", 13, 19, options=("straight_through",))
+@register("DequantizeLinear", 13, 19)
 def _dequantize_linear_13(x, x_scale, x_zero_point=None, *, axis=1, straight_through=False):
     return dequantize_linear(x, x_scale, x_zero_point, axis=axis)
 
 
-@register("DequantizeLinear", 10, options=("straight_through",))
+@register("DequantizeLinear", 10)
 def _dequantize_linear_10(x, x_scale, x_zero_point=None, *, straight_through=False):
     # Per tensor only: the scale and zero point are scalars.
     names = ("x_scale", "x_zero_point")

@@ -15,7 +15,7 @@ from jaxonnx.ops._helpers.casting import schema_types
 from jaxonnx.ops._helpers.quantization import quantization_layout, quantize, type_name
 
 
-@register("QuantizeLinear", 28, options=("straight_through",))
+@register("QuantizeLinear", 28)
 def quantize_linear(
     x,
     y_scale,
@@ -83,7 +83,7 @@ def quantize_linear(
 def _with_precision(version: int):
     # 24 and 25 only widen the types (float8e8m0 scales, 2-bit outputs); the version
     # decides which `output_dtype` values are allowed.
-    @register("QuantizeLinear", version, options=("straight_through",))
+    @register("QuantizeLinear", version)
     def quantize_linear_with_precision(
         x,
         y_scale,
@@ -114,7 +114,7 @@ for _version in (23, 24, 25):
     _with_precision(_version)
 
 
-@register("QuantizeLinear", 21, options=("straight_through",))
+@register("QuantizeLinear", 21)
 def _quantize_linear_21(
     x, y_scale, y_zero_point=None, *, axis=1, block_size=0, output_dtype=0, saturate=1, straight_through=False
 ):
@@ -131,19 +131,19 @@ def _quantize_linear_21(
     )
 
 
-@register("QuantizeLinear", 19, options=("straight_through",))
+@register("QuantizeLinear", 19)
 def _quantize_linear_19(x, y_scale, y_zero_point=None, *, axis=1, saturate=1, straight_through=False):
     return _quantize_linear(
         x, y_scale, y_zero_point, version=19, axis=axis, saturate=saturate, straight_through=straight_through
     )
 
 
-@register("QuantizeLinear", 13, options=("straight_through",))
+@register("QuantizeLinear", 13)
 def _quantize_linear_13(x, y_scale, y_zero_point=None, *, axis=1, straight_through=False):
     return _quantize_linear(x, y_scale, y_zero_point, version=13, axis=axis, straight_through=straight_through)
 
 
-@register("QuantizeLinear", 10, options=("straight_through",))
+@register("QuantizeLinear", 10)
 def _quantize_linear_10(x, y_scale, y_zero_point=None, *, straight_through=False):
     return _quantize_linear(x, y_scale, y_zero_point, version=10, straight_through=straight_through)
 

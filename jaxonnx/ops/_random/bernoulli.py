@@ -13,7 +13,7 @@ from jaxonnx.ops._helpers.random import draw_dtype, draw_key, float_output_dtype
 _OUTPUT_TYPES = schema_types("Bernoulli", 22, "T2")
 
 
-@register("Bernoulli", 15, 22, rng=True)
+@register("Bernoulli", 15, 22)
 def bernoulli(input, *, dtype=None, seed=None, rng=None):
     """Implements ONNX Bernoulli: 1 with probability ``input``, else 0, element by element.
 

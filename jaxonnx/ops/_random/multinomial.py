@@ -13,7 +13,7 @@ from jaxonnx.ops._helpers.random import draw_dtype, draw_key
 _OUTPUT_TYPES = {6: jnp.int32, 7: jnp.int64}
 
 
-@register("Multinomial", 7, 22, rng=True)
+@register("Multinomial", 7, 22)
 def multinomial(input, *, dtype=6, sample_size=1, seed=None, rng=None):
     """Implements ONNX Multinomial: ``sample_size`` class indices per row of log-probabilities.
 

@@ -19,7 +19,7 @@ def _normal(shape, dtype, *, mean, scale, seed, rng):
     return (draw * scale + mean).astype(jax_dtype(dtype))
 
 
-@register("RandomNormal", 22, rng=True)
+@register("RandomNormal", 22)
 def random_normal(*, shape, dtype=1, mean=0.0, scale=1.0, seed=None, rng=None):
     """Implements ONNX RandomNormal: a tensor of ``shape`` drawn from N(``mean``, ``scale``²).
 
@@ -54,7 +54,7 @@ def random_normal(*, shape, dtype=1, mean=0.0, scale=1.0, seed=None, rng=None):
     )
 
 
-@register("RandomNormal", 1, rng=True)
+@register("RandomNormal", 1)
 def _random_normal_1(*, shape, dtype=1, mean=0.0, scale=1.0, seed=None, rng=None):
     return _normal(
         draw_shape(shape),
@@ -66,7 +66,7 @@ def _random_normal_1(*, shape, dtype=1, mean=0.0, scale=1.0, seed=None, rng=None
     )
 
 
-@register("RandomNormalLike", 22, rng=True)
+@register("RandomNormalLike", 22)
 def random_normal_like(input, *, dtype=None, mean=0.0, scale=1.0, seed=None, rng=None):
     """Implements ONNX RandomNormalLike: a draw from N(``mean``, ``scale``²) of ``input``'s shape.
 
@@ -99,7 +99,7 @@ def random_normal_like(input, *, dtype=None, mean=0.0, scale=1.0, seed=None, rng
     )
 
 
-@register("RandomNormalLike", 1, rng=True)
+@register("RandomNormalLike", 1)
 def _random_normal_like_1(input, *, dtype=None, mean=0.0, scale=1.0, seed=None, rng=None):
     return _normal(
         input.shape,

@@ -25,7 +25,7 @@ def _uniform(shape, dtype, *, low, high, seed, rng):
     return draw
 
 
-@register("RandomUniform", 22, rng=True)
+@register("RandomUniform", 22)
 def random_uniform(*, shape, dtype=1, high=1.0, low=0.0, seed=None, rng=None):
     """Implements ONNX RandomUniform: a tensor of ``shape`` drawn uniformly from [``low``, ``high``).
 
@@ -56,14 +56,14 @@ def random_uniform(*, shape, dtype=1, high=1.0, low=0.0, seed=None, rng=None):
     )
 
 
-@register("RandomUniform", 1, rng=True)
+@register("RandomUniform", 1)
 def _random_uniform_1(*, shape, dtype=1, high=1.0, low=0.0, seed=None, rng=None):
     return _uniform(
         draw_shape(shape), float_output_dtype(dtype, None, allowed=_TYPES[1]), low=low, high=high, seed=seed, rng=rng
     )
 
 
-@register("RandomUniformLike", 22, rng=True)
+@register("RandomUniformLike", 22)
 def random_uniform_like(input, *, dtype=None, high=1.0, low=0.0, seed=None, rng=None):
     """Implements ONNX RandomUniformLike: a uniform draw from [``low``, ``high``) of ``input``'s shape.
 
@@ -91,7 +91,7 @@ def random_uniform_like(input, *, dtype=None, high=1.0, low=0.0, seed=None, rng=
     )
 
 
-@register("RandomUniformLike", 1, rng=True)
+@register("RandomUniformLike", 1)
 def _random_uniform_like_1(input, *, dtype=None, high=1.0, low=0.0, seed=None, rng=None):
     return _uniform(
         input.shape, float_output_dtype(dtype, input, allowed=_LIKE_TYPES[1]), low=low, high=high, seed=seed, rng=rng

@@ -2,8 +2,8 @@
 
 The lengths of the parts come from ``split`` (an attribute in 1, 2 and 11; an input in 1,
 13 and 18) or, in 18, from ``num_outputs``. Before 18, without ``split``, ONNX splits into
-as many equal parts as the node has outputs: the adapters declare ``output_count=True`` in
-their contract and get that count from the node (through the op context); called by hand
+as many equal parts as the node has outputs: the adapters take an ``output_count`` parameter
+and get that count from the node (through the op context); called by hand
 without it, they refuse the case with an error that says so.
 """
 
@@ -46,22 +46,22 @@ def split(input, split=None, *, axis: int = 0, num_outputs: int | None = None):
     return _split(input, _lengths(split), axis, num_outputs=num_outputs, allow_negative=True)
 
 
-@register("Split", 13, static=("split",), output_count=True, padding="moves")
+@register("Split", 13, static=("split",), padding="moves")
 def _split_13(input, split=None, *, axis=0, output_count=None):
     return _split(input, _lengths(split), axis, output_count=output_count, allow_negative=True)
 
 
-@register("Split", 11, output_count=True, padding="moves")
+@register("Split", 11, padding="moves")
 def _split_11(input, *, axis=0, split=None, output_count=None):
     return _split(input, split, axis, output_count=output_count, allow_negative=True)
 
 
-@register("Split", 2, output_count=True, padding="moves")
+@register("Split", 2, padding="moves")
 def _split_2(input, *, axis=0, split=None, output_count=None):
     return _split(input, split, axis, output_count=output_count, allow_negative=False)
 
 
-@register("Split", 1, static=("split",), output_count=True, padding="moves")
+@register("Split", 1, static=("split",), padding="moves")
 def _split_1(input, split_input=None, *, axis=None, split=None, output_count=None):
     # Split-1 takes `split` as an input (of the data's float type) or as an attribute.
     lengths = split if split_input is None else _whole_numbers(split_input)

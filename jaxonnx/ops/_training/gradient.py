@@ -9,7 +9,7 @@ from jaxonnx._core.registry import register
 from jaxonnx._errors import OnnxTypeError, OnnxValidationError
 
 
-@register("Gradient", 1, domain="ai.onnx.preview.training", computation=True)
+@register("Gradient", 1, domain="ai.onnx.preview.training")
 def gradient(*inputs, xs, y, zs=None, computation):
     """Implements ONNX Gradient (ai.onnx.preview.training): the gradient of the graph value
     named ``y`` with respect to the values named ``xs``, at the values given as inputs.

@@ -11,7 +11,7 @@ from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.common import is_traced
 
 
-@register("MaxRoiPool", 1, 22, concrete=("rois",), folds=False, checks=True)
+@register("MaxRoiPool", 1, 22, concrete=("rois",), folds=False)
 def max_roi_pool(X, rois, *, pooled_shape=None, spatial_scale=1.0, checks=None):
     """Implements ONNX MaxRoiPool: the maximum of each bin of each region of interest.
 

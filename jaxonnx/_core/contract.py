@@ -1,0 +1,127 @@
+"""The op contract: what an op states once, at its ``register`` call.
+
+An op declares what decides its shapes (``static``), what it reads while known
+(``concrete``), whether its output length depends on values (``size_hint``), whether it
+computes on numpy (``folds``) and what it means on padded entries (``padding``). Those are
+:class:`OpContract`'s declared fields, the keywords of :func:`jaxonnx.register`; a new
+declared property of ops is one field here and nothing else.
+
+What an op needs at run time reaches it by its signature: a parameter named after a field of
+:class:`~jaxonnx._core.context.OpContext` (``rng``, ``node``, ``output_count``, ``size``...)
+or after a load-time option (:data:`~jaxonnx._core.context.OP_OPTIONS`) receives it from the
+call's context. :func:`run_time_needs` reads them off the function at registration, so a new
+run-time need is one ``OpContext`` field, which the ops that want it name as a parameter.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from jaxonnx._core.context import CONTEXT_FIELDS, OP_OPTIONS, OpContext
+
+#: Needs that the interpreter hands an op but a ``jaxonnx.ops`` caller never gives: the
+#: op returns its real length after its outputs for the padding rules to follow.
+_INTERPRETER_ONLY = ("real_length",)
+
+
+@dataclasses.dataclass(frozen=True)
+class OpContract:
+    """What an op states once at registration; the registry enforces it on every call.
+
+    Attributes:
+        static: the inputs (by their onnx formal names) that decide the output shape, so
+            their values must be known at trace time. They reach the op as exact numpy
+            arrays; a traced one raises :class:`~jaxonnx.StaticValueError` naming it.
+        concrete: inputs the op reads when their values are known (bounds checks, exact
+            selection) but that may also be traced: numpy stays numpy, JAX stays JAX.
+        size_hint: the output length depends on input values, so the op takes ``size`` and
+            ``fill_value`` parameters (and the interpreter's ``size_hints``). True: the
+            padding is out-of-range indices (NonZero); ``"zeros"``: zero rows (Compress);
+            ``"bound"``: the hint bounds a loop and its outputs are not tracked as padded
+            (Loop); ``"own_length"``: padded to its input's own length (Slice between traced
+            bounds); a tuple: one of ``"indices"``, ``"zeros"`` or ``""`` (not padded) per
+            output (Unique).
+        folds: the op computes on numpy when all its array inputs are numpy, so values known
+            at trace time (initializers, Constant, Shape and everything computed from them)
+            stay exact numpy. Ops written with ``jax.lax`` only set ``folds=False``: their
+            inputs always arrive as JAX arrays.
+        padding: the rule the graph runner follows when a size hint's padding reaches the
+            op (see :mod:`jaxonnx._core.padding`, which lists them): ``"elementwise"``,
+            ``"moves"``, ``"concat"``, the gathers, ``"scatter"``, the reductions (``"sum"``,
+            ``"prod"``, ``"max"``, ``"min"``, ``"mean"``), ``"top_k"``, ``"shape"``...;
+            ``""``: a padded input is refused with an error naming the node.
+        needs: not declared but read off the op's signature (:func:`run_time_needs`): the
+            :class:`~jaxonnx._core.context.OpContext` fields and load-time options the op
+            takes as parameters, which the registry passes from each call's context.
+
+    Example:
+        >>> jaxonnx.get_op("NonZero", 13).contract.needs
+        ('size', 'real_length')
+    """
+
+    static: tuple[str, ...] = ()
+    concrete: tuple[str, ...] = ()
+    size_hint: bool | str | tuple[str, ...] = False
+    folds: bool = True
+    padding: str = ""
+    needs: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        # Declared as lists or tuples alike; held as tuples so contracts compare and hash.
+        for name in ("static", "concrete"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+
+    def takes(self, need: str) -> bool:
+        """Whether the op takes the run-time need ``need`` (``"rng"``, ``"checks"``...)."""
+        return need in self.needs
+
+    def keywords(self, ctx: OpContext | None) -> dict[str, Any]:
+        """The keywords the op takes from ``ctx``: each of its ``needs``."""
+        ctx = ctx or OpContext()
+        keywords: dict[str, Any] = {}
+        for name in self.needs:
+            if name in OP_OPTIONS:
+                if name in ctx.options:
+                    keywords[name] = ctx.options[name]
+            elif name != "fill_value":  # a `jaxonnx.ops` caller's own choice, never the context's
+                keywords[name] = getattr(ctx, name)
+        return keywords
+
+    def public_keywords(self) -> tuple[str, ...]:
+        """The run-time needs ``jaxonnx.ops`` functions take directly, as keywords."""
+        return tuple(name for name in self.needs if name not in _INTERPRETER_ONLY)
+
+
+def run_time_needs(fn: Callable, declared: Iterable[str], op_name: str) -> tuple[str, ...]:
+    """The context fields and load-time options that ``fn`` takes as parameters.
+
+    Args:
+        fn: the op's function.
+        declared: the names the op's schemas give its inputs and attributes: a parameter of
+            one of those names is the input or attribute (LRN's ``size``), never a need.
+        op_name: the op, for errors.
+
+    Returns:
+        The needs in ``fn``'s parameter order (``fill_value`` with ``size``).
+
+    Example:
+        >>> def sample(logits, *, seed=0.0, rng=None, node=""): ...
+        >>> run_time_needs(sample, {"logits", "seed"}, "Sample")
+        ('rng', 'node')
+    """
+    declared = set(declared)
+    parameters = inspect.signature(fn).parameters
+    needs = tuple(
+        name
+        for name in parameters
+        if name not in declared and (name in CONTEXT_FIELDS or name in OP_OPTIONS or name == "fill_value")
+    )
+    if "fill_value" in needs and "size" not in needs:
+        raise ValueError(f"{op_name} takes `fill_value` but not `size`; a size-hinted op takes both.")
+    return needs
+
+
+__all__ = ["OpContract", "run_time_needs"]
