@@ -11,7 +11,7 @@ from jaxonnx.ops._helpers.indexing import in_bounds_indices
 
 
 @register("Gather", 1, 11, 13, concrete=("indices",), padding="gather")
-def gather(data, indices, *, axis: int = 0, padded=frozenset(), checks=None):
+def gather(data, indices, *, axis: int = 0, checks=None):
     """Implements ONNX Gather: the slices of ``data`` along ``axis`` picked by ``indices``.
 
     Like ``jnp.take(data, indices, axis)``: the output shape is ``data.shape[:axis] +
@@ -20,14 +20,13 @@ def gather(data, indices, *, axis: int = 0, padded=frozenset(), checks=None):
     outside ``jax.jit``), naming the value and its position. Under ``jax.jit`` the values
     are unknown at trace time and an out-of-bounds index is clamped into ``[0, dim - 1]``
     (after negative indices are wrapped), as for GatherElements; it never reads outside
-    ``data``, except for indices that carry a size hint's padding (``padded``): those read
-    zeros, as GatherND does. The gradient with respect to ``data`` is a scatter-add.
+    ``data`` (indices that carry a size hint's padding are masked by the graph runner's
+    padding rule before the call, see :mod:`jaxonnx._core.padding`). The gradient with respect to ``data`` is a scatter-add.
 
     Args:
         data: the array to gather from, of rank >= 1.
         indices: int32/int64 array of any rank.
         axis: the gather axis, in ``[-rank, rank - 1]``.
-        padded: ``{"indices"}`` when ``indices`` carries a size hint's padding.
         checks: where the bounds check of traced ``indices`` goes, to be made after the
             computation (an eager call's compiled graph, :mod:`jaxonnx._core.checks`).
 
@@ -42,10 +41,6 @@ def gather(data, indices, *, axis: int = 0, padded=frozenset(), checks=None):
     if data.ndim == 0:
         raise OnnxValidationError("needs `data` of rank >= 1, got a scalar.")
     axis = normalize_axis(axis, data.ndim)
-    if "indices" in padded:  # padding rows read zeros (the graph runner traces padded indices)
-        dim = data.shape[axis]
-        wrapped = jnp.where(indices < 0, indices + dim, indices)
-        return jnp.take(jnp.asarray(data), wrapped, axis=axis, mode="fill", fill_value=0)
     indices = in_bounds_indices(indices, data.shape[axis], axis=axis, shape=data.shape, checks=checks)
     if namespace(data) is jnp:
         # Every index is in bounds now; "clip" is XLA's native gather (no fill mask).

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import jax.numpy as jnp
-
 from jaxonnx._core.registry import register
 from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.common import namespace, normalize_axis
@@ -11,7 +9,7 @@ from jaxonnx.ops._helpers.indexing import check_indices_fit, in_bounds_indices
 
 
 @register("GatherElements", 11, 13, concrete=("indices",), padding="gather_elements")
-def gather_elements(data, indices, *, axis: int = 0, padded=frozenset(), checks=None):
+def gather_elements(data, indices, *, axis: int = 0, checks=None):
     """Implements ONNX GatherElements: ``out[i][j] = data[indices[i][j]][j]`` for ``axis=0``.
 
     Out-of-bounds indices raise when ``indices`` is concrete (numpy, or a JAX array
@@ -24,7 +22,6 @@ def gather_elements(data, indices, *, axis: int = 0, padded=frozenset(), checks=
         indices: int32/int64 array of the rank of ``data``; negative values count from the
             back; on the other dims it may be shorter than ``data``.
         axis: the gather axis, in ``[-rank, rank - 1]``.
-        padded: ``{"indices"}`` when ``indices`` carries a size hint's padding: those read zeros.
         checks: where the bounds check of traced ``indices`` goes, to be made after the
             computation (an eager call's compiled graph, :mod:`jaxonnx._core.checks`).
 
@@ -47,10 +44,6 @@ def gather_elements(data, indices, *, axis: int = 0, padded=frozenset(), checks=
     axis = normalize_axis(axis, rank)
     check_indices_fit(indices, data, axis, kind="gather")
     dim = data.shape[axis]
-    if "indices" in padded:  # padding reads zeros (the graph runner traces padded indices)
-        corner = tuple(slice(None) if d == axis else slice(0, n) for d, n in enumerate(indices.shape))
-        wrapped = jnp.where(indices < 0, indices + dim, indices)
-        return jnp.take_along_axis(jnp.asarray(data)[corner], wrapped, axis, mode="fill", fill_value=0)
     indices = in_bounds_indices(indices, dim, axis=axis, shape=data.shape, checks=checks)
     # Non-axis dims of `indices` may be shorter than `data`'s: only that corner is read.
     corner = tuple(slice(None) if d == axis else slice(0, n) for d, n in enumerate(indices.shape))

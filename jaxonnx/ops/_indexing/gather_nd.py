@@ -14,7 +14,7 @@ from jaxonnx.ops._helpers.indexing import nd_indices
 
 
 @register("GatherND", 12, 13, concrete=("indices",), padding="gather_nd")
-def gather_nd(data, indices, *, batch_dims: int = 0, padded=frozenset(), checks=None):
+def gather_nd(data, indices, *, batch_dims: int = 0, checks=None):
     """Implements ONNX GatherND: slices of ``data`` addressed by the last axis of ``indices``.
 
     With ``b = batch_dims`` and ``k = indices.shape[-1]``, each row ``indices[..., :]``
@@ -34,8 +34,6 @@ def gather_nd(data, indices, *, batch_dims: int = 0, padded=frozenset(), checks=
         data: the array to gather from, of rank >= 1.
         indices: int64 array of rank >= 1; its last dim is at most ``data.ndim - batch_dims``.
         batch_dims: the number of leading batch dims shared by ``data`` and ``indices``.
-        padded: ``{"indices"}`` when ``indices`` carries a size hint's padding (the graph
-            runner runs the op under ``jax.jit`` then, so padded rows read zeros eagerly too).
         checks: where the bounds check of traced ``indices`` goes, to be made after the
             computation (an eager call's compiled graph, :mod:`jaxonnx._core.checks`).
 
@@ -67,8 +65,7 @@ def gather_nd(data, indices, *, batch_dims: int = 0, padded=frozenset(), checks=
             f"got `indices` of shape {tuple(indices.shape)}, whose last dim {k} exceeds the "
             f"{data.ndim - b} dims of `data` {tuple(data.shape)} after {b} batch dims."
         )
-    # Padding rows are out of range on purpose: they read zeros, unchecked.
-    address = nd_indices(indices, data.shape, first_dim=b, checks=None if "indices" in padded else checks)
+    address = nd_indices(indices, data.shape, first_dim=b, checks=checks)
     batch = math.prod(data.shape[:b])
     # The batch dims as one leading dim of both, indexed by an iota that broadcasts.
     data = data.reshape((batch, *data.shape[b:]))
@@ -84,8 +81,8 @@ def gather_nd(data, indices, *, batch_dims: int = 0, padded=frozenset(), checks=
 
 
 @register("GatherND", 11, concrete=("indices",), padding="gather_nd")
-def _gather_nd_11(data, indices, *, padded=frozenset(), checks=None):
-    return gather_nd(data, indices, batch_dims=0, padded=padded, checks=checks)
+def _gather_nd_11(data, indices, *, checks=None):
+    return gather_nd(data, indices, batch_dims=0, checks=checks)
 
 
 __all__ = ["gather_nd"]

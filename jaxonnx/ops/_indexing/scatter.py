@@ -7,7 +7,7 @@ from jaxonnx.ops._helpers.indexing import scatter_elements_along
 
 
 @register("Scatter", 9, 11, concrete=("indices",), padding="scatter")
-def scatter(data, indices, updates, *, axis: int = 0, padded=frozenset(), checks=None):
+def scatter(data, indices, updates, *, axis: int = 0, checks=None):
     """Implements ONNX Scatter: ``out[indices[i][j]][j] = updates[i][j]`` for ``axis=0``.
 
     The deprecated name of ScatterElements without ``reduction`` (onnx deprecated it in
@@ -31,7 +31,7 @@ def scatter(data, indices, updates, *, axis: int = 0, padded=frozenset(), checks
         Array([[0. , 1.1, 0. , 2.1, 0. ]], dtype=float32)
     """
     # Padding is out of range on purpose: it writes nothing, unchecked.
-    return scatter_elements_along(data, indices, updates, axis, "none", checks=None if "indices" in padded else checks)
+    return scatter_elements_along(data, indices, updates, axis, "none", checks=checks)
 
 
 __all__ = ["scatter"]

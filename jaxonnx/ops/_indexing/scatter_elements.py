@@ -8,9 +8,7 @@ from jaxonnx.ops._helpers.indexing import REDUCTIONS, checked_reduction, scatter
 
 
 @register("ScatterElements", 18, concrete=("indices",), padding="scatter")
-def scatter_elements(
-    data, indices, updates, *, axis: int = 0, reduction: str = "none", padded=frozenset(), checks=None
-):
+def scatter_elements(data, indices, updates, *, axis: int = 0, reduction: str = "none", checks=None):
     """Implements ONNX ScatterElements: ``out[indices[i][j]][j] = updates[i][j]`` for ``axis=0``.
 
     The inverse of GatherElements: a copy of ``data`` where each element of ``updates``
@@ -44,19 +42,18 @@ def scatter_elements(
     if reduction not in REDUCTIONS:
         raise OnnxValidationError(f"got `reduction`={reduction!r}; it must be one of {', '.join(REDUCTIONS)}.")
     # Padding is out of range on purpose: it writes nothing, unchecked.
-    checks = None if "indices" in padded else checks
     return scatter_elements_along(data, indices, updates, axis, reduction, checks=checks)
 
 
 @register("ScatterElements", 16, concrete=("indices",), padding="scatter")
-def _scatter_elements_16(data, indices, updates, *, axis=0, reduction="none", padded=frozenset(), checks=None):
+def _scatter_elements_16(data, indices, updates, *, axis=0, reduction="none", checks=None):
     reduction = checked_reduction(reduction, REDUCTIONS[:3])
-    return scatter_elements(data, indices, updates, axis=axis, reduction=reduction, padded=padded, checks=checks)
+    return scatter_elements(data, indices, updates, axis=axis, reduction=reduction, checks=checks)
 
 
 @register("ScatterElements", 11, 13, concrete=("indices",), padding="scatter")
-def _scatter_elements_11(data, indices, updates, *, axis=0, padded=frozenset(), checks=None):
-    return scatter_elements(data, indices, updates, axis=axis, padded=padded, checks=checks)
+def _scatter_elements_11(data, indices, updates, *, axis=0, checks=None):
+    return scatter_elements(data, indices, updates, axis=axis, checks=checks)
 
 
 __all__ = ["scatter_elements"]

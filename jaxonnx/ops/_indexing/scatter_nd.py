@@ -8,7 +8,7 @@ from jaxonnx.ops._helpers.indexing import REDUCTIONS, checked_reduction, nd_indi
 
 
 @register("ScatterND", 18, concrete=("indices",), padding="scatter")
-def scatter_nd(data, indices, updates, *, reduction: str = "none", padded=frozenset(), checks=None):
+def scatter_nd(data, indices, updates, *, reduction: str = "none", checks=None):
     """Implements ONNX ScatterND: a copy of ``data`` with the slices that the rows of
     ``indices`` address replaced by (or combined with) ``updates``.
 
@@ -29,8 +29,6 @@ def scatter_nd(data, indices, updates, *, reduction: str = "none", padded=frozen
         indices: int64 array of rank >= 1; its last dim is at most ``data.ndim``.
         updates: the new values, of the dtype of ``data``.
         reduction: ``"none"``, ``"add"``, ``"mul"``, ``"max"`` or ``"min"``.
-        padded: ``{"indices"}`` when ``indices`` carries a size hint's padding (then run
-            under ``jax.jit`` by the graph runner: padded rows write nothing).
         checks: where the bounds check of traced ``indices`` goes, to be made after the
             computation (an eager call's compiled graph, :mod:`jaxonnx._core.checks`).
 
@@ -61,20 +59,18 @@ def scatter_nd(data, indices, updates, *, reduction: str = "none", padded=frozen
             f"{tuple(indices.shape)}, got {tuple(updates.shape)}."
         )
     # Padding rows are out of range on purpose: they write nothing, unchecked.
-    address = nd_indices(indices, data.shape, checks=None if "indices" in padded else checks)
+    address = nd_indices(indices, data.shape, checks=checks)
     return scatter(data, address, updates, reduction)
 
 
 @register("ScatterND", 16, concrete=("indices",), padding="scatter")
-def _scatter_nd_16(data, indices, updates, *, reduction="none", padded=frozenset(), checks=None):
-    return scatter_nd(
-        data, indices, updates, reduction=checked_reduction(reduction, REDUCTIONS[:3]), padded=padded, checks=checks
-    )
+def _scatter_nd_16(data, indices, updates, *, reduction="none", checks=None):
+    return scatter_nd(data, indices, updates, reduction=checked_reduction(reduction, REDUCTIONS[:3]), checks=checks)
 
 
 @register("ScatterND", 11, 13, concrete=("indices",), padding="scatter")
-def _scatter_nd_11(data, indices, updates, *, padded=frozenset(), checks=None):
-    return scatter_nd(data, indices, updates, padded=padded, checks=checks)
+def _scatter_nd_11(data, indices, updates, *, checks=None):
+    return scatter_nd(data, indices, updates, checks=checks)
 
 
 __all__ = ["scatter_nd"]
