@@ -28,10 +28,15 @@ def _free_port() -> int:
 
 
 def _start(script: pathlib.Path, process_id: int, num_processes: int, out: pathlib.Path, port: int, devices: int):
+    # The suite's XLA flags (tests/conftest.py: XLA:CPU compiles without LLVM's optimizations)
+    # less its device count, which each run sets for itself.
+    flags = [f for f in os.environ.get("XLA_FLAGS", "").split() if not f.startswith("--xla_force_host_platform")]
+    if devices > 1:
+        flags.append(f"--xla_force_host_platform_device_count={devices}")
     env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
     env.update(JAX_PLATFORMS="cpu", COORDINATOR=f"127.0.0.1:{port}")
-    if devices > 1:
-        env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={devices}"
+    if flags:
+        env["XLA_FLAGS"] = " ".join(flags)
     return subprocess.Popen(
         [sys.executable, str(script), str(process_id), str(num_processes), str(out)],
         cwd=ROOT,
