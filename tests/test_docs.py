@@ -146,12 +146,12 @@ def test_contributing_map_matches_the_tree():
     package = ROOT / "jaxonnx"
     present = {
         p.name + ("/" if p.is_dir() else "")
-        for folder in (package, package / "_core", package / "ops")
+        for folder in (package, package / "_core", package / "ops", package / "generation")
         for p in folder.iterdir()
         if p.name != "__pycache__" and not (folder.name == "ops" and p.name == "__init__.py")
     }
     assert present - named == set(), f"CONTRIBUTING's map leaves out {sorted(present - named)}"
     files = {n for n in named if n.endswith((".py", ".pyi", "/")) or n == "py.typed"}
-    places = (ROOT, package, package / "_core", package / "ops", package / "cli")
+    places = (ROOT, package, package / "_core", package / "ops", package / "cli", package / "generation")
     missing = {n for n in files if not any((f / n.rstrip("/")).exists() for f in places)}
     assert missing == set(), f"CONTRIBUTING's map names {sorted(missing)}, which are not in the tree"

@@ -29,7 +29,8 @@ import scipy.stats
 
 import jaxonnx
 from jaxonnx import generation
-from jaxonnx.generation import _decode, cache_dims_beside, filtered_logits, find_cache
+from jaxonnx.generation import cache_dims_beside, filtered_logits, find_cache
+from jaxonnx.generation.decode import compiled_decode_loop, decode_loop
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "generation")
 with open(os.path.join(FIXTURES, "manifest.json")) as _file:
@@ -226,7 +227,9 @@ def test_cache_of_builder_files_needs_the_head_size():
     for value in proto.graph.input:
         if value.name.startswith("past_key_values"):
             value.type.tensor_type.shape.dim[3].dim_param = "head"
-    with pytest.raises(jaxonnx.OnnxValidationError, match=r"`jaxonnx.find_cache\(model, dims=\{name: length\}\)`"):
+    with pytest.raises(
+        jaxonnx.OnnxValidationError, match=r"`jaxonnx\.generation\.find_cache\(model, dims=\{name: length\}\)`"
+    ):
         find_cache(jaxonnx.load(proto))
     ids, _ = _prompts("llama_optimum")
     head = onnx.load(_path("llama_optimum")).graph.input[3].type.tensor_type.shape.dim[3].dim_value
@@ -295,7 +298,7 @@ def test_eos_ends_rows_and_the_loop(llama):
     assert out[0, ids.shape[1] + 2] == eos and not out[0, ids.shape[1] + 3 :].any()
     # Every row's first token ends it: the loop runs no decode step after the prompt.
     firsts = [int(t) for t in free[:, 0]]
-    tokens, steps = _decode(
+    tokens, steps = decode_loop(
         llama,
         find_cache(llama),
         jnp.asarray(ids),
@@ -311,7 +314,7 @@ def test_eos_ends_rows_and_the_loop(llama):
     assert int(steps) == 1
     np.testing.assert_array_equal(np.asarray(tokens)[:, ids.shape[1] :], [[t] + [7] * (NEW_TOKENS - 1) for t in firsts])
     # Without it, all steps run.
-    _, steps = _decode(
+    _, steps = decode_loop(
         llama,
         find_cache(llama),
         jnp.asarray(ids),
@@ -549,14 +552,14 @@ def test_generate_compiles_its_loop_with_the_decode_options(llama):
     options = generation.decode_compiler_options()
     ids = jnp.asarray(_prompts("llama_optimum")[0])
     arguments = (llama, find_cache(llama), ids, jnp.ones_like(ids), None, 1.0, None, None, None, jnp.asarray(0), 3)
-    compiled = generation._compiled_generate(tuple(sorted(options.items())))
+    compiled = compiled_decode_loop(tuple(sorted(options.items())))
     text = compiled.lower(*arguments).compile().as_text()
     bodies = {block.split(" ", 1)[0].lstrip("%"): block for block in text.split("\n\n")}
     ynn_called = re.findall(r"calls=%([\w.\-]+)[^\n]*__ynn_fusion", text)
     ynn_dots = [name for name in ynn_called if " dot(" in bodies.get(name, "")]
     if options:  # (elsewhere the process's flags decide: only the tokens are checked)
         assert not ynn_dots and " dot(" in text
-    plain = jax.jit(generation._generate, static_argnames=("layout", "max_new_tokens"))
+    plain = compiled_decode_loop(())  # the process's flags
     np.testing.assert_array_equal(compiled(*arguments), plain(*arguments))
 
 
