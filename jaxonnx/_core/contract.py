@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from jaxonnx._core.context import CONTEXT_FIELDS, OP_OPTIONS, OpContext
@@ -53,6 +53,35 @@ class OpContract:
             ``"moves"``, ``"concat"``, the gathers, ``"scatter"``, the reductions (``"sum"``,
             ``"prod"``, ``"max"``, ``"min"``, ``"mean"``), ``"top_k"``, ``"shape"``...;
             ``""``: a padded input is refused with an error naming the node.
+        weights: the inputs (by their onnx formal names) that hold a layer's learned weights
+            (Gemm's ``B`` and ``C``, Conv's ``W`` and ``B``): a one-element tensor read there is
+            a trainable param, where elsewhere it is an exporter's constant (0.5, an exponent).
+        linear: the output is a linear map of an input (MatMul, Gemm, Conv): an operand
+            added to it is a bias, so a one-element one is a trainable param.
+        adds: the output is the sum of the op's two inputs (Add).
+        identity: the output is input 0 itself (Identity): a weight read through it is that
+            input's.
+        shape_only: the outputs depend only on the inputs' shapes and types, never on their
+            values (Shape, Size, EyeLike, the random ``*Like`` ops): a value read only by
+            such ops never decides a shape through them.
+        outputs_attribute: the output is this attribute's tensor (Constant's ``value``): a
+            float one is a weight, which a param replaces (paddle2onnx stores weights so).
+        makes_strings: the op may turn numbers into strings, though its schema allows other
+            output types too: True, or a function of the node's attributes (a dict) that
+            says whether this node does (Cast with ``to`` = STRING). Ops whose schema allows
+            only string outputs are found from the schema.
+        branches: the subgraph attributes of which the op runs one, chosen by its first input,
+            and whose outputs are its own (If's ``then_branch`` and ``else_branch``).
+        keeps_non_zeros: the output holds exactly input 0's entries, moved, so as many of
+            them are non-zero (True: Identity, Reshape, Transpose...), or does where the
+            input or the output is bool (``"bool"``: Cast, CastLike).
+        sums: the output is the plain sum of input 0's entries over the reduced axes
+            (ReduceSum): summed over every axis, a 0/1 mask gives its count of non-zeros.
+        counts_non_zeros_of: for a size-hinted op, the input (by its formal name) whose
+            non-zero entries are the real length (Compress's ``condition``, NonZero's ``X``).
+        padded_axis: for a size-hinted op, the output axis along which it pads: a number
+            (NonZero: 1), or the attribute that holds it (Compress: ``"axis"``, 0 when the
+            node has none).
         needs: not declared but read off the op's signature (:func:`run_time_needs`): the
             :class:`~jaxonnx._core.context.OpContext` fields and load-time options the op
             takes as parameters, which the registry passes from each call's context.
@@ -67,11 +96,23 @@ class OpContract:
     size_hint: bool | str | tuple[str, ...] = False
     folds: bool = True
     padding: str = ""
+    weights: tuple[str, ...] = ()
+    linear: bool = False
+    adds: bool = False
+    identity: bool = False
+    shape_only: bool = False
+    outputs_attribute: str = ""
+    makes_strings: bool | Callable[[Mapping[str, Any]], bool] = False
+    branches: tuple[str, ...] = ()
+    keeps_non_zeros: bool | str = False
+    sums: bool = False
+    counts_non_zeros_of: str = ""
+    padded_axis: int | str = 0
     needs: tuple[str, ...] = ()
 
     def __post_init__(self):
         # Declared as lists or tuples alike; held as tuples so contracts compare and hash.
-        for name in ("static", "concrete"):
+        for name in ("static", "concrete", "weights", "branches"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
 
     def takes(self, need: str) -> bool:

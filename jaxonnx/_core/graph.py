@@ -243,7 +243,7 @@ class Graph:
             name: marks for name, marks in (scope_padding or {}).items() if name in self.outer_names
         }
         for index, node in zip(self.key_indices, self.nodes):
-            if params and node.outputs and node.outputs[0] in params and getattr(node.op, "op_type", "") == "Constant":
+            if params and node.outputs and node.outputs[0] in params and _trait(node, "outputs_attribute", ""):
                 continue  # a param replaces this Constant's value (paddle2onnx stores weights as Constants)
             run_node(
                 node, values, rng=_node_key(rng, index), options=options, padding=padding, graph_rng=rng, checks=checks
@@ -427,7 +427,7 @@ def run_node(
     if on_length:
         args, marks, marked = [padding[node.inputs[0]].real], [None], False
     padded_bodies = on_length or any(_reads_padding(body, padding) for body in node.subgraphs)
-    carry_counts = padded_bodies and getattr(node.op, "op_type", "") == "If"
+    carry_counts = padded_bodies and bool(_trait(node, "branches", ()))
     attributes = {
         name: _bind(value, values, rng, options, padding if padded_bodies else None, carry_counts)
         for name, value in node.attributes.items()
@@ -495,6 +495,12 @@ def run_node(
                 padding[name] = marks_of_output
 
 
+def _trait(node: Node, name: str, default: Any) -> Any:
+    """The trait ``name`` that the node's op declares (:class:`~jaxonnx._core.contract.OpContract`),
+    or ``default`` for an op without a contract (a model's local function)."""
+    return getattr(getattr(node.op, "contract", None), name, default)
+
+
 def _bind(value, values, rng, options, padding=None, carry_counts=False):
     if isinstance(value, Graph):
         return Subgraph(value, values, rng, options, padding, carry_counts)
@@ -504,10 +510,11 @@ def _bind(value, values, rng, options, padding=None, carry_counts=False):
 
 
 def _is_if_on_a_length(node: Node, marks: list) -> bool:
-    """Whether ``node`` is an If whose condition is computed from a padded length
-    (TorchScript's ``if boxes.numel() == 0`` on a size-hinted value)."""
+    """Whether ``node`` is an If (an op that runs one of its ``branches``) whose condition
+    is computed from a padded length (TorchScript's ``if boxes.numel() == 0`` on a
+    size-hinted value)."""
     return (
-        getattr(node.op, "op_type", "") == "If"
+        bool(_trait(node, "branches", ()))
         and bool(marks)
         and marks[0] is not None
         and marks[0].lengths is not None
@@ -523,7 +530,7 @@ def _pad_branches(node: Node, attributes, origin: padding_rules.Mark) -> None:
     the branches, which may then differ in their outputs' lengths (an empty result against
     one of the hinted length), give each output at the longer of the two: the shorter
     branch's is padded with zeros and marked at its own length, as a size hint pads."""
-    branches = [attributes.get("then_branch"), attributes.get("else_branch")]
+    branches = [attributes.get(name) for name in _trait(node, "branches", ())]
     if not all(isinstance(b, Subgraph) for b in branches):
         return
     shapes = [jax.eval_shape(lambda b=b: tuple(b()))[: len(node.outputs)] for b in branches]

@@ -28,14 +28,20 @@ The rules (the ``padding=`` kinds):
   Expand, Tile...: where each marked position lands is found by running the op, at trace
   time, on a probe that numbers the positions along the marked axis. A marked axis that
   comes out whole (or cut to a prefix, ``Slice(x, 0, k)``) keeps its mark; one that is
-  merged, reversed or offset is refused. Reshape's target and Expand's shape may be
-  lengths: the axes they size are marked with the real counts.
+  merged, reversed or offset is refused.
+- ``"reshape"``, ``"expand"``, ``"slice"``: ``"moves"``, where a parameter may also be a
+  length: a target shape (Reshape's, aligned to the output's first axes) or a broadcast shape
+  (Expand's, aligned to its last axes) marks the axes it sizes at the real counts; the ends
+  of a slice from 0 by step 1 (Slice's input 2, ``x[:len(y)]``) mark the axis at the real
+  count.
 - ``"concat"``: along a marked axis, the real entries of the inputs are moved to the front
   (in order) and the padding behind them, as the exact concatenation would have them.
 - ``"gather"``, ``"gather_elements"``, ``"gather_nd"``: marked indices read zeros (the
   output is marked at the same positions); marked data keeps its marks on the axes that
   are not indexed.
-- ``"scatter"``: marked indices or updates write nothing; the output keeps the data's marks.
+- ``"scatter"``, ``"scatter_nd"``: marked indices or updates write nothing (a row of indices
+  per update in ``"scatter_nd"``, a single index in ``"scatter"``); the output keeps the
+  data's marks.
 - ``"sum"``, ``"prod"``, ``"max"``, ``"min"``, ``"mean"``: reductions (Reduce*, ArgMax,
   ArgMin) leave marked entries out of a reduced axis: they count as 0 in a sum, 1 in a
   product, as the lowest value for a maximum (and ArgMax, ReduceLogSumExp) and the highest
@@ -53,6 +59,10 @@ The rules (the ``padding=`` kinds):
   one, and the rows that name them are dropped (the real rows first, as the exact result).
 - ``"shape"``, ``"size"``: lengths (above). ``"constant_of_shape"``, ``"range"``: values
   built from lengths are marked at the real lengths.
+
+A counted mask (the input whose non-zeros a size-hinted op counted: NonZero's) stays counted
+through ops that keep its non-zero entries (``keeps_non_zeros=`` of the op's contract), and
+its sum over every axis (``sums=True``) is a length whose real value is that count.
 
 Any other op that meets a mark raises :class:`~jaxonnx.OnnxValidationError` naming the
 size-hinted output, the node it reached and the ways out, as does a rule that cannot give
@@ -82,11 +92,15 @@ KINDS = (
     "",
     "elementwise",
     "moves",
+    "reshape",
+    "expand",
+    "slice",
     "concat",
     "gather",
     "gather_elements",
     "gather_nd",
     "scatter",
+    "scatter_nd",
     "sum",
     "prod",
     "max",
@@ -215,26 +229,19 @@ def run(node, args: list, attributes: dict, marks: list[Marks | None], run_op) -
     return rule(call)
 
 
-_KEEP_COUNT = ("Identity", "Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze", "Cast", "CastLike")
-
-
 def _counted_outputs(node, args, attributes, counted, results):
     """A counted mask (see ``Marks.counted``) stays counted through the ops that keep its
     non-zero entries, and its sum over all axes is a length: the hinted length, with the
     count as its real value, as ``Shape`` of the padded value gives it."""
-    op_type = getattr(node.op, "op_type", "")
+    contract = getattr(node.op, "contract", None)  # None for a model's local function
     source = counted[0]
-    if source is None:
+    if source is None or contract is None:
         return results, [None] * len(results)
     value = args[0]
-    if op_type in _KEEP_COUNT:
-        kept = (
-            np.dtype(value.dtype) == np.bool_
-            or np.dtype(results[0].dtype) == np.bool_
-            or op_type not in ("Cast", "CastLike")
-        )
+    if contract.keeps_non_zeros:
+        kept = contract.keeps_non_zeros is True or np.bool_ in (np.dtype(value.dtype), np.dtype(results[0].dtype))
         return results, [Marks(counted=source) if kept else None] + [None] * (len(results) - 1)
-    if op_type == "ReduceSum":
+    if contract.sums:
         call = Call(node, list(args), attributes, [], lambda a: a)
         reduced, _ = _reduced_axes(call, np.ndim(value))
         if len(reduced) == np.ndim(value) and np.ndim(value) > 0:
@@ -443,7 +450,9 @@ def _moved_marks(call: Call, results: tuple) -> list[dict[int, Mark]]:
     return out
 
 
-def _moves(call: Call):
+def _moves(call: Call, lengths_as: str = ""):
+    """``lengths_as``: what a padded length in a parameter means (see the kinds above): ``""``
+    (it is refused), ``"shape"`` (Reshape), ``"broadcast_shape"`` (Expand) or ``"ends"`` (Slice)."""
     results = _outputs(call.run(call.args))
     positions = _moved_marks(call, results)
     lengths: list[Marks | None] = [None] * len(results)
@@ -452,20 +461,19 @@ def _moves(call: Call):
         flags = _outputs(call.run([np.asarray(first.lengths, np.int64), *call.args[1:]]))
         real = _outputs(call.run([first.real, *call.args[1:]]))
         lengths = [_length_marks(np.asarray(f) != 0, r, _length_origin(call)) for f, r in zip(flags, real)]
-    op_type = getattr(call.node.op, "op_type", "")
     for i in range(1, len(call.args)):
         flags = _length_flags(call, i)
         marks = call.marks[i]
         if marks is None:
             continue
-        if flags is not None and op_type == "Slice" and i == 2:
+        if flags is not None and lengths_as == "ends" and i == 2:
             _sliced_to_length(call, flags, positions[0])
             continue
-        if flags is None or op_type not in ("Reshape", "Expand"):
+        if flags is None or lengths_as not in ("shape", "broadcast_shape"):
             call.refuse(f"takes it as input {i} (a parameter, not data)")
         # A length in the target shape: the axis it sizes is marked at the real length.
         shape = np.shape(results[0])
-        offset = len(shape) - flags.size if op_type == "Expand" else 0
+        offset = len(shape) - flags.size if lengths_as == "broadcast_shape" else 0
         target = np.asarray(call.args[i]).reshape(-1)
         real = marks.real.reshape(-1)
         for entry in np.flatnonzero(flags.reshape(-1)):
@@ -615,11 +623,10 @@ def _gather_nd(call: Call):
     return (out,), [Marks(axes) if axes else None]
 
 
-def _scatter(call: Call):
+def _scatter(call: Call, nd: bool = False):
+    """``nd``: each update has a row of indices (``"scatter_nd"``), not a single index."""
     data, indices, updates = call.args[:3]
     _no_lengths(call)
-    op_type = getattr(call.node.op, "op_type", "")
-    nd = op_type == "ScatterND"
     rows = indices.shape[:-1] if nd else indices.shape
     keep = jnp.ones(rows, bool)
     for i in (1, 2):
@@ -861,11 +868,15 @@ def _non_max_suppression(call: Call):
 _RULES: dict[str, Callable[[Call], tuple[tuple, list]]] = {
     "elementwise": _elementwise,
     "moves": _moves,
+    "reshape": lambda call: _moves(call, lengths_as="shape"),
+    "expand": lambda call: _moves(call, lengths_as="broadcast_shape"),
+    "slice": lambda call: _moves(call, lengths_as="ends"),
     "concat": _concat,
     "gather": _gather,
     "gather_elements": _gather_elements,
     "gather_nd": _gather_nd,
     "scatter": _scatter,
+    "scatter_nd": lambda call: _scatter(call, nd=True),
     **{kind: _reduction(kind) for kind in ("sum", "prod", "max", "min", "mean")},
     "matmul": _matmul,
     "top_k": _top_k,

@@ -17,7 +17,6 @@ class _Hinted:
     """A graph output of a size-hinted node: its padded length, and how much of it is real."""
 
     node: str
-    op_type: str
     size: int
     axis: int  # the axis along which the output has `size` entries
     source: str  # the value whose non-zero count is the real length (Compress: the condition; NonZero: its input)
@@ -25,24 +24,28 @@ class _Hinted:
 
 
 def _hinted_outputs(prepared: _Prepared, *, jit: bool) -> dict[str, _Hinted]:
-    """The size-hinted graph outputs, with their real lengths. Compress selects as many
-    slices as its condition has true entries, NonZero finds as many columns as its input has
-    non-zeros; the rest of the hinted length is padding (Compress pads zeros, which real
-    slices can be too, so the count is taken from the condition, not from the output)."""
-    from onnx import helper
-
+    """The size-hinted graph outputs, with their real lengths: those of the ops whose real
+    length is the number of non-zeros of an input (their contract's ``counts_non_zeros_of``:
+    Compress selects as many slices as its condition has true entries, NonZero finds as many
+    columns as its input has non-zeros), padded along their contract's ``padded_axis``. The
+    rest of the hinted length is padding (Compress pads zeros, which real slices can be too,
+    so the count is taken from the input that decides it, not from the output)."""
     outputs = {o.name for o in prepared.proto.graph.output}
     found = {}
-    for index, node in enumerate(prepared.proto.graph.node):
-        for name in node.output:
-            if name not in prepared.hints or name not in outputs:
-                continue
-            label = node.name or f"{node.op_type}_{index}"
-            if node.op_type == "Compress":
-                axis = next((helper.get_attribute_value(a) for a in node.attribute if a.name == "axis"), None)
-                found[name] = _Hinted(label, "Compress", prepared.hints[name], axis or 0, node.input[1])
-            elif node.op_type == "NonZero":
-                found[name] = _Hinted(label, "NonZero", prepared.hints[name], 1, node.input[0])
+    for node in getattr(prepared.model, "nodes", ()):
+        contract = getattr(node.op, "contract", None)  # None for a model's local function
+        if contract is None or not contract.size_hint or not contract.counts_non_zeros_of:
+            continue
+        formals = node.op.formal_names(len(node.inputs))
+        if contract.counts_non_zeros_of not in formals:
+            continue  # the deciding input is omitted: nothing to count
+        source = node.inputs[formals.index(contract.counts_non_zeros_of)]
+        axis = contract.padded_axis
+        if isinstance(axis, str):  # the attribute that holds it; 0 where the node has none
+            axis = node.attributes.get(axis) or 0
+        for name in node.outputs:
+            if name in prepared.hints and name in outputs:
+                found[name] = _Hinted(node.name, prepared.hints[name], axis, source)
     if not found:
         return found
     counts = _non_zero_counts(prepared, sorted({h.source for h in found.values()}), jit=jit)
@@ -76,7 +79,13 @@ def _real_part(value, hinted: _Hinted | None):
     if hinted is None or value.ndim <= hinted.axis:
         return value, ""
     length = value.shape[hinted.axis]
-    unit = "column" if hinted.op_type == "NonZero" else "row" if hinted.axis == 0 else f"slice along axis {hinted.axis}"
+    unit = (
+        "row"
+        if hinted.axis == 0
+        else "column"
+        if hinted.axis == 1 and value.ndim == 2
+        else f"slice along axis {hinted.axis}"
+    )
     if hinted.count is None or hinted.count > length:
         return value, f", size hint {hinted.size} (how many {unit}s are real is unknown)"
     plural = "s" if hinted.count != 1 else ""
@@ -103,15 +112,13 @@ def _print_outputs(outputs: dict, hinted: dict[str, _Hinted]) -> None:
         print(f"  {name}: shape {list(np.shape(value))}, dtype {value.dtype}{note}, {_summary(real)}{of_real}")
 
 
-_OVERFLOW = re.compile(
-    r"(Compress|NonZero) (?:selected|found) (\d+) .*? at run time but its output was given size=(\d+)"
-)
+#: A size-hinted op's overflow under ``jax.jit``, found at run time: its message begins with
+#: the op's type (``Compress selected 5 slices at run time but its output was given size=4``).
+_OVERFLOW = re.compile(r"(\w+) (?:selected|found) (\d+) .*? at run time but its output was given size=(\d+)")
 
 
 #: The same overflow found by the eager path, which knows the node (the interpreter names it).
-_EAGER_OVERFLOW = re.compile(
-    r"^Node '([^']*)' \((?:Compress|NonZero)-\d+, .*?(?:selected|found) (\d+) .*?but `size`=\d+"
-)
+_EAGER_OVERFLOW = re.compile(r"^Node '([^']*)' \([\w.]+-\d+, .*?(?:selected|found) (\d+) .*?but `size`=\d+")
 
 
 def _failure(error: Exception, prepared: _Prepared) -> _RunFailed:

@@ -12,7 +12,7 @@ from jaxonnx.ops._helpers.common import normalize_axis
 _STASH_TYPES = {1: "float", 10: "float16", 11: "double", 16: "bfloat16"}
 
 
-@register("RMSNormalization", 23, folds=False)
+@register("RMSNormalization", 23, folds=False, weights=("scale",))
 def rms_normalization(X, scale, *, axis: int = -1, epsilon: float = 1e-5, stash_type: int = 1):
     """Implements ONNX RMSNormalization: ``X / sqrt(mean(X * X) + epsilon) * scale`` over dims ``axis...``.
 

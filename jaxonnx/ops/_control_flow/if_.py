@@ -10,7 +10,7 @@ from jaxonnx._errors import OnnxTypeError, OnnxValidationError
 from jaxonnx.ops._helpers.common import is_traced
 
 
-@register("If", 1, 11, 13, 16, 19, 21, 23, 24, 25, concrete=("cond",))
+@register("If", 1, 11, 13, 16, 19, 21, 23, 24, 25, concrete=("cond",), branches=("then_branch", "else_branch"))
 def if_(cond, *, then_branch, else_branch):
     """Implements ONNX If: the outputs of ``then_branch`` when ``cond`` is true, else of
     ``else_branch``.

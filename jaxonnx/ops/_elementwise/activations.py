@@ -192,7 +192,7 @@ def swiglu(A, B, *, alpha: float = 1.0):
     return A * jax.nn.sigmoid(alpha * A) * B
 
 
-@register("PRelu", 7, 9, 16, folds=False, padding="elementwise")
+@register("PRelu", 7, 9, 16, folds=False, padding="elementwise", weights=("slope",))
 def prelu(X, slope):
     """Implements ONNX PRelu: ``slope * X`` where ``X < 0``, else ``X``.
 
@@ -218,7 +218,7 @@ def _prelu_legacy(X, slope, *, consumed_inputs=None):
     return prelu(X, slope)
 
 
-register("PRelu", 1, 6, folds=False, padding="elementwise")(_prelu_legacy)
+register("PRelu", 1, 6, folds=False, padding="elementwise", weights=("slope",))(_prelu_legacy)
 
 
 def _onto(slope, X):

@@ -13,7 +13,7 @@ from jaxonnx.ops._helpers.broadcasting import broadcast_together
 from jaxonnx.ops._helpers.legacy import legacy_binary
 
 
-@register("Add", 7, 13, 14, padding="elementwise")
+@register("Add", 7, 13, 14, padding="elementwise", adds=True)
 @np.errstate(all="ignore")  # folded float overflow gives inf, as in JAX, without a warning
 def add(A, B):
     """Implements ONNX Add: ``A + B`` with numpy broadcasting.
@@ -60,7 +60,7 @@ def mul(A, B):
     return A * B
 
 
-register("Add", 1, 6, padding="elementwise")(legacy_binary(add))
+register("Add", 1, 6, padding="elementwise", adds=True)(legacy_binary(add))
 register("Sub", 1, 6, padding="elementwise")(legacy_binary(sub))
 register("Mul", 1, 6, padding="elementwise")(legacy_binary(mul))
 

@@ -3,12 +3,19 @@ adds `saturate` for float8; 24 adds `round_mode` for float8e8m0)."""
 
 from __future__ import annotations
 
+import onnx
+
 from jaxonnx._core.registry import register
 from jaxonnx._errors import OnnxTypeError
 from jaxonnx.ops._helpers.casting import TYPE_NAMES, cast_to, schema_types
 
 
-@register("Cast", 28, padding="elementwise")
+def _casts_to_strings(attributes) -> bool:
+    """Whether a Cast node with these attributes makes strings: its ``to`` is STRING."""
+    return attributes.get("to") == onnx.TensorProto.STRING
+
+
+@register("Cast", 28, padding="elementwise", keeps_non_zeros="bool", makes_strings=_casts_to_strings)
 def cast(input, *, to: int, saturate: int = 1, round_mode: str = "up"):
     """Implements ONNX Cast: ``input`` converted to the element type ``to``.
 
@@ -37,7 +44,7 @@ def cast(input, *, to: int, saturate: int = 1, round_mode: str = "up"):
 
 
 def _older(version: int):
-    @register("Cast", version, padding="elementwise")
+    @register("Cast", version, padding="elementwise", keeps_non_zeros="bool", makes_strings=_casts_to_strings)
     def cast_before_28(input, *, to, saturate=1, round_mode="up"):
         return cast_to(input, _target(to, version=version), saturate=saturate, round_mode=round_mode)
 

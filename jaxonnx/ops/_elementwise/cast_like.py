@@ -9,7 +9,7 @@ from jaxonnx._core.registry import register
 from jaxonnx.ops._helpers.casting import cast_to
 
 
-@register("CastLike", 15, 19, 21, 23, 24, 25, padding="elementwise")
+@register("CastLike", 15, 19, 21, 23, 24, 25, padding="elementwise", keeps_non_zeros="bool")
 def cast_like(input, target_type, *, saturate: int = 1, round_mode: str = "up"):
     """Implements ONNX CastLike: ``input`` cast to the element type of ``target_type``.
 

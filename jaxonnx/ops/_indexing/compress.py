@@ -14,7 +14,9 @@ from jaxonnx.ops._helpers.common import is_traced, namespace, normalize_axis
 from jaxonnx.ops._helpers.fill import padding_scalar
 
 
-@register("Compress", 11, 28, concrete=("condition",), size_hint="zeros")
+@register(
+    "Compress", 11, 28, concrete=("condition",), size_hint="zeros", counts_non_zeros_of="condition", padded_axis="axis"
+)
 def compress(
     input, condition, *, axis: int | None = None, size: int | None = None, fill_value=None, real_length: bool = False
 ):
@@ -56,7 +58,9 @@ def compress(
     return _with_real_length(out, condition, axis, size, real_length)
 
 
-@register("Compress", 9, concrete=("condition",), size_hint="zeros")
+@register(
+    "Compress", 9, concrete=("condition",), size_hint="zeros", counts_non_zeros_of="condition", padded_axis="axis"
+)
 def _compress_9(input, condition, *, axis=None, size=None, fill_value=None, real_length=False):
     out = _compress(input, condition, axis, size=size, fill_value=fill_value, negative_axis=False)
     return _with_real_length(out, condition, axis, size, real_length)

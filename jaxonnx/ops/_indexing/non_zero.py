@@ -13,7 +13,7 @@ from jaxonnx.ops._helpers.bounds import refuse_at_run_time_if
 from jaxonnx.ops._helpers.common import is_traced
 
 
-@register("NonZero", 9, 13, concrete=("X",), size_hint=True)
+@register("NonZero", 9, 13, concrete=("X",), size_hint=True, counts_non_zeros_of="X", padded_axis=1)
 def non_zero(X, *, size: int | None = None, fill_value=None, real_length: bool = False):
     """Implements ONNX NonZero: the indices of the non-zero elements of ``X``, one row per dim.
 

@@ -7,7 +7,7 @@ from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.indexing import REDUCTIONS, checked_reduction, nd_indices, scatter
 
 
-@register("ScatterND", 18, concrete=("indices",), padding="scatter")
+@register("ScatterND", 18, concrete=("indices",), padding="scatter_nd")
 def scatter_nd(data, indices, updates, *, reduction: str = "none", checks=None):
     """Implements ONNX ScatterND: a copy of ``data`` with the slices that the rows of
     ``indices`` address replaced by (or combined with) ``updates``.
@@ -63,12 +63,12 @@ def scatter_nd(data, indices, updates, *, reduction: str = "none", checks=None):
     return scatter(data, address, updates, reduction)
 
 
-@register("ScatterND", 16, concrete=("indices",), padding="scatter")
+@register("ScatterND", 16, concrete=("indices",), padding="scatter_nd")
 def _scatter_nd_16(data, indices, updates, *, reduction="none", checks=None):
     return scatter_nd(data, indices, updates, reduction=checked_reduction(reduction, REDUCTIONS[:3]), checks=checks)
 
 
-@register("ScatterND", 11, 13, concrete=("indices",), padding="scatter")
+@register("ScatterND", 11, 13, concrete=("indices",), padding="scatter_nd")
 def _scatter_nd_11(data, indices, updates, *, checks=None):
     return scatter_nd(data, indices, updates, checks=checks)
 

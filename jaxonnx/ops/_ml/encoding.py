@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 import numpy as np
+import onnx
 
 from jaxonnx._core.dtypes import is_string_array
 from jaxonnx._core.registry import is_traced, register
@@ -83,7 +84,13 @@ def _first_given(*candidates):
     return None, None
 
 
-@register("LabelEncoder", 2, 4, domain=ML)
+def _maps_to_strings(attributes) -> bool:
+    """Whether a LabelEncoder node with these attributes maps to strings: its values are."""
+    values = attributes.get("values_tensor")
+    return "values_strings" in attributes or getattr(values, "data_type", None) == onnx.TensorProto.STRING
+
+
+@register("LabelEncoder", 2, 4, domain=ML, makes_strings=_maps_to_strings)
 def label_encoder(
     X,
     *,
@@ -157,7 +164,7 @@ def _label_encoder_1(X, *, classes_strings=None, default_int64=-1, default_strin
     return lookup(X, indices, classes, default_string)
 
 
-@register("CategoryMapper", 1, domain=ML)
+@register("CategoryMapper", 1, domain=ML, makes_strings=True)  # int64 to string or back, by the input's type
 def category_mapper(X, *, cats_int64s=None, cats_strings=None, default_int64=-1, default_string="_Unused"):
     """Implements ONNX CategoryMapper (ai.onnx.ml): strings to integers or integers to
     strings through the pairs ``(cats_strings[i], cats_int64s[i])``.

@@ -9,7 +9,7 @@ from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.normalization import compute_type, inverse_std, moments
 
 
-@register("BatchNormalization", 14, 15, folds=False)
+@register("BatchNormalization", 14, 15, folds=False, weights=("scale", "B"))
 def batch_normalization(
     X, scale, B, input_mean, input_var, *, epsilon=1e-5, momentum=0.9, training_mode=0, channels_last=False
 ):
@@ -66,7 +66,7 @@ def batch_normalization(
     return Y, running[0], running[1]
 
 
-@register("BatchNormalization", 1, 6, 7, 9, folds=False)
+@register("BatchNormalization", 1, 6, 7, 9, folds=False, weights=("scale", "B"))
 def _batch_normalization_1(
     X, scale, B, mean, var, *, consumed_inputs=None, epsilon=1e-5, is_test=None, momentum=0.9, spatial=1
 ):

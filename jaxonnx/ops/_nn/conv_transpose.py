@@ -10,7 +10,7 @@ from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.window import add_channel_bias, check_weights, window_attributes
 
 
-@register("ConvTranspose", 1, 11, 22, folds=False)
+@register("ConvTranspose", 1, 11, 22, folds=False, weights=("W", "B"), linear=True)
 def conv_transpose(
     X,
     W,

@@ -14,7 +14,7 @@ from jaxonnx.ops._helpers.fused_activation import gemm_activation
 from jaxonnx.ops._helpers.schemas import attribute, attribute_without_default, contrib_schema
 
 
-@register("Gemm", 7, 9, 11, 13)
+@register("Gemm", 7, 9, 11, 13, weights=("B", "C"), linear=True)
 def gemm(A, B, C=None, *, alpha=1.0, beta=1.0, transA=0, transB=0):
     """Implements ONNX Gemm: ``alpha * A' @ B' + beta * C``, with ``A'`` and ``B'`` optionally transposed.
 
@@ -66,7 +66,7 @@ def _scaled(y, factor, xp):
     return y if factor == 1 else y * xp.asarray(factor, dtype=y.dtype)
 
 
-@register("Gemm", 1, 6)
+@register("Gemm", 1, 6, weights=("B", "C"), linear=True)
 def _gemm_1(A, B, C, *, alpha=1.0, beta=1.0, transA=0, transB=0, broadcast=0):
     # Before 7, `C` must already have the output's shape unless `broadcast` is set.
     if not broadcast and A.ndim == 2 and B.ndim == 2:

@@ -7,7 +7,7 @@ from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.normalization import compute_type, inverse_std, moments
 
 
-@register("GroupNormalization", 21, folds=False)
+@register("GroupNormalization", 21, folds=False, weights=("scale", "bias"))
 def group_normalization(X, scale, bias, *, epsilon=1e-5, num_groups=None, stash_type=1):
     """Implements ONNX GroupNormalization (version 21): ``X`` normalized per group of channels.
 
@@ -34,7 +34,7 @@ def group_normalization(X, scale, bias, *, epsilon=1e-5, num_groups=None, stash_
     return _group_normalization(X, scale, bias, epsilon, num_groups, stash_type, per_group=False)
 
 
-@register("GroupNormalization", 18, folds=False)
+@register("GroupNormalization", 18, folds=False, weights=("scale", "bias"))
 def _group_normalization_18(X, scale, bias, *, epsilon=1e-5, num_groups=None):
     return _group_normalization(X, scale, bias, epsilon, num_groups, 1, per_group=True)
 

@@ -7,7 +7,7 @@ from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.normalization import compute_type, inverse_std, moments
 
 
-@register("InstanceNormalization", 1, 6, 22, folds=False)
+@register("InstanceNormalization", 1, 6, 22, folds=False, weights=("scale", "B"))
 def instance_normalization(input, scale, B, *, epsilon=1e-5, consumed_inputs=None):
     """Implements ONNX InstanceNormalization: each ``(n, c)`` slice normalized over its spatial dims.
 

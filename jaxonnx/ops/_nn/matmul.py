@@ -13,7 +13,7 @@ from jaxonnx.ops._helpers.common import namespace
 from jaxonnx.ops._helpers.schemas import attribute, contrib_schema
 
 
-@register("MatMul", 1, 9, 13, padding="matmul")
+@register("MatMul", 1, 9, 13, padding="matmul", weights=("B",), linear=True)
 def matmul(A, B):
     """Implements ONNX MatMul: the matrix product of ``A`` and ``B``, as ``numpy.matmul``.
 

@@ -66,7 +66,7 @@ def _random_normal_1(*, shape, dtype=1, mean=0.0, scale=1.0, seed=None, rng=None
     )
 
 
-@register("RandomNormalLike", 22)
+@register("RandomNormalLike", 22, shape_only=True)
 def random_normal_like(input, *, dtype=None, mean=0.0, scale=1.0, seed=None, rng=None):
     """Implements ONNX RandomNormalLike: a draw from N(``mean``, ``scale``²) of ``input``'s shape.
 
@@ -99,7 +99,7 @@ def random_normal_like(input, *, dtype=None, mean=0.0, scale=1.0, seed=None, rng
     )
 
 
-@register("RandomNormalLike", 1)
+@register("RandomNormalLike", 1, shape_only=True)
 def _random_normal_like_1(input, *, dtype=None, mean=0.0, scale=1.0, seed=None, rng=None):
     return _normal(
         input.shape,

@@ -63,7 +63,7 @@ def _random_uniform_1(*, shape, dtype=1, high=1.0, low=0.0, seed=None, rng=None)
     )
 
 
-@register("RandomUniformLike", 22)
+@register("RandomUniformLike", 22, shape_only=True)
 def random_uniform_like(input, *, dtype=None, high=1.0, low=0.0, seed=None, rng=None):
     """Implements ONNX RandomUniformLike: a uniform draw from [``low``, ``high``) of ``input``'s shape.
 
@@ -91,7 +91,7 @@ def random_uniform_like(input, *, dtype=None, high=1.0, low=0.0, seed=None, rng=
     )
 
 
-@register("RandomUniformLike", 1)
+@register("RandomUniformLike", 1, shape_only=True)
 def _random_uniform_like_1(input, *, dtype=None, high=1.0, low=0.0, seed=None, rng=None):
     return _uniform(
         input.shape, float_output_dtype(dtype, input, allowed=_LIKE_TYPES[1]), low=low, high=high, seed=seed, rng=rng

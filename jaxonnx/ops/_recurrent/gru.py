@@ -9,7 +9,7 @@ from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers import recurrence
 
 
-@register("GRU", 1, 3, 7, 14, 22, folds=False)
+@register("GRU", 1, 3, 7, 14, 22, folds=False, weights=("W", "R", "B"))
 def gru(
     X,
     W,

@@ -9,7 +9,7 @@ from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers import recurrence
 
 
-@register("RNN", 1, 7, 14, 22, folds=False)
+@register("RNN", 1, 7, 14, 22, folds=False, weights=("W", "R", "B"))
 def rnn(
     X,
     W,

@@ -159,7 +159,7 @@ def _reduce(op_type, data, axes, keepdims, noop_with_empty_axes=0, *, allow_nega
         return _REDUCTIONS[op_type](namespace(data), data, axes, bool(keepdims))
 
 
-@register("ReduceSum", 13, static=("axes",), padding="sum")
+@register("ReduceSum", 13, static=("axes",), padding="sum", sums=True)
 def reduce_sum(data, axes=None, *, keepdims: int = 1, noop_with_empty_axes: int = 0):
     """Implements ONNX ReduceSum (version 13): the sum of ``data`` over ``axes``.
 
@@ -343,7 +343,8 @@ def _with_axes_attribute(op_type, *since_versions, allow_negative=True, folds=Tr
         return _reduce(op_type, data, axes, keepdims, allow_negative=allow_negative)
 
     padding = _PADDING[op_type]
-    register(op_type, *since_versions, folds=folds, padding=padding)(reduce_with_axes_attribute)
+    sums = op_type == "ReduceSum"  # the plain sum (see OpContract.sums)
+    register(op_type, *since_versions, folds=folds, padding=padding, sums=sums)(reduce_with_axes_attribute)
 
 
 for _op_type, _versions in {

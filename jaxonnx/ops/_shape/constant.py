@@ -24,7 +24,7 @@ _FORMS = {
 }
 
 
-@register("Constant", 1, 9, 11, 12, 13, 19, 21, 23, 24, 25)
+@register("Constant", 1, 9, 11, 12, 13, 19, 21, 23, 24, 25, outputs_attribute="value")
 def constant(**attributes) -> np.ndarray:
     """Implements ONNX Constant: the one value attribute that is given, as a numpy array.
 
@@ -39,7 +39,7 @@ def constant(**attributes) -> np.ndarray:
     return _FORMS[name](value)
 
 
-@register("Identity", 1, 13, 14, 16, 19, 21, 23, 24, 25, padding="moves")
+@register("Identity", 1, 13, 14, 16, 19, 21, 23, 24, 25, padding="moves", identity=True, keeps_non_zeros=True)
 def identity(input):
     """Implements ONNX Identity: ``input`` itself.
 

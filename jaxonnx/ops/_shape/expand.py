@@ -10,7 +10,7 @@ from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.common import int_list, namespace
 
 
-@register("Expand", 8, 13, static=("shape",), padding="moves")
+@register("Expand", 8, 13, static=("shape",), padding="expand")
 def expand(input, shape):
     """Implements ONNX Expand: ``input`` broadcast with ``shape`` (numpy's rules, both ways).
 

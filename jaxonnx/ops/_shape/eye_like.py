@@ -10,7 +10,7 @@ from jaxonnx._errors import OnnxTypeError, OnnxValidationError
 from jaxonnx.ops._helpers.casting import schema_types
 
 
-@register("EyeLike", 22)
+@register("EyeLike", 22, shape_only=True)
 def eye_like(input, *, dtype: int | None = None, k: int = 0):
     """Implements ONNX EyeLike: a matrix of the shape of ``input`` with ones on diagonal ``k``.
 
@@ -36,7 +36,7 @@ def eye_like(input, *, dtype: int | None = None, k: int = 0):
     return _eye_like(input, dtype, k, version=22)
 
 
-@register("EyeLike", 9)
+@register("EyeLike", 9, shape_only=True)
 def _eye_like_9(input, *, dtype=None, k=0):
     return _eye_like(input, dtype, k, version=9)
 

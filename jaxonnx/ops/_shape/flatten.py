@@ -8,7 +8,7 @@ from jaxonnx._core.registry import register
 from jaxonnx.ops._helpers.common import normalize_axis
 
 
-@register("Flatten", 11, 13, 21, 23, 24, 25, padding="moves")
+@register("Flatten", 11, 13, 21, 23, 24, 25, padding="moves", keeps_non_zeros=True)
 def flatten(input, *, axis: int = 1):
     """Implements ONNX Flatten: ``input`` as a matrix whose rows are the leading ``axis`` dims.
 
@@ -26,7 +26,7 @@ def flatten(input, *, axis: int = 1):
     return _flatten(input, axis, allow_negative=True)
 
 
-@register("Flatten", 1, 9, padding="moves")
+@register("Flatten", 1, 9, padding="moves", keeps_non_zeros=True)
 def _flatten_1(input, *, axis=1):
     # Flatten-1 and -9 accept only axis in [0, rank] (Flatten-1: floats only, from its schema).
     return _flatten(input, axis, allow_negative=False)

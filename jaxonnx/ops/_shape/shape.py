@@ -6,7 +6,7 @@ from jaxonnx._core.registry import register
 from jaxonnx.ops._helpers.common import dims_array
 
 
-@register("Shape", 15, 19, 21, 23, 24, 25, padding="shape")
+@register("Shape", 15, 19, 21, 23, 24, 25, padding="shape", shape_only=True)
 def shape(data, *, start: int = 0, end: int | None = None):
     """Implements ONNX Shape: the dims of ``data`` from axis ``start`` to ``end``, as int64.
 
@@ -31,7 +31,7 @@ def shape(data, *, start: int = 0, end: int | None = None):
     return dims_array(data.shape[start:end])
 
 
-@register("Shape", 1, 13, padding="shape")
+@register("Shape", 1, 13, padding="shape", shape_only=True)
 def _shape_1(data):
     return shape(data)
 

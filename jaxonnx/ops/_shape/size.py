@@ -8,7 +8,7 @@ from jaxonnx._core.registry import register
 from jaxonnx.ops._helpers.common import dims_array
 
 
-@register("Size", 1, 13, 19, 21, 23, 24, 25, padding="size")
+@register("Size", 1, 13, 19, 21, 23, 24, 25, padding="size", shape_only=True)
 def size(data):
     """Implements ONNX Size: the number of elements of ``data``, as an int64 scalar.
 

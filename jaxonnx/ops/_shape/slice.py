@@ -49,7 +49,7 @@ def slice_bounds(dim: int, start: int, end: int, step: int) -> builtins.slice:
     return builtins.slice(start, stop if stop >= 0 else None, step)
 
 
-@register("Slice", 11, 13, static=_BOUNDS, size_hint="own_length", padding="moves")
+@register("Slice", 11, 13, static=_BOUNDS, size_hint="own_length", padding="slice")
 def slice(
     data, starts, ends, axes=None, steps=None, *, size: int | None = None, fill_value=None, real_length: bool = False
 ):
@@ -94,14 +94,14 @@ def slice(
     )
 
 
-@register("Slice", 10, static=_BOUNDS, size_hint="own_length", padding="moves")
+@register("Slice", 10, static=_BOUNDS, size_hint="own_length", padding="slice")
 def _slice_10(data, starts, ends, axes=None, steps=None, *, size=None, fill_value=None, real_length=False):
     return _slice(
         data, starts, ends, axes, steps, negative_axes=False, size=size, fill_value=fill_value, real_length=real_length
     )
 
 
-@register("Slice", 1, padding="moves")
+@register("Slice", 1, padding="slice")
 def _slice_1(data, *, starts, ends, axes=None):
     # Slice-1's bounds are attributes, and it has no steps.
     return _slice(data, starts, ends, axes, _NO_STEPS, negative_axes=False)

@@ -7,7 +7,7 @@ from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.common import int_list, normalize_axis
 
 
-@register("Squeeze", 13, 21, 23, 24, 25, static=("axes",), padding="moves")
+@register("Squeeze", 13, 21, 23, 24, 25, static=("axes",), padding="moves", keeps_non_zeros=True)
 def squeeze(data, axes=None):
     """Implements ONNX Squeeze: ``data`` without the size-1 dims listed in ``axes``.
 
@@ -27,12 +27,12 @@ def squeeze(data, axes=None):
     return _squeeze(data, None if axes is None else int_list(axes, name="axes"), allow_negative=True)
 
 
-@register("Squeeze", 11, padding="moves")
+@register("Squeeze", 11, padding="moves", keeps_non_zeros=True)
 def _squeeze_11(data, *, axes=None):
     return _squeeze(data, axes, allow_negative=True)
 
 
-@register("Squeeze", 1, padding="moves")
+@register("Squeeze", 1, padding="moves", keeps_non_zeros=True)
 def _squeeze_1(data, *, axes=None):
     return _squeeze(data, axes, allow_negative=False)
 

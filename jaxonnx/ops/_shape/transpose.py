@@ -7,7 +7,7 @@ from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.common import namespace
 
 
-@register("Transpose", 1, 13, 21, 23, 24, 25, padding="moves")
+@register("Transpose", 1, 13, 21, 23, 24, 25, padding="moves", keeps_non_zeros=True)
 def transpose(data, *, perm=None):
     """Implements ONNX Transpose: the axes of ``data`` permuted by ``perm``.
 

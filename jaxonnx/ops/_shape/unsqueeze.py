@@ -7,7 +7,7 @@ from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.common import int_list
 
 
-@register("Unsqueeze", 13, 21, 23, 24, 25, static=("axes",), padding="moves")
+@register("Unsqueeze", 13, 21, 23, 24, 25, static=("axes",), padding="moves", keeps_non_zeros=True)
 def unsqueeze(data, axes):
     """Implements ONNX Unsqueeze: ``data`` with size-1 dims inserted at ``axes`` of the output.
 
@@ -26,12 +26,12 @@ def unsqueeze(data, axes):
     return _unsqueeze(data, int_list(axes, name="axes"), allow_negative=True)
 
 
-@register("Unsqueeze", 11, padding="moves")
+@register("Unsqueeze", 11, padding="moves", keeps_non_zeros=True)
 def _unsqueeze_11(data, *, axes):
     return _unsqueeze(data, axes, allow_negative=True)
 
 
-@register("Unsqueeze", 1, padding="moves")
+@register("Unsqueeze", 1, padding="moves", keeps_non_zeros=True)
 def _unsqueeze_1(data, *, axes):
     return _unsqueeze(data, axes, allow_negative=False)
 
