@@ -1,6 +1,7 @@
 """The decode strategies of ``jaxonnx/generation/decode.py`` on one model: the growing cache
 feeds the positions a fixed window does (a graph with ``position_ids`` decoded with a growing
-cache gives the window's tokens), and a layout of an unknown mode is refused by name."""
+cache gives the window's tokens); a layout of an unknown mode, and positions the shared buffer does
+not compute, are refused by name."""
 
 import dataclasses
 import os
@@ -33,4 +34,12 @@ def test_a_growing_cache_gives_the_fixed_windows_tokens(llama):
 def test_a_layout_of_an_unknown_mode_is_refused(llama):
     layout = dataclasses.replace(find_cache(llama), mode="ring")
     with pytest.raises(jaxonnx.OnnxValidationError, match=r"mode is 'ring'; .* one of \['buffer', 'grow', 'window'\]"):
+        jaxonnx.generate(llama, np.array([[5, 6, 7]]), 2, cache=layout)
+
+
+def test_the_shared_buffer_refuses_a_graph_that_takes_positions(llama):
+    layout = dataclasses.replace(find_cache(llama), mode="buffer")
+    with pytest.raises(
+        jaxonnx.OnnxValidationError, match=r"takes 'position_ids', which the 'buffer' strategy does not"
+    ):
         jaxonnx.generate(llama, np.array([[5, 6, 7]]), 2, cache=layout)

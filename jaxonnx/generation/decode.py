@@ -105,6 +105,11 @@ class DecodeStep:
         if layout.attention_mask:
             feed[layout.attention_mask] = mask
         if layout.position_ids:
+            if positions is None:
+                raise OnnxValidationError(
+                    f"The model takes {layout.position_ids!r}, which the {layout.mode!r} strategy does not compute "
+                    "(onnxruntime-genai's GroupQueryAttention files take none)."
+                )
             feed[layout.position_ids] = positions.astype(_input_dtype(self.model, layout.position_ids))
         outputs = self.model.run(feed)
         logits = outputs[layout.logits]

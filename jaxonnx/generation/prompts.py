@@ -1,5 +1,6 @@
-"""The checks :func:`~jaxonnx.generation.generate` makes of its prompts before the loop: left
-padding, and token ids inside the model's vocabulary (both the caller's promise under a trace)."""
+"""The prompts of :func:`~jaxonnx.generation.generate`, made a batch with its mask and checked
+before the loop: left padding, and token ids inside the model's vocabulary (both the caller's
+promise under a trace)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,28 @@ import numpy as np
 from jaxonnx._core.model import Model
 from jaxonnx._errors import OnnxValidationError
 from jaxonnx.generation.cache import CacheLayout
+
+
+def batched_prompts(input_ids, attention_mask):
+    """``(input_ids, attention_mask, one_prompt)``: the prompts as a ``(batch, prompt)`` batch
+    (one 1-D prompt as a batch of one) and their mask, all ones by default."""
+    input_ids = jnp.asarray(input_ids)
+    one_prompt = input_ids.ndim == 1
+    if one_prompt:
+        input_ids = input_ids[None]
+        attention_mask = None if attention_mask is None else jnp.asarray(attention_mask)[None]
+    if input_ids.ndim != 2 or not jnp.issubdtype(input_ids.dtype, jnp.integer) or input_ids.shape[1] == 0:
+        raise OnnxValidationError(
+            f"`input_ids` must be non-empty integer prompts of shape (batch, prompt), got {input_ids.dtype}{list(input_ids.shape)}."
+        )
+    if attention_mask is None:
+        attention_mask = jnp.ones(input_ids.shape, jnp.int32)
+    attention_mask = jnp.asarray(attention_mask)
+    if attention_mask.shape != input_ids.shape:
+        raise OnnxValidationError(
+            f"`attention_mask` has shape {list(attention_mask.shape)}, `input_ids` {list(input_ids.shape)}; they must agree."
+        )
+    return input_ids, attention_mask, one_prompt
 
 
 def vocabulary_size(model: Model, layout: CacheLayout) -> int | None:
@@ -62,25 +85,3 @@ def check_left_padded(mask, layout: CacheLayout) -> None:
         )
     if layout.attention_mask is None and not ones.all():
         raise OnnxValidationError("The model takes no attention_mask, so it cannot decode padded prompts.")
-
-
-def batched_prompts(input_ids, attention_mask):
-    """``(input_ids, attention_mask, one_prompt)``: the prompts as a ``(batch, prompt)`` batch
-    (one 1-D prompt as a batch of one) and their mask, all ones by default."""
-    input_ids = jnp.asarray(input_ids)
-    one_prompt = input_ids.ndim == 1
-    if one_prompt:
-        input_ids = input_ids[None]
-        attention_mask = None if attention_mask is None else jnp.asarray(attention_mask)[None]
-    if input_ids.ndim != 2 or not jnp.issubdtype(input_ids.dtype, jnp.integer) or input_ids.shape[1] == 0:
-        raise OnnxValidationError(
-            f"`input_ids` must be non-empty integer prompts of shape (batch, prompt), got {input_ids.dtype}{list(input_ids.shape)}."
-        )
-    if attention_mask is None:
-        attention_mask = jnp.ones(input_ids.shape, jnp.int32)
-    attention_mask = jnp.asarray(attention_mask)
-    if attention_mask.shape != input_ids.shape:
-        raise OnnxValidationError(
-            f"`attention_mask` has shape {list(attention_mask.shape)}, `input_ids` {list(input_ids.shape)}; they must agree."
-        )
-    return input_ids, attention_mask, one_prompt
