@@ -43,7 +43,7 @@ start = time.perf_counter()
 model = jaxonnx.load(f"{sys.argv[3]}/{name}.onnx")
 load = time.perf_counter() - start
 if mode == "op-by-op":
-    model._whole_graph = None  # the behaviour before whole-graph eager calls
+    model._plan.whole_graph = None  # the behaviour before whole-graph eager calls
 start = time.perf_counter()
 jax.block_until_ready(model(*inputs))
 first = time.perf_counter() - start

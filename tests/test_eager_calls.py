@@ -162,10 +162,10 @@ def test_jax_arrays_run_the_checked_executable_of_their_signature_and_raise_alik
     model, (ids, mask) = gpt2
     ids, mask = jnp.asarray(ids), jnp.asarray(mask)
     expected = jax.jit(model)(ids, mask)
-    before = len(model._compiled)
+    before = len(model._plan.compiled)
     for _ in range(3):
         np.testing.assert_allclose(np.asarray(model(ids, mask)[0]), np.asarray(expected[0]), rtol=1e-5, atol=1e-5)
-    assert len(model._compiled) == before + 1  # one executable for the three calls
+    assert len(model._plan.compiled) == before + 1  # one executable for the three calls
     assert _primitives_run_eagerly(lambda: model(ids, mask)) == 0
     bad = ids.at[0, 1].set(10**6)
     with pytest.raises(jaxonnx.OnnxValidationError) as fast:
@@ -174,7 +174,7 @@ def test_jax_arrays_run_the_checked_executable_of_their_signature_and_raise_alik
         model(np.asarray(bad), np.asarray(mask))  # numpy inputs take the checked general path
     assert str(fast.value) == str(general.value)
     assert "Gather-13 got index 1000000 at position (0, 1) of `indices`" in str(fast.value)
-    assert len(model._compiled) == before + 1  # same signature: the same executable raised
+    assert len(model._plan.compiled) == before + 1  # same signature: the same executable raised
 
 
 def test_under_jit_out_of_range_ids_are_clamped_as_documented(gpt2):

@@ -597,9 +597,9 @@ def test_x64_warning_is_one_line_once_per_process(x64_off, monkeypatch):
     X64Warning is said once, in one line."""
     import warnings
 
-    from jaxonnx._core import model as model_module
+    from jaxonnx._core import reports
 
-    monkeypatch.setattr(model_module, "_X64_WARNED", [])
+    monkeypatch.setattr(reports, "_X64_WARNED", [])
     with warnings.catch_warnings(record=True) as record:
         warnings.resetwarnings()  # Python's defaults, not the suite's "error"
         jaxonnx.load(_path("llama_optimum"))

@@ -253,7 +253,7 @@ def test_outputs(name, x64):
             assert_outputs(fx, model(*as_inputs(fx.arrays("inputs"))), "outputs", "eager, first shape again")
         if model.eager_mode.startswith("whole graph") and not fx.entry["size_hints"]:
             # The calls above ran the per-signature executables of jax.jit(graph), not op by op.
-            assert len(model._compiled) == 1 + fx.entry["dynamic"], model.eager_mode
+            assert len(model._plan.compiled) == 1 + fx.entry["dynamic"], model.eager_mode
             return
         jitted = jax.jit(fx.load(jit=True))
         assert_outputs(fx, jitted(*as_inputs(fx.arrays("inputs"))), "outputs", "jit")
