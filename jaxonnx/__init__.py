@@ -29,7 +29,7 @@ from jaxonnx.generation import generate as generate
 from jaxonnx.finetuning import LoraModel as LoraModel
 from jaxonnx.finetuning import causal_lm_loss as causal_lm_loss
 from jaxonnx.finetuning import lora as lora
-from jaxonnx._core.model import unsupported_nodes as unsupported_nodes
+from jaxonnx._core.reports import unsupported_nodes as unsupported_nodes
 from jaxonnx._core.registry import OpVersion as OpVersion
 from jaxonnx._core.registry import get_op as get_op
 from jaxonnx._core.registry import register as register

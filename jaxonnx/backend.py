@@ -24,7 +24,8 @@ from jaxonnx._core.dtypes import as_jax, is_string_array
 from jaxonnx._core.graph import Environment, prepare_node
 from jaxonnx._core.graph import run_node as run_prepared_node
 from jaxonnx._core.loading import canonical_domain
-from jaxonnx._core.model import Model, load, unsupported_message
+from jaxonnx._core.model import Model, load
+from jaxonnx._core.reports import unsupported_message
 from jaxonnx._errors import OnnxValidationError, UnsupportedOpError
 
 _PLATFORMS = {"CPU": ("cpu",), "CUDA": ("gpu", "cuda"), "GPU": ("gpu", "cuda", "rocm"), "TPU": ("tpu",)}

@@ -24,14 +24,10 @@ from jaxonnx._core.params import checked_param, float_tensors, trainable_names
 from jaxonnx._core.planning import EagerPlan, compile_ahead, shape_deciding
 from jaxonnx._core.preparation import prepare_model
 from jaxonnx._core.registry import Registry
-from jaxonnx._core.reports import unsupported_message, unsupported_nodes, warn_if_narrowed
+from jaxonnx._core.reports import warn_if_narrowed
 from jaxonnx._core.serialization import save_proto, with_weights
 from jaxonnx._core.types import ValueInfo
 from jaxonnx._errors import ModelLoadError, OnnxValidationError
-
-# Re-exported: jaxonnx, jaxonnx.backend and users import these from here.
-__all__ = ["Model", "load", "unsupported_message", "unsupported_nodes"]
-
 
 # --------------------------------------------------------------------------- loading
 
