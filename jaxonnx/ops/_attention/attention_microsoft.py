@@ -9,7 +9,7 @@ import onnx.helper
 
 from jaxonnx._core.registry import register
 from jaxonnx._errors import OnnxValidationError
-from jaxonnx.ops._helpers.attention import split_heads, stacked_self_attention
+from jaxonnx.ops._helpers.attention import stacked_self_attention
 from jaxonnx.ops._helpers.schemas import contrib_schema
 
 _Attribute = onnx.defs.OpSchema.Attribute
@@ -122,7 +122,7 @@ def attention_microsoft(
             raise OnnxValidationError(f"needs `bias` of shape ({weights.shape[1]},), got {tuple(bias.shape)}.")
         projected = projected + bias.reshape(1, 1, -1)
     q, k, v = jnp.split(projected, [sizes[0], sizes[0] + sizes[1]], axis=2)
-    result = stacked_self_attention(
+    return stacked_self_attention(
         q,
         k,
         v,
@@ -135,13 +135,6 @@ def attention_microsoft(
         scale=scale,
         filter_value=-10000.0 if mask_filter_value is None else mask_filter_value,
         share_buffer=bool(past_present_share_buffer),
-    )
-    if past is not None or sizes[1] != sizes[2]:
-        return result  # keys and values of other widths stack into no present (onnxruntime's neither)
-    # onnxruntime computes `present` without `past` too: this call's keys and values, stacked
-    # (the graph runner drops it where the node does not declare it; XLA then never computes it).
-    return result, jnp.stack(
-        [split_heads(k, num_heads, "key", "num_heads"), split_heads(v, num_heads, "value", "num_heads")]
     )
 
 

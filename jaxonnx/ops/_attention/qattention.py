@@ -94,16 +94,19 @@ def qattention(
         do_rotary, past_present_share_buffer: not supported (an error).
 
     Returns:
-        ``(output, present)``: ``(batch, S, hidden)`` and the stacked keys and values;
-        ``output`` alone without ``past``.
+        ``(output, present)``: ``(batch, S, hidden)`` and the stacked keys and values
+        (without ``past``, this call's, as onnxruntime computes them).
 
     Example:
         >>> x = np.ones((1, 2, 4), np.uint8)
         >>> w = np.concatenate([np.eye(4, dtype=np.int8)] * 3, axis=1)
-        >>> y = jaxonnx.ops.qattention(x, w, np.zeros(12, np.float32), np.float32(0.5), np.float32(1.0), num_heads=2)
+        >>> b, scales = np.zeros(12, np.float32), (np.float32(0.5), np.float32(1.0))
+        >>> y, present = jaxonnx.ops.qattention(x, w, b, *scales, num_heads=2)
         >>> y
         Array([[[0.5, 0.5, 0.5, 0.5],
                 [0.5, 0.5, 0.5, 0.5]]], dtype=float32)
+        >>> present.shape   # no past: this call's keys and values, stacked
+        (2, 1, 2, 2, 2)
     """
     if do_rotary or past_present_share_buffer:
         raise OnnxValidationError(

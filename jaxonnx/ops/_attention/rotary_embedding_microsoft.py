@@ -45,9 +45,7 @@ _SCHEMA = contrib_schema(
 )
 
 
-@register(
-    "RotaryEmbedding", 1, domain="com.microsoft", schema=_SCHEMA, folds=False, concrete=("position_ids",)
-)
+@register("RotaryEmbedding", 1, domain="com.microsoft", schema=_SCHEMA, folds=False, concrete=("position_ids",))
 def rotary_embedding_microsoft(
     input,
     position_ids,

@@ -274,8 +274,10 @@ def stacked_self_attention(
     ``v`` 3-D ``(batch, S, heads * size)``; ``past`` stacked ``(2, batch, heads, past, size)``
     (keys, then values) and put before the new ones, or, with ``share_buffer``, a buffer of
     the maximal length whose first ``past_sequence_length`` rows are the past (the new rows
-    are written after them, and the buffer is the present). Returns ``(output, present)``,
-    or ``output`` alone without ``past``."""
+    are written after them, and the buffer is the present). Returns ``(output, present)``;
+    without ``past`` the present is this call's keys and values, stacked, as onnxruntime
+    computes it (exported files declare it all the same), and ``output`` alone where keys
+    and values have different widths (they stack into no present; onnxruntime's neither)."""
     qh = split_heads(q, num_heads, "query", "num_heads")
     kh = split_heads(k, num_heads, "key", "num_heads")
     vh = split_heads(v, num_heads, "value", "num_heads")
@@ -311,6 +313,9 @@ def stacked_self_attention(
             past_length = past.shape[3]
             kh = jnp.concatenate([past[0].astype(kh.dtype), kh], axis=2)
             vh = jnp.concatenate([past[1].astype(vh.dtype), vh], axis=2)
+        present = jnp.stack([kh, vh])
+    elif kh.shape == vh.shape:
+        # The graph runner drops it where the node does not declare it; XLA then never computes it.
         present = jnp.stack([kh, vh])
     total = kh.shape[2]
     allowed = mask_index_allowed(mask_index, batch=batch, length=length, total=total, past=past_length)
