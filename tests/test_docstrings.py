@@ -10,7 +10,7 @@ import pytest
 import jaxonnx
 import jaxonnx.backend
 from jaxonnx import _xla_cpu
-from jaxonnx._core import checks
+from jaxonnx._core import checks, params, planning, preparation, serialization
 from jaxonnx.ops._helpers import pool_cpu
 
 PUBLIC = [getattr(jaxonnx.ops, name) for name in jaxonnx.ops.__all__] + [  # every op, from the registry
@@ -23,6 +23,11 @@ PUBLIC = [getattr(jaxonnx.ops, name) for name in jaxonnx.ops.__all__] + [  # eve
     jaxonnx.compiler_options,
     jaxonnx.Model.compile,
     checks,  # the module: how an eager call defers the checks of traced values
+    # The parts of a Model (issue 43 §3), each shown on a model.
+    planning.EagerPlan,
+    params.float_tensors,
+    preparation.prepare_model,
+    serialization.with_weights,
     # Helpers whose examples document a rule.
     _xla_cpu.wide_vectors_run_fast,
     _xla_cpu.ynn_convolutions,

@@ -14,6 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 import onnx
 
+from jaxonnx._core.contract import OpContract
 from jaxonnx._core.dtypes import jax_dtype
 from jaxonnx._core.graph import Graph
 from jaxonnx._core.loading import decode_attribute
@@ -28,15 +29,27 @@ def float_tensors(graph: Graph, initializers: dict[str, np.ndarray]) -> dict[str
     node's output.
 
     Example:
+        >>> from onnx import TensorProto, helper, numpy_helper
         >>> from jaxonnx._core.params import float_tensors
-        >>> model = jaxonnx.load(jaxonnx.demo_model_path())
-        >>> sorted(float_tensors(model.graph, model.graph.initializers)) == sorted(model.all_params)
-        True
+        >>> two = numpy_helper.from_array(np.array(2.0, np.float32))
+        >>> shape = numpy_helper.from_array(np.array([2], np.int64), "shape")
+        >>> nodes = [
+        ...     helper.make_node("Constant", [], ["scale"], value=two),
+        ...     helper.make_node("Reshape", ["x", "shape"], ["flat"]),
+        ...     helper.make_node("Mul", ["flat", "scale"], ["y"]),
+        ... ]
+        >>> x, y = (helper.make_tensor_value_info(n, TensorProto.FLOAT, [2]) for n in "xy")
+        >>> model = jaxonnx.load(helper.make_model(helper.make_graph(nodes, "scaled", [x], [y], [shape])))
+        >>> float_tensors(model.graph, model.graph.initializers)  # the int64 shape is no param
+        {'scale': array(2., dtype=float32)}
+        >>> model.params  # one element, read as no layer's weight: the exporter's constant
+        {}
     """
     weights = {name: value for name, value in initializers.items() if np.issubdtype(value.dtype, np.inexact)}
     for node in graph.nodes:
-        value = node.attributes.get("value")
-        if getattr(node.op, "op_type", None) == "Constant" and isinstance(value, onnx.TensorProto):
+        held = traits(node).outputs_attribute  # the attribute whose tensor is the output (Constant's)
+        value = node.attributes.get(held) if held else None
+        if isinstance(value, onnx.TensorProto):
             array = decode_attribute(value)
             if np.issubdtype(array.dtype, np.inexact):
                 weights[node.outputs[0]] = array
@@ -82,35 +95,24 @@ def checked_param(name: str, value, own: np.ndarray, shape_deciding: dict[str, s
     return ValueType.of_array(name, own).checked_input(value, kind="param")
 
 
-# The inputs that hold a layer's learned weights (by position): a one-element tensor read
-# there (the bias of a single output unit, a one-channel normalization's scale) is a param,
-# while one-element tensors elsewhere are the exporter's constants (0.5, a Pow exponent).
-_WEIGHT_INPUTS = {
-    "Gemm": (1, 2),
-    "MatMul": (1,),
-    "Conv": (1, 2),
-    "ConvTranspose": (1, 2),
-    "PRelu": (1,),
-    "BatchNormalization": (1, 2),
-    "InstanceNormalization": (1, 2),
-    "LayerNormalization": (1, 2),
-    "GroupNormalization": (1, 2),
-    "RMSNormalization": (1,),
-    "LSTM": (1, 2, 3),
-    "GRU": (1, 2, 3),
-    "RNN": (1, 2, 3),
-}
-# Ops whose output a bias is added to (``x @ W + b`` as MatMul then Add).
-_LINEAR_OPS = {"MatMul", "Gemm", "Conv", "ConvTranspose"}
+_NO_TRAITS = OpContract()
+
+
+def traits(node) -> OpContract:
+    """The contract the node's op declares, or one with no traits (a model's local function)."""
+    return getattr(node.op, "contract", _NO_TRAITS)
 
 
 def _read_as_weights(graph) -> set[str]:
-    """The names read in a layer's weight inputs (through Identity nodes), and the operand
-    added to a linear op's output: where a one-element tensor is a learned weight."""
+    """The names read in a layer's weight inputs (its contract's ``weights``, through
+    ``identity`` nodes), and the operand added (``adds``) to a ``linear`` op's output (the
+    bias of ``x @ W + b``): where a one-element tensor is a learned weight (the bias of a
+    single output unit, a one-channel normalization's scale), while one-element tensors
+    elsewhere are the exporter's constants (0.5, a Pow exponent)."""
     produced_by = {out: node for node in graph.nodes for out in node.outputs}
     sources = {}  # an Identity's output -> the name it copies
     for node in graph.nodes:
-        if getattr(node.op, "op_type", None) == "Identity" and node.inputs:
+        if traits(node).identity and node.inputs:
             sources[node.outputs[0]] = node.inputs[0]
 
     def origin(name):
@@ -120,12 +122,13 @@ def _read_as_weights(graph) -> set[str]:
 
     names = set()
     for node in graph.nodes:
-        op_type = getattr(node.op, "op_type", "")
-        for index in _WEIGHT_INPUTS.get(op_type, ()):
-            if index < len(node.inputs) and node.inputs[index]:
-                names.add(origin(node.inputs[index]))
-        if op_type == "Add" and len(node.inputs) == 2:
+        contract = traits(node)
+        if contract.weights:
+            for formal, name in zip(node.op.formal_names(len(node.inputs)), node.inputs):
+                if name and formal in contract.weights:
+                    names.add(origin(name))
+        if contract.adds and len(node.inputs) == 2:
             for mine, other in (node.inputs, node.inputs[::-1]):
-                if getattr(getattr(produced_by.get(other), "op", None), "op_type", None) in _LINEAR_OPS:
+                if other in produced_by and traits(produced_by[other]).linear:
                     names.add(origin(mine))
     return names

@@ -15,7 +15,6 @@ from typing import Any
 
 import jax
 import numpy as np
-import onnx
 
 from jaxonnx._core.checks import DeferredChecks
 from jaxonnx._core.dtypes import is_string_array
@@ -45,9 +44,13 @@ class EagerPlan:
             deferred (:mod:`jaxonnx._core.checks`).
 
     Example:
-        >>> model = jaxonnx.load(jaxonnx.demo_model_path())
-        >>> model.eager_mode
+        >>> from onnx import TensorProto, helper
+        >>> x, y = (helper.make_tensor_value_info(n, TensorProto.FLOAT, [2]) for n in "xy")
+        >>> relu = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "relu", [x], [y])
+        >>> jaxonnx.load(helper.make_model(relu)).eager_mode
         'whole graph compiled per input signature'
+        >>> jaxonnx.load(jaxonnx.demo_model_path()).eager_mode  # its Slice takes a size hint
+        "op by op: node 'slice_odd_columns' (Slice-13) has a data-dependent length or draws"
     """
 
     def __init__(
@@ -238,7 +241,7 @@ def _needs_concrete_values(graph: Graph, dependent: set[str]) -> str | None:
         bad = [formal for formal, name in zip(formals, node.inputs) if name in dependent and formal in needs]
         if bad:
             return f"node {node.path!r} ({op.name}) reads the value of `{bad[0]}`, computed from the inputs"
-        if op.op_type not in _SHAPE_ONLY:
+        if not op.contract.shape_only:  # else its outputs are known at trace time
             dependent |= {name for name in node.outputs if name}
     return None
 
@@ -266,28 +269,21 @@ def _string_made_inside(graph: Graph, dependent: set[str]):
 
 
 def _string_maker(top, inner: list):
-    """``top`` or the first of the nodes ``inner`` (its bodies') that may make strings."""
+    """``top`` or the first of the nodes ``inner`` (its bodies') that may make strings: its
+    contract says so (``makes_strings``, True or a function of the node's attributes), or
+    its schema allows only strings for an output."""
     for node in (top, *inner):
         op = node.op
         if not isinstance(op, OpVersion):
             continue
-        if op.op_type == "Cast" and node.attributes.get("to") == onnx.TensorProto.STRING:
+        makes_strings = op.contract.makes_strings
+        if makes_strings is True or (callable(makes_strings) and makes_strings(node.attributes)):
             return node
-        if op.domain == "ai.onnx.ml" and op.op_type == "CategoryMapper":
-            return node  # int64 to string or back, by the input's type
-        if op.domain == "ai.onnx.ml" and op.op_type == "LabelEncoder":
-            values = node.attributes.get("values_tensor")
-            if "values_strings" in node.attributes or getattr(values, "data_type", None) == onnx.TensorProto.STRING:
-                return node
         constraints = {c.type_param_str: c.allowed_type_strs for c in op.schema.type_constraints}
         for formal in op.schema.outputs:
             if set(constraints.get(formal.type_str, [formal.type_str])) == {"tensor(string)"}:
                 return node
     return None
-
-
-#: Ops whose outputs depend only on their inputs' shapes (and types), not on their values.
-_SHAPE_ONLY = frozenset({"Shape", "Size", "EyeLike", "RandomNormalLike", "RandomUniformLike"})
 
 
 def shape_deciding(graph: Graph) -> dict[str, str]:
@@ -306,7 +302,7 @@ def shape_deciding(graph: Graph) -> dict[str, str]:
     while changed:  # everything a shape-deciding value is computed from decides the shape too
         changed = False
         for node in reversed(nodes):
-            if getattr(node.op, "op_type", "") in _SHAPE_ONLY:
+            if getattr(getattr(node.op, "contract", None), "shape_only", False):
                 continue  # its output depends on its input's shape, never on its values
             reached = next((deciding[o] for o in node.outputs if o in deciding), None)
             if reached:

@@ -73,6 +73,7 @@ def prepare_model(
         OnnxValidationError: for size hints or loop bounds that name nothing of the graph.
 
     Example:
+        >>> import onnx
         >>> from jaxonnx._core.preparation import prepare_model
         >>> proto = onnx.load(jaxonnx.demo_model_path())
         >>> prepared = prepare_model(

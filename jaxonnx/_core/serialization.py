@@ -30,12 +30,16 @@ def with_weights(
             another shape (or not a float array).
 
     Example:
+        >>> from onnx import TensorProto, helper, numpy_helper
         >>> from jaxonnx._core.serialization import with_weights
-        >>> model = jaxonnx.load(jaxonnx.demo_model_path())
-        >>> name, value = next(iter(model.params.items()))
-        >>> proto = with_weights(model._proto, model.all_params, {name: np.zeros(value.shape)})
-        >>> float(np.abs(jaxonnx.load(proto).params[name]).max())
-        0.0
+        >>> w = numpy_helper.from_array(np.ones((2, 2), np.float16), "w")
+        >>> x, y = (helper.make_tensor_value_info(n, TensorProto.FLOAT16, [2, 2]) for n in "xy")
+        >>> nodes = [helper.make_node("MatMul", ["x", "w"], ["y"])]
+        >>> proto = helper.make_model(helper.make_graph(nodes, "linear", [x], [y], [w]))
+        >>> written = with_weights(proto, {"w": np.ones((2, 2), np.float16)}, {"w": np.eye(2)})
+        >>> numpy_helper.to_array(written.graph.initializer[0])  # the model's float16 kept
+        array([[1., 0.],
+               [0., 1.]], dtype=float16)
     """
     unknown = sorted(set(params) - set(weights))
     if unknown:
@@ -58,9 +62,9 @@ def with_weights(
         if tensor.name in arrays:
             tensor.CopyFrom(numpy_helper.from_array(arrays[tensor.name], tensor.name))
     for node in copy.graph.node:
-        if node.op_type == "Constant" and node.output[0] in arrays:
+        if node.output and node.output[0] in arrays:  # a weight a node outputs: its tensor attribute's (Constant)
             for attribute in node.attribute:
-                if attribute.name == "value":
+                if attribute.type == onnx.AttributeProto.TENSOR:
                     attribute.t.CopyFrom(numpy_helper.from_array(arrays[node.output[0]], attribute.t.name))
     return copy
 
