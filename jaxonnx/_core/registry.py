@@ -351,6 +351,23 @@ def register(
     return (registry or REGISTRY).register(op_type, *since_versions, domain=domain, schema=schema, **declared)
 
 
+def _with_declared_fields(function: Callable) -> None:
+    """Shows ``declared``'s keywords (the contract's fields, with their defaults) in
+    ``function``'s signature, as ``help`` and IDEs read it, instead of ``**declared``."""
+    signature = inspect.signature(function)
+    fields = [
+        inspect.Parameter(field.name, inspect.Parameter.KEYWORD_ONLY, default=field.default)
+        for field in dataclasses.fields(OpContract)
+        if field.name in _DECLARED_FIELDS
+    ]
+    kept = [p for p in signature.parameters.values() if p.kind != inspect.Parameter.VAR_KEYWORD]
+    cast(Any, function).__signature__ = signature.replace(parameters=[*kept, *fields])
+
+
+_with_declared_fields(register)
+_with_declared_fields(Registry.register)
+
+
 def get_op(op_type: str, opset: int, domain: str = DEFAULT_DOMAIN) -> OpVersion:
     """Resolves ``op_type`` for a model whose opset (for ``domain``) is ``opset``.
 
