@@ -115,6 +115,12 @@ class OpContract:
         for name in ("static", "concrete", "weights", "branches"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
 
+    def named_inputs(self) -> tuple[str, ...]:
+        """The formal inputs the contract names (``static``, ``concrete``, ``weights``,
+        ``counts_non_zeros_of``): each must be an input of the op's schema."""
+        counted = (self.counts_non_zeros_of,) if self.counts_non_zeros_of else ()
+        return self.static + self.concrete + self.weights + counted
+
     def takes(self, need: str) -> bool:
         """Whether the op takes the run-time need ``need`` (``"rng"``, ``"checks"``...)."""
         return need in self.needs

@@ -220,7 +220,7 @@ class Registry:
                     raise ValueError(f"{op_type}-{since} is already registered ({versions[since].fn}).")
                 own = schema if schema is not None else _onnx_schema(op_type, since, domain)
                 inputs = {f.name for f in own.inputs}
-                unknown = set(declared_contract.static + declared_contract.concrete) - inputs
+                unknown = set(declared_contract.named_inputs()) - inputs
                 if unknown:
                     raise ValueError(f"{op_type}-{since} has no inputs {sorted(unknown)} (named in its contract).")
                 formal_names |= inputs | set(own.attributes)
