@@ -47,7 +47,7 @@ def float_tensors(graph: Graph, initializers: dict[str, np.ndarray]) -> dict[str
     """
     weights = {name: value for name, value in initializers.items() if np.issubdtype(value.dtype, np.inexact)}
     for node in graph.nodes:
-        held = traits(node).outputs_attribute  # the attribute whose tensor is the output (Constant's)
+        held = _traits(node).outputs_attribute  # the attribute whose tensor is the output (Constant's)
         value = node.attributes.get(held) if held else None
         if isinstance(value, onnx.TensorProto):
             array = decode_attribute(value)
@@ -98,7 +98,7 @@ def checked_param(name: str, value, own: np.ndarray, shape_deciding: dict[str, s
 _NO_TRAITS = OpContract()
 
 
-def traits(node) -> OpContract:
+def _traits(node) -> OpContract:
     """The contract the node's op declares, or one with no traits (a model's local function)."""
     return getattr(node.op, "contract", _NO_TRAITS)
 
@@ -112,7 +112,7 @@ def _read_as_weights(graph) -> set[str]:
     produced_by = {out: node for node in graph.nodes for out in node.outputs}
     sources = {}  # an Identity's output -> the name it copies
     for node in graph.nodes:
-        if traits(node).identity and node.inputs:
+        if _traits(node).identity and node.inputs:
             sources[node.outputs[0]] = node.inputs[0]
 
     def origin(name):
@@ -122,13 +122,13 @@ def _read_as_weights(graph) -> set[str]:
 
     names = set()
     for node in graph.nodes:
-        contract = traits(node)
+        contract = _traits(node)
         if contract.weights:
             for formal, name in zip(node.op.formal_names(len(node.inputs)), node.inputs):
                 if name and formal in contract.weights:
                     names.add(origin(name))
         if contract.adds and len(node.inputs) == 2:
             for mine, other in (node.inputs, node.inputs[::-1]):
-                if other in produced_by and traits(produced_by[other]).linear:
+                if other in produced_by and _traits(produced_by[other]).linear:
                     names.add(origin(mine))
     return names
