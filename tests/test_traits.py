@@ -7,6 +7,7 @@ discovery, eager planning or the CLI act on it: a core that went by op names wou
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import onnx
@@ -245,3 +246,39 @@ def test_a_trait_naming_an_input_the_schema_lacks_is_refused(scratch):
     with pytest.raises(ValueError, match=r"^Relu-14 has no inputs \['mask'\]"):
         scratch.register("Relu", 14, counts_non_zeros_of="mask")(lambda X: X)
     assert "Relu" not in scratch.supported_ops()
+
+
+@pytest.mark.parametrize("keeps_non_zeros", [True, False])
+def test_a_count_of_non_zeros_stays_a_length_through_an_op_that_keeps_them(scratch, keeps_non_zeros):
+    # `mask.sum()` where NonZero(mask) is size-hinted is that output's length: under jax.jit it
+    # is the hinted length (static, so Range can use it) standing for the real count, as long
+    # as every op between keeps the mask's non-zeros.
+    scratch.register(
+        "Copy",
+        1,
+        domain=DOMAIN,
+        schema=_schema("Copy", [("X", "T")], [("Y", "T")], [("T", ["tensor(bool)"])]),
+        padding="moves",
+        keeps_non_zeros=keeps_non_zeros,
+    )(lambda X: X)
+    ints = {"zero": np.array(0, np.int64), "one": np.array(1, np.int64)}
+    model = _model(
+        [
+            helper.make_node("NonZero", ["mask"], ["where"]),
+            helper.make_node("Copy", ["mask"], ["copied"], domain=DOMAIN),
+            helper.make_node("Cast", ["copied"], ["ones"], to=TensorProto.INT64),
+            helper.make_node("ReduceSum", ["ones"], ["count"], keepdims=0),
+            helper.make_node("Range", ["zero", "count", "one"], ["positions"]),
+            helper.make_node("ReduceSum", ["positions"], ["total"], keepdims=0),
+        ],
+        [helper.make_tensor_value_info("mask", TensorProto.BOOL, [2, 3])],
+        [helper.make_tensor_value_info("total", TensorProto.INT64, [])],
+        [helper.make_tensor(name, TensorProto.INT64, [], [int(v)]) for name, v in ints.items()],
+    )
+    loaded = jax.jit(jaxonnx.load(model, registry=scratch, size_hints={"where": 5}))
+    mask = np.array([[True, False, True], [False, True, False]])
+    if keeps_non_zeros:
+        assert int(loaded(mask)[0]) == 0 + 1 + 2
+    else:  # the count is a traced value, which Range cannot take as its length
+        with pytest.raises(jaxonnx.StaticValueError, match="limit"):
+            loaded(mask)
