@@ -192,7 +192,7 @@ class Model:
         self.eager_mode = self._plan.mode
         warn_if_narrowed(self.graph_name, [self._declared[name] for name in self.input_names], self._declared_outputs)
 
-    # ----------------------------------------------------------------------- calling
+    # ----------------------------------------------------------------------- params
 
     @property
     def params(self) -> dict[str, jax.Array]:
@@ -252,9 +252,8 @@ class Model:
     def _file_weight(self, name: str) -> jax.Array:
         """The file's value of a weight as a JAX array, made once per x64 mode and shared by
         every pytree copy. Flattening the model (each call of a jitted function that takes it
-        as an argument) would otherwise copy every weight to the device again: 5.5 ms per
-        call for the small ResNet fixture on CPU, 12 ms for ResNet-18 on an H100, against a
-        forward pass of 0.85 and 2 ms."""
+        as an argument) would otherwise copy every weight to the device again, which costs
+        more than a small model's forward pass (benchmarks/results.md, section 5)."""
         cache = self._base.__dict__.setdefault("_file_weights_on_device", {})
         key = (name, x64_enabled())
         if key not in cache:
@@ -269,6 +268,8 @@ class Model:
         self._weights: dict[str, np.ndarray] = float_tensors(self.graph, self._file_initializers)
         self._shape_deciding = shape_deciding(self.graph)
         self._trainable = trainable_names(self.graph, self._weights, self._shape_deciding)
+
+    # ----------------------------------------------------------------------- calling
 
     def __call__(self, *inputs, rng=None, **named_inputs) -> tuple:
         """Runs the model: graph inputs positionally in graph order, or by name as keywords
