@@ -26,6 +26,9 @@ from jaxonnx._core.context import CONTEXT_FIELDS, OP_OPTIONS, OpContext
 #: op returns its real length after its outputs for the padding rules to follow.
 _INTERPRETER_ONLY = ("real_length",)
 
+#: The ``layout`` kinds an op may declare (see :class:`OpContract`); "" for none.
+LAYOUT_KINDS = ("", "elementwise", "along_axis", "reduces")
+
 
 @dataclasses.dataclass(frozen=True)
 class OpContract:
@@ -82,6 +85,25 @@ class OpContract:
         padded_axis: for a size-hinted op, the output axis along which it pads: a number
             (NonZero: 1), or the attribute that holds it (Compress: ``"axis"``, 0 when the
             node has none).
+        layout: how the op's result follows its inputs' axes, which lets the graph runner
+            hand it channels-last values (:mod:`jaxonnx._core.layout`): ``"elementwise"``,
+            each output entry is computed from the inputs' entries at its position after
+            numpy-style broadcasting (Relu, Add from version 7; not Add-6, which broadcasts
+            along an axis); ``"along_axis"``, the op joins or cuts the inputs of its output's
+            type along its ``axis`` attribute and is elementwise along the others (Concat,
+            Split); ``"reduces"``, input 0 reduced over ``axes``, an attribute or an input as
+            the version's schema says (ReduceSum); or a function of the op's own, for an op
+            with per-axis inputs (Resize's ``roi``, ``scales``, ``sizes``), that takes the
+            inputs after input 0, the node's attributes and the order of input 0's axes
+            channels-last, and returns those inputs in that order, or None. Declared only on
+            the versions where it holds.
+        prefers_channels_last: the op computes channels-last itself (Conv: XLA:CPU's
+            convolutions and jaxonnx's CPU formulations), so it takes a channels-first input
+            moved and keeps its output channels-last: a run of channels-last values starts
+            at it. Read with the ``channels_last`` parameter the op takes.
+        ignores_unknown_attributes: onnxruntime runs the op with attributes its schema does
+            not know (its former contrib LayerNormalization and SimplifiedLayerNormalization,
+            whose fusion files carry ``epsion``): a load drops them, with a warning.
         needs: not declared but read off the op's signature (:func:`run_time_needs`): the
             :class:`~jaxonnx._core.context.OpContext` fields and load-time options the op
             takes as parameters, which the registry passes from each call's context.
@@ -108,12 +130,19 @@ class OpContract:
     sums: bool = False
     counts_non_zeros_of: str = ""
     padded_axis: int | str = 0
+    layout: str | Callable[..., Any] = ""
+    prefers_channels_last: bool = False
+    ignores_unknown_attributes: bool = False
     needs: tuple[str, ...] = ()
 
     def __post_init__(self):
         # Declared as lists or tuples alike; held as tuples so contracts compare and hash.
         for name in ("static", "concrete", "weights", "branches"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
+        if isinstance(self.layout, str) and self.layout not in LAYOUT_KINDS:
+            raise ValueError(
+                f"`layout` is one of {', '.join(map(repr, LAYOUT_KINDS))} or a function, got {self.layout!r}."
+            )
 
     def named_inputs(self) -> tuple[str, ...]:
         """The formal inputs the contract names (``static``, ``concrete``, ``weights``,

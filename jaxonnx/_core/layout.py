@@ -8,11 +8,15 @@ residual Add, the squeeze-and-excitation Mul) sit between them. So the graph run
 what a Conv outputs channels-last, as :class:`ChannelsLast` (``(N, D1, ..., Dn, C)``), and
 hands it on in that layout to the ops that allow it:
 
-- elementwise ops, the operands that are not channels-last moved to match (a constant in
-  numpy, at trace time);
 - ops whose contract takes ``channels_last`` (Conv, the pools, BatchNormalization);
-- ops whose layout is only an axis (Concat, Split, the reductions) or a per-axis input
-  (Resize), with the axis moved.
+- ops that declare how their result follows their inputs' axes (``layout=`` at their
+  ``register`` call, see :class:`~jaxonnx._core.contract.OpContract`): elementwise ops, the
+  operands that are not channels-last moved to match (a constant in numpy, at trace time);
+  ops that work along one axis (Concat, Split) or reduce over axes, with the axes moved;
+  ops with per-axis inputs (Resize), which move those inputs themselves.
+
+A trait is declared only on the versions where its rewrite is valid (Add-6 broadcasts along
+an axis, not numpy-style, and has none), so the pass never names an op.
 
 Any other op gets the value transposed back to ONNX's layout, as do the graph's outputs: a
 transpose XLA drops where nothing reads it, and a bitcast where the spatial sizes are 1.
@@ -30,94 +34,6 @@ import numpy as np
 
 from jaxonnx._core.context import OpContext
 from jaxonnx._core.registry import OpVersion
-
-# Elementwise ops of the default domain: the layout of their operands is the layout of
-# their result. Random ones are left out (a mask drawn over the moved shape would differ
-# from the one drawn in ONNX's layout), as are ops with an axis attribute and Cast (to strings
-# it makes numpy object arrays).
-_UNARY = frozenset(
-    {
-        "Abs",
-        "Acos",
-        "Acosh",
-        "Asin",
-        "Asinh",
-        "Atan",
-        "Atanh",
-        "Ceil",
-        "Celu",
-        "Cos",
-        "Cosh",
-        "Elu",
-        "Erf",
-        "Exp",
-        "Floor",
-        "Gelu",
-        "HardSigmoid",
-        "HardSwish",
-        "Identity",
-        "IsInf",
-        "IsNaN",
-        "LeakyRelu",
-        "Log",
-        "Mish",
-        "Neg",
-        "Not",
-        "Reciprocal",
-        "Relu",
-        "Round",
-        "Selu",
-        "Shrink",
-        "Sigmoid",
-        "Sign",
-        "Sin",
-        "Sinh",
-        "Softplus",
-        "Softsign",
-        "Sqrt",
-        "Tan",
-        "Tanh",
-        "ThresholdedRelu",
-    }
-)
-# Numpy-style broadcasting from these versions on (Add-6 and older broadcast by an axis).
-_BROADCASTING = {
-    "Add": 7,
-    "Sub": 7,
-    "Mul": 7,
-    "Div": 7,
-    "Pow": 7,
-    "Max": 8,
-    "Min": 8,
-    "Sum": 8,
-    "Mean": 8,
-    "PRelu": 7,
-    "Clip": 11,
-    "Where": 9,
-    "Equal": 7,
-    "Greater": 7,
-    "Less": 7,
-    "GreaterOrEqual": 12,
-    "LessOrEqual": 12,
-    "And": 7,
-    "Or": 7,
-    "Xor": 7,
-    "Mod": 10,
-}
-_REDUCTIONS = frozenset(
-    {
-        "ReduceL1",
-        "ReduceL2",
-        "ReduceLogSum",
-        "ReduceLogSumExp",
-        "ReduceMax",
-        "ReduceMean",
-        "ReduceMin",
-        "ReduceProd",
-        "ReduceSum",
-        "ReduceSumSquare",
-    }
-)
 
 
 class ChannelsLast:
@@ -172,20 +88,29 @@ def _axis(axis: int, rank: int) -> int:
     return 0 if axis == 0 else rank - 1 if axis == 1 else axis - 1
 
 
+def channels_last_order(rank: int) -> tuple[int, ...]:
+    """The ONNX axes of a rank-``rank`` value in the order a :class:`ChannelsLast` holds them.
+
+    Example:
+        >>> channels_last_order(4)
+        (0, 2, 3, 1)
+    """
+    return (0, *range(2, rank), 1)
+
+
 def run(node, args: list, ctx: OpContext, attributes: dict[str, Any]):
     """The node's outputs with channels-last values kept so, or None where the node cannot
     take them (its caller then runs it on ``channels_first`` of every argument).
 
-    A Conv on a rank >= 3 input always runs channels-last: its output is where a run of
-    channels-last values starts.
+    An op whose contract says ``prefers_channels_last`` (Conv) on a rank >= 3 input always
+    runs channels-last: its output is where a run of channels-last values starts.
     """
     op = node.op
-    if not isinstance(op, OpVersion) or op.domain != "":
-        return None  # a model-local function runs its own nodes; other domains keep ONNX's layout
-    op_type = op.op_type
+    if not isinstance(op, OpVersion):
+        return None  # a model-local function runs its own nodes
     given = [a for a in args if isinstance(a, ChannelsLast)]
     if op.contract.takes("channels_last") and args and args[0] is not None:
-        if not (given or op_type == "Conv") or any(isinstance(a, ChannelsLast) for a in args[1:]):
+        if not (given or op.contract.prefers_channels_last) or any(isinstance(a, ChannelsLast) for a in args[1:]):
             return None
         if sum(1 for name in node.outputs if name) > 1:
             return None  # MaxPool's Indices and training statistics are ONNX-layout values
@@ -197,39 +122,49 @@ def run(node, args: list, ctx: OpContext, attributes: dict[str, Any]):
         results = op(x, *args[1:], ctx=contract_ctx, **attributes)
         results = results if isinstance(results, tuple) else (results,)
         return (ChannelsLast(results[0]),) + results[1:]
-    if not given:
+    layout = op.contract.layout
+    if not given or not layout:
         return None
     rank = given[0].ndim
-    if op_type in _UNARY and len(args) == 1:
-        return (ChannelsLast(op(args[0].array, ctx=ctx, **attributes)),)
-    if _BROADCASTING.get(op_type, 10**6) <= op.since_version:
+    if layout == "elementwise":
         if any(a is not None and np.ndim(a) > rank for a in args) or any(a.ndim != rank for a in given):
             return None
         return (ChannelsLast(op(*[_moved(a, rank) for a in args], ctx=ctx, **attributes)),)
-    if op_type == "Concat" and op.since_version >= 4 and _axis(attributes["axis"], rank) == rank - 1:
-        if any(a is None or np.ndim(a) != rank for a in args):
-            return None
-        # Non-negative: Concat before version 11 refuses negative axes, and every attribute
-        # written here must be valid at the node's own version (so are `_axis`'s results).
-        return (ChannelsLast(op(*[_moved(a, rank) for a in args], ctx=ctx, axis=rank - 1)),)
-    if op_type == "Split" and op.since_version >= 13 and isinstance(args[0], ChannelsLast):
-        if any(isinstance(a, ChannelsLast) for a in args[1:]):
-            return None
-        results = op(
-            args[0].array, *args[1:], ctx=ctx, **{**attributes, "axis": _axis(attributes.get("axis") or 0, rank)}
-        )
-        return tuple(ChannelsLast(r) for r in results)
-    if op_type in _REDUCTIONS and op.since_version >= 13 and isinstance(args[0], ChannelsLast):
-        return _reduction(node, args, ctx, attributes, rank)
-    if op_type == "Resize" and op.since_version >= 11 and isinstance(args[0], ChannelsLast):
-        return _resize(node, args, ctx, attributes, rank)
+    if layout == "along_axis":
+        return _along_axis(op, args, ctx, attributes, rank)
+    if not isinstance(args[0], ChannelsLast) or any(isinstance(a, ChannelsLast) for a in args[1:]):
+        return None
+    if layout == "reduces":
+        return _reduction(op, args, ctx, attributes, rank)
+    if callable(layout):  # the op's own function moves its per-axis inputs as input 0 moved (Resize)
+        moved = layout(args[1:], attributes, channels_last_order(rank))
+        return None if moved is None else (ChannelsLast(op(args[0].array, *moved, ctx=ctx, **attributes)),)
     return None
 
 
-def _reduction(node, args, ctx, attributes, rank):
+def _along_axis(op: OpVersion, args, ctx, attributes, rank):
+    """An op that joins or cuts the inputs of its output's type along its ``axis`` attribute
+    (Concat, Split) and takes its other inputs as they are (Split's sizes): run with the axis
+    moved, every output channels-last."""
+    formals = {formal.name: formal.type_str for formal in op.schema.inputs}
+    output_type = op.schema.outputs[0].type_str
+    joined = [formals[name] == output_type for name in op.formal_names(len(args))]
+    if any(isinstance(a, ChannelsLast) for a, j in zip(args, joined) if not j):
+        return None
+    if any(a is None or np.ndim(a) != rank for a, j in zip(args, joined) if j):
+        return None
+    axis = attributes.get("axis")
+    axis = op.defaults.get("axis") or 0 if axis is None else axis
+    # Non-negative: Concat before version 11 refuses negative axes, and every attribute
+    # written here must be valid at the node's own version (so are `_axis`'s results).
+    moved = [_moved(a, rank) if j else a for a, j in zip(args, joined)]
+    results = op(*moved, ctx=ctx, **{**attributes, "axis": _axis(axis, rank)})
+    return tuple(ChannelsLast(r) for r in results) if isinstance(results, tuple) else (ChannelsLast(results),)
+
+
+def _reduction(op: OpVersion, args, ctx, attributes, rank):
     """A reduction with its axes moved; kept channels-last where it keeps the dims."""
-    op = node.op
-    axes_input = op.since_version >= 18 or op.op_type == "ReduceSum"
+    axes_input = any(formal.name == "axes" for formal in op.schema.inputs)  # an attribute before
     axes = args[1] if axes_input and len(args) > 1 else attributes.get("axes")
     keepdims = attributes.get("keepdims")
     if axes is None or isinstance(axes, jax.core.Tracer) or np.size(axes) == 0 or keepdims == 0:
@@ -242,20 +177,4 @@ def _reduction(node, args, ctx, attributes, rank):
     return (ChannelsLast(result),)
 
 
-def _resize(node, args, ctx, attributes, rank):
-    """Resize resamples each axis on its own: its per-axis inputs are moved like the data."""
-    if attributes.get("axes") is not None or any(isinstance(a, (ChannelsLast, jax.core.Tracer)) for a in args[1:]):
-        return None
-
-    def per_axis(value, parts):
-        if value is None or np.size(value) == 0:
-            return value
-        value = np.asarray(value).reshape(parts, rank)
-        return np.concatenate([value[:, :1], value[:, 2:], value[:, 1:2]], axis=1).reshape(-1).astype(value.dtype)
-
-    roi, scales, sizes = (list(args[1:]) + [None] * 3)[:3]
-    moved = [args[0].array, per_axis(roi, 2), per_axis(scales, 1), per_axis(sizes, 1)][: len(args)]
-    return (ChannelsLast(node.op(*moved, ctx=ctx, **attributes)),)
-
-
-__all__ = ["ChannelsLast", "channels_first", "run"]
+__all__ = ["ChannelsLast", "channels_first", "channels_last_order", "run"]

@@ -655,15 +655,7 @@ def decode_attribute(value):
     return value
 
 
-# onnxruntime declares these ops of the default domain (its former contrib LayerNormalization
-# and SimplifiedLayerNormalization, at every version) with attributes left unchecked: its own
-# fusion test files carry LayerNormalization with `epsion` and run. Every other op, of the
-# default domain or com.microsoft, refuses an attribute its schema does not know, in
-# onnxruntime and in jaxonnx.
-_ATTRIBUTES_UNCHECKED = frozenset({"LayerNormalization", "SimplifiedLayerNormalization"})
-
-
-def run_as_onnxruntime_spells(proto: onnx.ModelProto, known_attributes) -> list[str]:
+def run_as_onnxruntime_spells(proto: onnx.ModelProto, lenient_attributes) -> list[str]:
     """Rewrites, in place, what onnxruntime runs although the IR or the op's schema refuses it,
     and returns one line per change (for the caller's one warning per load):
 
@@ -671,15 +663,18 @@ def run_as_onnxruntime_spells(proto: onnx.ModelProto, known_attributes) -> list[
       the IR and onnx's checker already read ``"ai.onnx"`` as the default domain). onnxruntime
       reads it so in the main graph only: in a Loop/If/Scan body or a function it refuses it
       ("No opset import for domain 'ai.onnx'"), and so does onnx's checker for jaxonnx;
-    - an attribute that the schema of LayerNormalization or SimplifiedLayerNormalization (of
-      the default domain) does not know is dropped, as onnxruntime leaves their attributes
-      unchecked. ``known_attributes(op_type)`` gives the attribute names the registry knows
-      for the op at the model's version, or None (the op's own error comes later).
+    - an attribute that the schema of an op of the default domain does not know is dropped
+      where onnxruntime leaves the op's attributes unchecked (its former contrib
+      LayerNormalization and SimplifiedLayerNormalization, whose own fusion test files carry
+      ``epsion`` and run; every other op refuses it, in onnxruntime and in jaxonnx).
+      ``lenient_attributes(op_type)`` gives the attribute names the registry's op knows at
+      the model's version where its contract says ``ignores_unknown_attributes``, and None
+      for any other op (an unknown attribute is its own error later).
 
     Example:
         >>> node = helper.make_node("Relu", ["x"], ["y"], name="relu", domain="ai.onnx")
         >>> graph = helper.make_graph([node], "g", [], [])
-        >>> run_as_onnxruntime_spells(helper.make_model(graph), lambda op: set())
+        >>> run_as_onnxruntime_spells(helper.make_model(graph), lambda op: None)
         ["node 'relu' (Relu): domain 'ai.onnx' read as the default domain ''"]
     """
     changes: list[str] = []
@@ -694,9 +689,9 @@ def run_as_onnxruntime_spells(proto: onnx.ModelProto, known_attributes) -> list[
             if main and node.domain == "ai.onnx":
                 node.domain = DEFAULT_DOMAIN
                 changes.append(f"{label}: domain 'ai.onnx' read as the default domain ''")
-            if node.domain == DEFAULT_DOMAIN and node.op_type in _ATTRIBUTES_UNCHECKED:
-                known = known_attributes(node.op_type)
-                unknown = [] if known is None else [a.name for a in node.attribute if a.name not in known]
+            known = lenient_attributes(node.op_type) if node.domain == DEFAULT_DOMAIN else None
+            if known is not None:
+                unknown = [a.name for a in node.attribute if a.name not in known]
                 if unknown:
                     kept = [a for a in node.attribute if a.name not in unknown]
                     del node.attribute[:]

@@ -91,7 +91,7 @@ def prepare_model(
     opsets = opset_versions(proto_copy)
     # What onnxruntime runs although the IR or the schema refuses it: one warning per load.
     leniencies = run_as_onnxruntime_spells(
-        proto_copy, lambda op_type: _attributes_known(registry, op_type, opsets.get(""))
+        proto_copy, lambda op_type: _lenient_attributes(registry, op_type, opsets.get(""))
     )
     if leniencies:
         warnings.warn(
@@ -175,13 +175,15 @@ def _check_initialized_inputs(graph: Graph) -> None:
                 )
 
 
-def _attributes_known(registry, op_type: str, opset: int | None) -> set[str] | None:
-    """The attribute names the registry's op of the default domain takes at ``opset``, or None
-    where it has none (the op's own error comes later)."""
+def _lenient_attributes(registry, op_type: str, opset: int | None) -> set[str] | None:
+    """The attribute names the registry's op of the default domain takes at ``opset`` where it
+    ignores unknown ones (``OpContract.ignores_unknown_attributes``), else None (an unknown
+    attribute, op or version is its own error later)."""
     try:
-        return set(registry.get_op(op_type, opset, "").schema.attributes) if opset is not None else None
+        op = registry.get_op(op_type, opset, "") if opset is not None else None
     except Exception:  # noqa: BLE001  (an unsupported op or version is reported by name later)
         return None
+    return set(op.schema.attributes) if op is not None and op.contract.ignores_unknown_attributes else None
 
 
 def _schemas_onnx_lacks(registry) -> list:

@@ -23,7 +23,7 @@ from jaxonnx.ops._helpers.common import namespace
 from jaxonnx.ops._helpers.legacy import without_consumed_inputs
 
 
-@register("Sigmoid", 6, 13, folds=False, padding="elementwise")
+@register("Sigmoid", 6, 13, folds=False, padding="elementwise", layout="elementwise")
 def sigmoid(X):
     """Implements ONNX Sigmoid: ``1 / (1 + exp(-X))``.
 
@@ -34,7 +34,7 @@ def sigmoid(X):
     return jax.nn.sigmoid(X)
 
 
-@register("HardSigmoid", 6, 22, folds=False, padding="elementwise")
+@register("HardSigmoid", 6, 22, folds=False, padding="elementwise", layout="elementwise")
 def hard_sigmoid(X, *, alpha: float = 0.2, beta: float = 0.5):
     """Implements ONNX HardSigmoid: ``max(0, min(1, alpha * X + beta))``.
 
@@ -45,7 +45,7 @@ def hard_sigmoid(X, *, alpha: float = 0.2, beta: float = 0.5):
     return jnp.clip(alpha * X + beta, 0, 1)
 
 
-@register("HardSwish", 14, 22, folds=False, padding="elementwise")
+@register("HardSwish", 14, 22, folds=False, padding="elementwise", layout="elementwise")
 def hard_swish(X):
     """Implements ONNX HardSwish: ``X * max(0, min(1, X / 6 + 0.5))``.
 
@@ -56,7 +56,7 @@ def hard_swish(X):
     return X * jnp.clip(X / 6 + 0.5, 0, 1)
 
 
-@register("Relu", 6, 13, 14, folds=False, padding="elementwise")
+@register("Relu", 6, 13, 14, folds=False, padding="elementwise", layout="elementwise")
 def relu(X):
     """Implements ONNX Relu: ``max(0, X)`` (floats, and signed integers from version 14).
 
@@ -67,7 +67,7 @@ def relu(X):
     return jax.nn.relu(X)
 
 
-@register("LeakyRelu", 6, 16, folds=False, padding="elementwise")
+@register("LeakyRelu", 6, 16, folds=False, padding="elementwise", layout="elementwise")
 def leaky_relu(X, *, alpha: float = 0.01):
     """Implements ONNX LeakyRelu: ``X`` where ``X > 0``, else ``alpha * X``.
 
@@ -78,7 +78,7 @@ def leaky_relu(X, *, alpha: float = 0.01):
     return jnp.where(X > 0, X, alpha * X)
 
 
-@register("Elu", 6, 22, folds=False, padding="elementwise")
+@register("Elu", 6, 22, folds=False, padding="elementwise", layout="elementwise")
 def elu(X, *, alpha: float = 1.0):
     """Implements ONNX Elu: ``X`` where ``X > 0``, else ``alpha * (exp(X) - 1)``.
 
@@ -89,7 +89,7 @@ def elu(X, *, alpha: float = 1.0):
     return jnp.where(X > 0, X, alpha * _expm1_of_negative_part(X))
 
 
-@register("Selu", 6, 22, folds=False, padding="elementwise")
+@register("Selu", 6, 22, folds=False, padding="elementwise", layout="elementwise")
 def selu(X, *, alpha: float = 1.67326319217681884765625, gamma: float = 1.05070102214813232421875):
     """Implements ONNX Selu: ``gamma * X`` where ``X > 0``, else ``gamma * alpha * (exp(X) - 1)``.
 
@@ -100,7 +100,7 @@ def selu(X, *, alpha: float = 1.67326319217681884765625, gamma: float = 1.050701
     return gamma * jnp.where(X > 0, X, alpha * _expm1_of_negative_part(X))
 
 
-@register("Softplus", 1, 22, folds=False, padding="elementwise")
+@register("Softplus", 1, 22, folds=False, padding="elementwise", layout="elementwise")
 def softplus(X):
     """Implements ONNX Softplus: ``log(exp(X) + 1)``, computed without overflow for large ``X``.
 
@@ -111,7 +111,7 @@ def softplus(X):
     return jax.nn.softplus(X)
 
 
-@register("Celu", 12, 28, folds=False, padding="elementwise")
+@register("Celu", 12, 28, folds=False, padding="elementwise", layout="elementwise")
 def celu(X, *, alpha: float = 1.0):
     """Implements ONNX Celu: ``max(0, X) + min(0, alpha * (exp(X / alpha) - 1))``.
 
@@ -128,7 +128,7 @@ def celu(X, *, alpha: float = 1.0):
     return jnp.where(X > 0, X, alpha * jnp.expm1(jnp.minimum(X, 0) / alpha))
 
 
-@register("Mish", 18, 22, folds=False, padding="elementwise")
+@register("Mish", 18, 22, folds=False, padding="elementwise", layout="elementwise")
 def mish(X):
     """Implements ONNX Mish: ``X * tanh(softplus(X))``, with a softplus that does not overflow.
 
@@ -139,7 +139,7 @@ def mish(X):
     return X * jnp.tanh(jax.nn.softplus(X))
 
 
-@register("Softsign", 1, 22, folds=False, padding="elementwise")
+@register("Softsign", 1, 22, folds=False, padding="elementwise", layout="elementwise")
 def softsign(input):
     """Implements ONNX Softsign: ``input / (1 + |input|)``.
 
@@ -150,7 +150,7 @@ def softsign(input):
     return input / (1 + jnp.abs(input))
 
 
-@register("ThresholdedRelu", 10, 22, folds=False, padding="elementwise")
+@register("ThresholdedRelu", 10, 22, folds=False, padding="elementwise", layout="elementwise")
 def thresholded_relu(X, *, alpha: float = 1.0):
     """Implements ONNX ThresholdedRelu: ``X`` where ``X > alpha``, else 0.
 
@@ -192,7 +192,7 @@ def swiglu(A, B, *, alpha: float = 1.0):
     return A * jax.nn.sigmoid(alpha * A) * B
 
 
-@register("PRelu", 7, 9, 16, folds=False, padding="elementwise", weights=("slope",))
+@register("PRelu", 7, 9, 16, folds=False, padding="elementwise", weights=("slope",), layout="elementwise")
 def prelu(X, slope):
     """Implements ONNX PRelu: ``slope * X`` where ``X < 0``, else ``X``.
 
@@ -235,7 +235,7 @@ def _onto(slope, X):
     return slope.reshape((1,) * (X.ndim - slope.ndim) + tuple(slope.shape))
 
 
-@register("Shrink", 9, padding="elementwise")
+@register("Shrink", 9, padding="elementwise", layout="elementwise")
 def shrink(input, *, bias: float = 0.0, lambd: float = 0.5):
     """Implements ONNX Shrink: ``input + bias`` where ``input < -lambd``, ``input - bias``
     where ``input > lambd``, else 0.
@@ -281,7 +281,7 @@ for _op_type, _fn in [
     ("Elu", elu),
     ("Selu", selu),
 ]:
-    register(_op_type, 1, folds=False, padding="elementwise")(without_consumed_inputs(_fn))
+    register(_op_type, 1, folds=False, padding="elementwise", layout="elementwise")(without_consumed_inputs(_fn))
 del _op_type, _fn
 
 __all__ = [

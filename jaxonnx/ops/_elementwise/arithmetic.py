@@ -13,7 +13,7 @@ from jaxonnx.ops._helpers.broadcasting import broadcast_together
 from jaxonnx.ops._helpers.legacy import legacy_binary
 
 
-@register("Add", 7, 13, 14, padding="elementwise", adds=True)
+@register("Add", 7, 13, 14, padding="elementwise", adds=True, layout="elementwise")
 @np.errstate(all="ignore")  # folded float overflow gives inf, as in JAX, without a warning
 def add(A, B):
     """Implements ONNX Add: ``A + B`` with numpy broadcasting.
@@ -34,7 +34,7 @@ def add(A, B):
     return A + B
 
 
-@register("Sub", 7, 13, 14, padding="elementwise")
+@register("Sub", 7, 13, 14, padding="elementwise", layout="elementwise")
 @np.errstate(all="ignore")
 def sub(A, B):
     """Implements ONNX Sub: ``A - B`` with numpy broadcasting.
@@ -47,7 +47,7 @@ def sub(A, B):
     return A - B
 
 
-@register("Mul", 7, 13, 14, padding="elementwise")
+@register("Mul", 7, 13, 14, padding="elementwise", layout="elementwise")
 @np.errstate(all="ignore")
 def mul(A, B):
     """Implements ONNX Mul: ``A * B`` with numpy broadcasting.

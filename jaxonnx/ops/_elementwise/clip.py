@@ -9,7 +9,7 @@ from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.common import namespace
 
 
-@register("Clip", 11, 12, 13, padding="elementwise")
+@register("Clip", 11, 12, 13, padding="elementwise", layout="elementwise")
 @np.errstate(all="ignore")  # a folded bound cast to float16 may overflow to inf, as in JAX
 def clip(input, min=None, max=None):
     """Implements ONNX Clip: ``input`` limited to ``[min, max]``.

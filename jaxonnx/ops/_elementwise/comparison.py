@@ -15,7 +15,7 @@ from jaxonnx.ops._helpers.broadcasting import broadcast_together
 from jaxonnx.ops._helpers.legacy import legacy_binary
 
 
-@register("Equal", 7, 11, 13, 19, padding="elementwise")
+@register("Equal", 7, 11, 13, 19, padding="elementwise", layout="elementwise")
 @np.errstate(invalid="ignore")  # numpy warns on nan in bfloat16 (ml_dtypes) comparisons
 def equal(A, B):
     """Implements ONNX Equal: ``A == B`` elementwise (nan equals nothing).
@@ -28,7 +28,7 @@ def equal(A, B):
     return A == B
 
 
-@register("Less", 7, 9, 13, padding="elementwise")
+@register("Less", 7, 9, 13, padding="elementwise", layout="elementwise")
 @np.errstate(invalid="ignore")
 def less(A, B):
     """Implements ONNX Less: ``A < B`` elementwise.
@@ -41,7 +41,7 @@ def less(A, B):
     return A < B
 
 
-@register("LessOrEqual", 12, 16, padding="elementwise")
+@register("LessOrEqual", 12, 16, padding="elementwise", layout="elementwise")
 @np.errstate(invalid="ignore")
 def less_or_equal(A, B):
     """Implements ONNX LessOrEqual: ``A <= B`` elementwise.
@@ -54,7 +54,7 @@ def less_or_equal(A, B):
     return A <= B
 
 
-@register("Greater", 7, 9, 13, padding="elementwise")
+@register("Greater", 7, 9, 13, padding="elementwise", layout="elementwise")
 @np.errstate(invalid="ignore")
 def greater(A, B):
     """Implements ONNX Greater: ``A > B`` elementwise.
@@ -67,7 +67,7 @@ def greater(A, B):
     return A > B
 
 
-@register("GreaterOrEqual", 12, 16, padding="elementwise")
+@register("GreaterOrEqual", 12, 16, padding="elementwise", layout="elementwise")
 @np.errstate(invalid="ignore")
 def greater_or_equal(A, B):
     """Implements ONNX GreaterOrEqual: ``A >= B`` elementwise.

@@ -11,7 +11,7 @@ from jaxonnx.ops._helpers.common import namespace
 from jaxonnx.ops._helpers.legacy import legacy_binary
 
 
-@register("Div", 7, 13, 14, padding="elementwise")
+@register("Div", 7, 13, 14, padding="elementwise", layout="elementwise")
 @np.errstate(all="ignore")  # folded float division by zero gives inf/nan, as in JAX, without a warning
 def div(A, B):
     """Implements ONNX Div: ``A / B`` with numpy broadcasting, in the dtype of ``A``.

@@ -12,7 +12,7 @@ from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.schemas import attribute, contrib_schema
 
 
-@register("Gelu", 20, folds=False, padding="elementwise")
+@register("Gelu", 20, folds=False, padding="elementwise", layout="elementwise")
 def gelu(X, *, approximate: str = "none"):
     """Implements ONNX Gelu: ``X * Phi(X)``, ``Phi`` the standard normal CDF.
 

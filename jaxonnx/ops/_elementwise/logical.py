@@ -9,7 +9,7 @@ from jaxonnx.ops._helpers.common import namespace
 from jaxonnx.ops._helpers.legacy import legacy_binary
 
 
-@register("And", 7, padding="elementwise")
+@register("And", 7, padding="elementwise", layout="elementwise")
 def and_(A, B):
     """Implements ONNX And: the elementwise logical and of bool arrays, with numpy broadcasting.
 
@@ -21,7 +21,7 @@ def and_(A, B):
     return namespace(A, B).logical_and(A, B)
 
 
-@register("Or", 7, padding="elementwise")
+@register("Or", 7, padding="elementwise", layout="elementwise")
 def or_(A, B):
     """Implements ONNX Or: the elementwise logical or of bool arrays, with numpy broadcasting.
 
@@ -33,7 +33,7 @@ def or_(A, B):
     return namespace(A, B).logical_or(A, B)
 
 
-@register("Xor", 7, padding="elementwise")
+@register("Xor", 7, padding="elementwise", layout="elementwise")
 def xor(A, B):
     """Implements ONNX Xor: the elementwise exclusive or of bool arrays, with numpy broadcasting.
 
@@ -45,7 +45,7 @@ def xor(A, B):
     return namespace(A, B).logical_xor(A, B)
 
 
-@register("Not", 1, padding="elementwise")
+@register("Not", 1, padding="elementwise", layout="elementwise")
 def not_(X):
     """Implements ONNX Not: the elementwise logical negation of a bool array.
 

@@ -10,7 +10,7 @@ from jaxonnx.ops._helpers.broadcasting import broadcast_together
 from jaxonnx.ops._helpers.common import namespace
 
 
-@register("Mod", 28, padding="elementwise")
+@register("Mod", 28, padding="elementwise", layout="elementwise")
 def mod(A, B, *, fmod: int = 0):
     """Implements ONNX Mod: the remainder of ``A / B``, with numpy broadcasting.
 
@@ -38,7 +38,7 @@ def mod(A, B, *, fmod: int = 0):
     return _mod(A, B, fmod, float_floor_mod=True)
 
 
-@register("Mod", 10, 13, padding="elementwise")
+@register("Mod", 10, 13, padding="elementwise", layout="elementwise")
 def _mod_13(A, B, *, fmod=0):
     return _mod(A, B, fmod, float_floor_mod=False)
 

@@ -12,7 +12,7 @@ from jaxonnx.ops._helpers.legacy import legacy_binary
 
 
 # folds=False: XLA's and numpy's float `pow` differ in the last bit, and an op gives one answer.
-@register("Pow", 7, 12, 13, 15, folds=False, padding="elementwise")
+@register("Pow", 7, 12, 13, 15, folds=False, padding="elementwise", layout="elementwise")
 def pow(X, Y):
     """Implements ONNX Pow: ``X ** Y`` with numpy broadcasting, in the dtype of ``X``.
 

@@ -20,7 +20,7 @@ from jaxonnx.ops._helpers.common import namespace
 from jaxonnx.ops._helpers.legacy import without_consumed_inputs
 
 
-@register("Neg", 6, 13, padding="elementwise")
+@register("Neg", 6, 13, padding="elementwise", layout="elementwise")
 def neg(X):
     """Implements ONNX Neg: ``-X`` (integers wrap: ``-(-128)`` is -128 in int8).
 
@@ -31,7 +31,7 @@ def neg(X):
     return -X
 
 
-@register("Abs", 6, 13, padding="elementwise")
+@register("Abs", 6, 13, padding="elementwise", layout="elementwise")
 def abs(X):
     """Implements ONNX Abs: ``|X|`` (integers wrap: ``|-128|`` is -128 in int8).
 
@@ -42,7 +42,7 @@ def abs(X):
     return namespace(X).abs(X)
 
 
-@register("Sqrt", 6, 13, padding="elementwise")
+@register("Sqrt", 6, 13, padding="elementwise", layout="elementwise")
 @np.errstate(invalid="ignore")  # a folded sqrt of a negative number is nan, as in JAX
 def sqrt(X):
     """Implements ONNX Sqrt: the square root, nan for negative ``X``.
@@ -54,7 +54,7 @@ def sqrt(X):
     return namespace(X).sqrt(X)
 
 
-@register("Reciprocal", 6, 13, padding="elementwise")
+@register("Reciprocal", 6, 13, padding="elementwise", layout="elementwise")
 @np.errstate(divide="ignore")  # a folded 1/0 is inf, as in JAX
 def reciprocal(X):
     """Implements ONNX Reciprocal: ``1 / X``.
@@ -66,7 +66,7 @@ def reciprocal(X):
     return namespace(X).reciprocal(X)
 
 
-@register("Floor", 6, 13, padding="elementwise")
+@register("Floor", 6, 13, padding="elementwise", layout="elementwise")
 def floor(X):
     """Implements ONNX Floor: the largest integer not above ``X``, in the dtype of ``X``.
 
@@ -77,7 +77,7 @@ def floor(X):
     return namespace(X).floor(X)
 
 
-@register("Ceil", 6, 13, padding="elementwise")
+@register("Ceil", 6, 13, padding="elementwise", layout="elementwise")
 def ceil(X):
     """Implements ONNX Ceil: the smallest integer not below ``X``, in the dtype of ``X``.
 
@@ -88,7 +88,7 @@ def ceil(X):
     return namespace(X).ceil(X)
 
 
-@register("Round", 11, 22, padding="elementwise")
+@register("Round", 11, 22, padding="elementwise", layout="elementwise")
 def round(X):
     """Implements ONNX Round: the nearest integer, halves to even (``2.5`` gives 2).
 
@@ -99,7 +99,7 @@ def round(X):
     return namespace(X).round(X)
 
 
-@register("Sign", 9, 13, padding="elementwise")
+@register("Sign", 9, 13, padding="elementwise", layout="elementwise")
 def sign(input):
     """Implements ONNX Sign: -1, 0 or 1 by the sign of ``input``, in its dtype (nan stays nan).
 
@@ -110,7 +110,7 @@ def sign(input):
     return namespace(input).sign(input)
 
 
-@register("IsNaN", 9, 13, 20, padding="elementwise")
+@register("IsNaN", 9, 13, 20, padding="elementwise", layout="elementwise")
 def is_nan(X):
     """Implements ONNX IsNaN: whether each element is nan, as a bool array.
 
@@ -121,7 +121,7 @@ def is_nan(X):
     return namespace(X).isnan(X)
 
 
-@register("IsInf", 10, 20, padding="elementwise")
+@register("IsInf", 10, 20, padding="elementwise", layout="elementwise")
 def is_inf(X, *, detect_negative: int = 1, detect_positive: int = 1):
     """Implements ONNX IsInf: whether each element is an infinity, as a bool array.
 
@@ -142,7 +142,7 @@ def is_inf(X, *, detect_negative: int = 1, detect_positive: int = 1):
     return xp.isinf(X) & ((negative & bool(detect_negative)) | (~negative & bool(detect_positive)))
 
 
-@register("Exp", 6, 13, folds=False, padding="elementwise")
+@register("Exp", 6, 13, folds=False, padding="elementwise", layout="elementwise")
 def exp(input):
     """Implements ONNX Exp: ``e ** input``.
 
@@ -153,7 +153,7 @@ def exp(input):
     return jax.numpy.exp(input)
 
 
-@register("Log", 6, 13, folds=False, padding="elementwise")
+@register("Log", 6, 13, folds=False, padding="elementwise", layout="elementwise")
 def log(input):
     """Implements ONNX Log: the natural logarithm (-inf at 0, nan below).
 
@@ -164,7 +164,7 @@ def log(input):
     return jax.numpy.log(input)
 
 
-@register("Sin", 7, 22, folds=False, padding="elementwise")
+@register("Sin", 7, 22, folds=False, padding="elementwise", layout="elementwise")
 def sin(input):
     """Implements ONNX Sin: the sine of ``input`` in radians.
 
@@ -175,7 +175,7 @@ def sin(input):
     return jax.numpy.sin(input)
 
 
-@register("Cos", 7, 22, folds=False, padding="elementwise")
+@register("Cos", 7, 22, folds=False, padding="elementwise", layout="elementwise")
 def cos(input):
     """Implements ONNX Cos: the cosine of ``input`` in radians.
 
@@ -186,7 +186,7 @@ def cos(input):
     return jax.numpy.cos(input)
 
 
-@register("Tanh", 6, 13, folds=False, padding="elementwise")
+@register("Tanh", 6, 13, folds=False, padding="elementwise", layout="elementwise")
 def tanh(input):
     """Implements ONNX Tanh: the hyperbolic tangent.
 
@@ -197,7 +197,7 @@ def tanh(input):
     return jax.numpy.tanh(input)
 
 
-@register("Erf", 9, 13, folds=False, padding="elementwise")
+@register("Erf", 9, 13, folds=False, padding="elementwise", layout="elementwise")
 def erf(input):
     """Implements ONNX Erf: the Gauss error function.
 
@@ -214,7 +214,7 @@ def erf(input):
     return jax.lax.erf(input)
 
 
-@register("Tan", 7, 22, folds=False, padding="elementwise")
+@register("Tan", 7, 22, folds=False, padding="elementwise", layout="elementwise")
 def tan(input):
     """Implements ONNX Tan: the tangent of ``input`` in radians.
 
@@ -225,7 +225,7 @@ def tan(input):
     return jax.numpy.tan(input)
 
 
-@register("Asin", 7, 22, folds=False, padding="elementwise")
+@register("Asin", 7, 22, folds=False, padding="elementwise", layout="elementwise")
 def asin(input):
     """Implements ONNX Asin: the arcsine, in ``[-pi/2, pi/2]`` (nan outside ``[-1, 1]``, as numpy).
 
@@ -236,7 +236,7 @@ def asin(input):
     return jax.numpy.arcsin(input)
 
 
-@register("Acos", 7, 22, folds=False, padding="elementwise")
+@register("Acos", 7, 22, folds=False, padding="elementwise", layout="elementwise")
 def acos(input):
     """Implements ONNX Acos: the arccosine, in ``[0, pi]`` (nan outside ``[-1, 1]``, as numpy).
 
@@ -247,7 +247,7 @@ def acos(input):
     return jax.numpy.arccos(input)
 
 
-@register("Atan", 7, 22, folds=False, padding="elementwise")
+@register("Atan", 7, 22, folds=False, padding="elementwise", layout="elementwise")
 def atan(input):
     """Implements ONNX Atan: the arctangent, in ``(-pi/2, pi/2)``.
 
@@ -258,7 +258,7 @@ def atan(input):
     return jax.numpy.arctan(input)
 
 
-@register("Sinh", 9, 22, folds=False, padding="elementwise")
+@register("Sinh", 9, 22, folds=False, padding="elementwise", layout="elementwise")
 def sinh(input):
     """Implements ONNX Sinh: the hyperbolic sine.
 
@@ -269,7 +269,7 @@ def sinh(input):
     return jax.numpy.sinh(input)
 
 
-@register("Cosh", 9, 22, folds=False, padding="elementwise")
+@register("Cosh", 9, 22, folds=False, padding="elementwise", layout="elementwise")
 def cosh(input):
     """Implements ONNX Cosh: the hyperbolic cosine.
 
@@ -280,7 +280,7 @@ def cosh(input):
     return jax.numpy.cosh(input)
 
 
-@register("Asinh", 9, 22, folds=False, padding="elementwise")
+@register("Asinh", 9, 22, folds=False, padding="elementwise", layout="elementwise")
 def asinh(input):
     """Implements ONNX Asinh: the inverse hyperbolic sine.
 
@@ -291,7 +291,7 @@ def asinh(input):
     return jax.numpy.arcsinh(input)
 
 
-@register("Acosh", 9, 22, folds=False, padding="elementwise")
+@register("Acosh", 9, 22, folds=False, padding="elementwise", layout="elementwise")
 def acosh(input):
     """Implements ONNX Acosh: the inverse hyperbolic cosine (nan below 1, as numpy).
 
@@ -302,7 +302,7 @@ def acosh(input):
     return jax.numpy.arccosh(input)
 
 
-@register("Atanh", 9, 22, folds=False, padding="elementwise")
+@register("Atanh", 9, 22, folds=False, padding="elementwise", layout="elementwise")
 def atanh(input):
     """Implements ONNX Atanh: the inverse hyperbolic tangent (±inf at ±1, nan outside ``[-1, 1]``, as numpy).
 
@@ -321,9 +321,9 @@ for _op_type, _fn in [
     ("Floor", floor),
     ("Ceil", ceil),
 ]:
-    register(_op_type, 1, padding="elementwise")(without_consumed_inputs(_fn))
+    register(_op_type, 1, padding="elementwise", layout="elementwise")(without_consumed_inputs(_fn))
 for _op_type, _fn in [("Exp", exp), ("Log", log), ("Tanh", tanh)]:
-    register(_op_type, 1, folds=False, padding="elementwise")(without_consumed_inputs(_fn))
+    register(_op_type, 1, folds=False, padding="elementwise", layout="elementwise")(without_consumed_inputs(_fn))
 del _op_type, _fn
 
 __all__ = [

@@ -18,7 +18,7 @@ from jaxonnx.ops._helpers.broadcasting import broadcast_together, true_divide, v
 from jaxonnx.ops._helpers.common import namespace
 
 
-@register("Max", 8, 12, 13, padding="elementwise")
+@register("Max", 8, 12, 13, padding="elementwise", layout="elementwise")
 @np.errstate(invalid="ignore")  # numpy warns on nan in bfloat16 (ml_dtypes) comparisons
 def max(*data_0):
     """Implements ONNX Max: the elementwise maximum of one or more arrays, with numpy
@@ -33,7 +33,7 @@ def max(*data_0):
     return functools.reduce(namespace(*arrays).maximum, arrays)
 
 
-@register("Min", 8, 12, 13, padding="elementwise")
+@register("Min", 8, 12, 13, padding="elementwise", layout="elementwise")
 @np.errstate(invalid="ignore")
 def min(*data_0):
     """Implements ONNX Min: the elementwise minimum of one or more arrays, with numpy
@@ -47,7 +47,7 @@ def min(*data_0):
     return functools.reduce(namespace(*arrays).minimum, arrays)
 
 
-@register("Sum", 8, 13, padding="elementwise")
+@register("Sum", 8, 13, padding="elementwise", layout="elementwise")
 @np.errstate(over="ignore")  # a folded float overflow gives inf, as in JAX, without a warning
 def sum(*data_0):
     """Implements ONNX Sum: the elementwise sum of one or more arrays, with numpy
@@ -61,7 +61,7 @@ def sum(*data_0):
     return functools.reduce(operator.add, arrays)
 
 
-@register("Mean", 8, 13, padding="elementwise")
+@register("Mean", 8, 13, padding="elementwise", layout="elementwise")
 @np.errstate(over="ignore")
 def mean(*data_0):
     """Implements ONNX Mean: the elementwise mean of one or more arrays, with numpy

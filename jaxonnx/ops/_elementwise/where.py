@@ -9,7 +9,7 @@ from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.common import namespace
 
 
-@register("Where", 9, 16, padding="elementwise")
+@register("Where", 9, 16, padding="elementwise", layout="elementwise")
 def where(condition, X, Y):
     """Implements ONNX Where: elements of ``X`` where ``condition`` is true, else of ``Y``.
 

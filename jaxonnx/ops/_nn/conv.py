@@ -22,7 +22,7 @@ from jaxonnx.ops._helpers.window import (
 )
 
 
-@register("Conv", 1, 11, 22, folds=False, weights=("W", "B"), linear=True)
+@register("Conv", 1, 11, 22, folds=False, weights=("W", "B"), linear=True, prefers_channels_last=True)
 def conv(
     X,
     W,

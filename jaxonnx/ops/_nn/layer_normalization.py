@@ -19,7 +19,7 @@ from jaxonnx.ops._helpers.normalization import (
 from jaxonnx.ops._helpers.schemas import FLOATS, attribute, contrib_schema
 
 
-@register("LayerNormalization", 17, folds=False, weights=("Scale", "B"))
+@register("LayerNormalization", 17, folds=False, weights=("Scale", "B"), ignores_unknown_attributes=True)
 def layer_normalization(X, Scale, B=None, *, axis=-1, epsilon=1e-5, stash_type=1):
     """Implements ONNX LayerNormalization: ``X`` normalized over dims ``axis...``, times ``Scale``, plus ``B``.
 
@@ -72,7 +72,9 @@ _SCHEMA_1 = contrib_schema(
 )
 
 
-@register("LayerNormalization", 1, schema=_SCHEMA_1, folds=False, weights=("Scale", "B"))
+@register(
+    "LayerNormalization", 1, schema=_SCHEMA_1, folds=False, weights=("Scale", "B"), ignores_unknown_attributes=True
+)
 def _layer_normalization_1(X, Scale, B=None, *, axis=-1, epsilon=1e-5, stash_type=1):
     # onnxruntime's kernel computes in float32 (double for double X) and casts once, to
     # Scale's type; its statistics are of the type stash_type names.

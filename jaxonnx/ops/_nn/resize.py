@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from jaxonnx._core.registry import register
+from jaxonnx._core.registry import is_traced, register
 from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.common import int_list, namespace, normalize_axis
 
@@ -48,7 +48,32 @@ def _linear(t):
     return np.clip(1 - np.abs(t), 0, None)
 
 
-@register("Resize", 19, static=("roi", "scales", "sizes"))
+def _per_axis_inputs_moved(inputs, attributes, order):
+    """``roi``, ``scales`` and ``sizes`` with their values put in ``order``, the order of
+    ``X``'s axes when the graph runner holds it channels-last (``OpContract.layout``).
+
+    Each holds one value per axis of ``X`` (``roi`` its starts, then its ends), and Resize
+    resamples each axis on its own, so moving those values as ``X``'s axes move resizes the
+    same. None (run in ONNX's layout) with the ``axes`` attribute or traced inputs.
+
+    Example:
+        >>> _per_axis_inputs_moved([None, np.array([1, 1, 2, 3], np.float32)], {}, (0, 2, 3, 1))
+        [None, array([1., 2., 3., 1.], dtype=float32)]
+    """
+    if attributes.get("axes") is not None or any(is_traced(value) for value in inputs):
+        return None
+
+    def moved(value, parts):
+        if value is None or np.size(value) == 0:
+            return value
+        value = np.asarray(value)
+        return value.reshape(parts, len(order))[:, list(order)].reshape(-1)
+
+    roi, scales, sizes = (list(inputs) + [None] * 3)[:3]
+    return [moved(roi, 2), moved(scales, 1), moved(sizes, 1)][: len(inputs)]
+
+
+@register("Resize", 19, static=("roi", "scales", "sizes"), layout=_per_axis_inputs_moved)
 def resize(
     X,
     roi=None,
@@ -118,7 +143,7 @@ def resize(
     )
 
 
-@register("Resize", 18, static=("roi", "scales", "sizes"))
+@register("Resize", 18, static=("roi", "scales", "sizes"), layout=_per_axis_inputs_moved)
 def _resize_18(X, roi=None, scales=None, sizes=None, *, coordinate_transformation_mode="half_pixel", **attributes):
     # half_pixel_symmetric arrived in 19.
     transforms = set(_TRANSFORMS) - {"tf_half_pixel_for_nn", "half_pixel_symmetric"}
@@ -127,7 +152,7 @@ def _resize_18(X, roi=None, scales=None, sizes=None, *, coordinate_transformatio
     )
 
 
-@register("Resize", 11, 13, static=("roi", "scales", "sizes"))
+@register("Resize", 11, 13, static=("roi", "scales", "sizes"), layout=_per_axis_inputs_moved)
 def _resize_11(X, roi=None, scales=None, sizes=None, *, coordinate_transformation_mode="half_pixel", **attributes):
     # No antialias, axes or keep_aspect_ratio_policy; tf_half_pixel_for_nn (removed in 13) is kept.
     transforms = set(_TRANSFORMS) - {"half_pixel_symmetric"}

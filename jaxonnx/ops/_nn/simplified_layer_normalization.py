@@ -35,7 +35,7 @@ def _stash_dtype(stash_type: int):
     return jax_dtype(_STASH_TYPES[stash_type])  # float32 in JAX's 32-bit mode
 
 
-@register("SimplifiedLayerNormalization", 1, schema=_SCHEMA, folds=False)
+@register("SimplifiedLayerNormalization", 1, schema=_SCHEMA, folds=False, ignores_unknown_attributes=True)
 def simplified_layer_normalization(X, scale, *, axis=-1, epsilon=1e-5, stash_type=1):
     """Implements onnxruntime's SimplifiedLayerNormalization: ``X / sqrt(mean(X * X) + epsilon) * scale``.
 

@@ -159,7 +159,7 @@ def _reduce(op_type, data, axes, keepdims, noop_with_empty_axes=0, *, allow_nega
         return _REDUCTIONS[op_type](namespace(data), data, axes, bool(keepdims))
 
 
-@register("ReduceSum", 13, static=("axes",), padding="sum", sums=True)
+@register("ReduceSum", 13, static=("axes",), padding="sum", sums=True, layout="reduces")
 def reduce_sum(data, axes=None, *, keepdims: int = 1, noop_with_empty_axes: int = 0):
     """Implements ONNX ReduceSum (version 13): the sum of ``data`` over ``axes``.
 
@@ -181,7 +181,7 @@ def reduce_sum(data, axes=None, *, keepdims: int = 1, noop_with_empty_axes: int 
     return _reduce("ReduceSum", data, axes, keepdims, noop_with_empty_axes)
 
 
-@register("ReduceMean", 18, static=("axes",), padding="mean")
+@register("ReduceMean", 18, static=("axes",), padding="mean", layout="reduces")
 def reduce_mean(data, axes=None, *, keepdims: int = 1, noop_with_empty_axes: int = 0):
     """Implements ONNX ReduceMean (version 18): the mean of ``data`` over ``axes``.
 
@@ -197,7 +197,7 @@ def reduce_mean(data, axes=None, *, keepdims: int = 1, noop_with_empty_axes: int
     return _reduce("ReduceMean", data, axes, keepdims, noop_with_empty_axes)
 
 
-@register("ReduceMax", 18, 20, static=("axes",), padding="max")
+@register("ReduceMax", 18, 20, static=("axes",), padding="max", layout="reduces")
 def reduce_max(data, axes=None, *, keepdims: int = 1, noop_with_empty_axes: int = 0):
     """Implements ONNX ReduceMax (version 20): the largest element of ``data`` over ``axes``.
 
@@ -212,7 +212,7 @@ def reduce_max(data, axes=None, *, keepdims: int = 1, noop_with_empty_axes: int 
     return _reduce("ReduceMax", data, axes, keepdims, noop_with_empty_axes)
 
 
-@register("ReduceMin", 18, 20, static=("axes",), padding="min")
+@register("ReduceMin", 18, 20, static=("axes",), padding="min", layout="reduces")
 def reduce_min(data, axes=None, *, keepdims: int = 1, noop_with_empty_axes: int = 0):
     """Implements ONNX ReduceMin (version 20): the smallest element of ``data`` over ``axes``.
 
@@ -228,7 +228,7 @@ def reduce_min(data, axes=None, *, keepdims: int = 1, noop_with_empty_axes: int 
     return _reduce("ReduceMin", data, axes, keepdims, noop_with_empty_axes)
 
 
-@register("ReduceProd", 18, static=("axes",), padding="prod")
+@register("ReduceProd", 18, static=("axes",), padding="prod", layout="reduces")
 def reduce_prod(data, axes=None, *, keepdims: int = 1, noop_with_empty_axes: int = 0):
     """Implements ONNX ReduceProd (version 18): the product of ``data`` over ``axes``.
 
@@ -242,7 +242,7 @@ def reduce_prod(data, axes=None, *, keepdims: int = 1, noop_with_empty_axes: int
     return _reduce("ReduceProd", data, axes, keepdims, noop_with_empty_axes)
 
 
-@register("ReduceL2", 18, static=("axes",), padding="sum")
+@register("ReduceL2", 18, static=("axes",), padding="sum", layout="reduces")
 def reduce_l2(data, axes=None, *, keepdims: int = 1, noop_with_empty_axes: int = 0):
     """Implements ONNX ReduceL2 (version 18): ``sqrt(sum(data ** 2))`` over ``axes``.
 
@@ -258,7 +258,7 @@ def reduce_l2(data, axes=None, *, keepdims: int = 1, noop_with_empty_axes: int =
     return _reduce("ReduceL2", data, axes, keepdims, noop_with_empty_axes)
 
 
-@register("ReduceL1", 18, static=("axes",), padding="sum")
+@register("ReduceL1", 18, static=("axes",), padding="sum", layout="reduces")
 def reduce_l1(data, axes=None, *, keepdims: int = 1, noop_with_empty_axes: int = 0):
     """Implements ONNX ReduceL1 (version 18): ``sum(|data|)`` over ``axes``.
 
@@ -273,7 +273,7 @@ def reduce_l1(data, axes=None, *, keepdims: int = 1, noop_with_empty_axes: int =
     return _reduce("ReduceL1", data, axes, keepdims, noop_with_empty_axes)
 
 
-@register("ReduceSumSquare", 18, static=("axes",), padding="sum")
+@register("ReduceSumSquare", 18, static=("axes",), padding="sum", layout="reduces")
 def reduce_sum_square(data, axes=None, *, keepdims: int = 1, noop_with_empty_axes: int = 0):
     """Implements ONNX ReduceSumSquare (version 18): ``sum(data ** 2)`` over ``axes``.
 
@@ -289,7 +289,7 @@ def reduce_sum_square(data, axes=None, *, keepdims: int = 1, noop_with_empty_axe
 
 
 # folds=False (both): numpy's and XLA's exp and log differ in the last bit; an op gives one answer.
-@register("ReduceLogSum", 18, 28, static=("axes",), folds=False, padding="sum")
+@register("ReduceLogSum", 18, 28, static=("axes",), folds=False, padding="sum", layout="reduces")
 def reduce_log_sum(data, axes=None, *, keepdims: int = 1, noop_with_empty_axes: int = 0):
     """Implements ONNX ReduceLogSum (version 28): ``log(sum(data))`` over ``axes``.
 
@@ -305,7 +305,7 @@ def reduce_log_sum(data, axes=None, *, keepdims: int = 1, noop_with_empty_axes: 
     return _reduce("ReduceLogSum", data, axes, keepdims, noop_with_empty_axes)
 
 
-@register("ReduceLogSumExp", 18, 28, static=("axes",), folds=False, padding="max")
+@register("ReduceLogSumExp", 18, 28, static=("axes",), folds=False, padding="max", layout="reduces")
 def reduce_log_sum_exp(data, axes=None, *, keepdims: int = 1, noop_with_empty_axes: int = 0):
     """Implements ONNX ReduceLogSumExp (version 28): ``log(sum(exp(data)))`` over ``axes``.
 
@@ -336,7 +336,7 @@ _PADDING = {
 }
 
 
-def _with_axes_attribute(op_type, *since_versions, allow_negative=True, folds=True):
+def _with_axes_attribute(op_type, *since_versions, allow_negative=True, folds=True, layout=""):
     """Registers ``op_type``'s versions whose ``axes`` is an attribute (no ``noop_with_empty_axes``)."""
 
     def reduce_with_axes_attribute(data, *, axes=None, keepdims=1):
@@ -344,7 +344,9 @@ def _with_axes_attribute(op_type, *since_versions, allow_negative=True, folds=Tr
 
     padding = _PADDING[op_type]
     sums = op_type == "ReduceSum"  # the plain sum (see OpContract.sums)
-    register(op_type, *since_versions, folds=folds, padding=padding, sums=sums)(reduce_with_axes_attribute)
+    register(op_type, *since_versions, folds=folds, padding=padding, sums=sums, layout=layout)(
+        reduce_with_axes_attribute
+    )
 
 
 for _op_type, _versions in {
@@ -360,7 +362,9 @@ for _op_type, _versions in {
     "ReduceLogSumExp": (11, 13),
 }.items():
     _folds = _op_type not in ("ReduceLogSum", "ReduceLogSumExp")
-    _with_axes_attribute(_op_type, *_versions, folds=_folds)
+    _with_axes_attribute(_op_type, *[v for v in _versions if v < 13], folds=_folds)
+    if 13 in _versions:  # the layout pass moves the axes of versions 13 on
+        _with_axes_attribute(_op_type, 13, folds=_folds, layout="reduces")
     _with_axes_attribute(_op_type, 1, allow_negative=False, folds=_folds)
 del _op_type, _versions, _folds
 

@@ -7,7 +7,7 @@ from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.common import namespace, normalize_axis
 
 
-@register("Concat", 11, 13, padding="concat")
+@register("Concat", 11, 13, padding="concat", layout="along_axis")
 def concat(*inputs, axis: int):
     """Implements ONNX Concat: ``inputs`` joined along ``axis``.
 
@@ -26,7 +26,7 @@ def concat(*inputs, axis: int):
     return _concat(inputs, axis, allow_negative=True)
 
 
-@register("Concat", 4, padding="concat")
+@register("Concat", 4, padding="concat", layout="along_axis")
 def _concat_4(*inputs, axis):
     return _concat(inputs, axis, allow_negative=False)
 

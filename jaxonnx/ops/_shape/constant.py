@@ -39,7 +39,22 @@ def constant(**attributes) -> np.ndarray:
     return _FORMS[name](value)
 
 
-@register("Identity", 1, 13, 14, 16, 19, 21, 23, 24, 25, padding="moves", identity=True, keeps_non_zeros=True)
+@register(
+    "Identity",
+    1,
+    13,
+    14,
+    16,
+    19,
+    21,
+    23,
+    24,
+    25,
+    padding="moves",
+    identity=True,
+    keeps_non_zeros=True,
+    layout="elementwise",
+)
 def identity(input):
     """Implements ONNX Identity: ``input`` itself.
 

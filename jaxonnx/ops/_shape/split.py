@@ -18,7 +18,7 @@ from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.common import int_list, normalize_axis
 
 
-@register("Split", 18, static=("split",), padding="moves")
+@register("Split", 18, static=("split",), padding="moves", layout="along_axis")
 def split(input, split=None, *, axis: int = 0, num_outputs: int | None = None):
     """Implements ONNX Split: ``input`` cut into consecutive parts along ``axis``.
 
@@ -46,7 +46,7 @@ def split(input, split=None, *, axis: int = 0, num_outputs: int | None = None):
     return _split(input, _lengths(split), axis, num_outputs=num_outputs, allow_negative=True)
 
 
-@register("Split", 13, static=("split",), padding="moves")
+@register("Split", 13, static=("split",), padding="moves", layout="along_axis")
 def _split_13(input, split=None, *, axis=0, output_count=None):
     return _split(input, _lengths(split), axis, output_count=output_count, allow_negative=True)
 
