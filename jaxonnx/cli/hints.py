@@ -32,7 +32,7 @@ def _hinted_outputs(prepared: _Prepared, *, jit: bool) -> dict[str, _Hinted]:
     so the count is taken from the input that decides it, not from the output)."""
     outputs = {o.name for o in prepared.proto.graph.output}
     found = {}
-    for node in getattr(prepared.model, "nodes", ()):
+    for node in prepared.model.nodes:  # the ops as the load resolved them
         contract = getattr(node.op, "contract", None)  # None for a model's local function
         if contract is None or not contract.size_hint or not contract.counts_non_zeros_of:
             continue
