@@ -154,7 +154,8 @@ def _along_axis(op: OpVersion, args, ctx, attributes, rank):
     if any(a is None or np.ndim(a) != rank for a, j in zip(args, joined) if j):
         return None
     axis = attributes.get("axis")
-    axis = op.defaults.get("axis") or 0 if axis is None else axis
+    if axis is None:  # the schema's default (Split's 0)
+        axis = op.defaults.get("axis") or 0
     # Non-negative: Concat before version 11 refuses negative axes, and every attribute
     # written here must be valid at the node's own version (so are `_axis`'s results).
     moved = [_moved(a, rank) if j else a for a, j in zip(args, joined)]
