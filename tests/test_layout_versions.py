@@ -189,20 +189,26 @@ def _onnxruntime_outputs(proto, opset, feed):
     return session.run(None, feed)
 
 
-@pytest.mark.parametrize("op", list(_traited_versions()))
-def test_rewritten_op_runs_at_its_oldest_version(op, monkeypatch):
-    proto, opset = _model(op)
-    x = np.random.default_rng(0).standard_normal((_BATCH, _IN_CHANNELS, _HEIGHT, _WIDTH)).astype(np.float32)
-    rewritten = []
+def _record_rewrites(monkeypatch, watched) -> list[bool]:
+    """Whether the layout pass rewrote each node it saw whose op is ``watched(op)``, in order."""
+    rewritten: list[bool] = []
     layout_run = layout.run
 
     def recording_run(node, *args, **kwargs):
         results = layout_run(node, *args, **kwargs)
-        if node.op is op:
+        if watched(node.op):
             rewritten.append(results is not None)
         return results
 
     monkeypatch.setattr(layout, "run", recording_run)
+    return rewritten
+
+
+@pytest.mark.parametrize("op", list(_traited_versions()))
+def test_rewritten_op_runs_at_its_oldest_version(op, monkeypatch):
+    proto, opset = _model(op)
+    x = np.random.default_rng(0).standard_normal((_BATCH, _IN_CHANNELS, _HEIGHT, _WIDTH)).astype(np.float32)
+    rewritten = _record_rewrites(monkeypatch, lambda node_op: node_op is op)
     channels_last = jaxonnx.load(proto)(x)
     assert rewritten and all(rewritten), f"{op.name}: the layout pass did not hand it channels-last values"
     onnx_layout = jaxonnx.load(proto, channels_last=False)(x)
@@ -212,3 +218,33 @@ def test_rewritten_op_runs_at_its_oldest_version(op, monkeypatch):
         np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5, atol=1e-6, err_msg=message)
         if expected is not None:
             np.testing.assert_allclose(np.asarray(got), expected[index], rtol=1e-4, atol=1e-5, err_msg=message)
+
+
+@pytest.mark.parametrize("declared", [True, False])
+def test_an_op_of_another_domain_is_rewritten_by_its_trait_alone(declared, monkeypatch):
+    """An op of the test's own (in a copy of the registry) gets channels-last values exactly
+    when it declares ``layout="elementwise"``: the pass reads the trait, not the op's name."""
+    from jaxonnx.ops._helpers.schemas import contrib_schema
+
+    schema = contrib_schema(
+        "ScratchHalve", "y = x / 2.", [("x", "T")], [("y", "T")], [("T", ["tensor(float)"])], domain="com.example"
+    )
+    registry = REGISTRY.copy()
+    declared_layout = {"layout": "elementwise"} if declared else {}
+    registry.register("ScratchHalve", 1, domain="com.example", schema=schema, **declared_layout)(lambda x: x / 2)
+    builder = _ModelBuilder(seed=0)
+    graph = helper.make_graph(
+        [*builder.nodes, helper.make_node("ScratchHalve", ["conv"], ["y"], domain="com.example")],
+        "g",
+        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [_BATCH, _IN_CHANNELS, _HEIGHT, _WIDTH])],
+        [onnx.ValueInfoProto(name="y")],
+        builder.initializers,
+    )
+    opsets = [helper.make_opsetid("", 21), helper.make_opsetid("com.example", 1)]
+    proto = helper.make_model(graph, opset_imports=opsets, ir_version=10)
+    rewritten = _record_rewrites(monkeypatch, lambda node_op: node_op.op_type == "ScratchHalve")
+    x = np.random.default_rng(0).standard_normal((_BATCH, _IN_CHANNELS, _HEIGHT, _WIDTH)).astype(np.float32)
+    got = jaxonnx.load(proto, registry=registry)(x)[0]
+    assert rewritten == [declared]
+    want = jaxonnx.load(proto, registry=registry, channels_last=False)(x)[0]
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6)
