@@ -699,3 +699,34 @@ def test_a_deferred_check_refuses_fields_it_fills_itself():
     node = DeferredChecks().for_node("Node 'g' (Gather-13) failed", "Gather-13")
     with pytest.raises(ValueError, match=r"fail_where fills \['position', 'value'\] itself"):
         node.fail_where(jnp.zeros(2, bool), jnp.zeros(2), "got {value} at {position}.", value=1, position=2)
+
+
+def _slice_model(bounds_from_input: bool):
+    from onnx import TensorProto, helper, numpy_helper
+
+    starts = numpy_helper.from_array(np.array([1], np.int64), "starts")
+    nodes = [helper.make_node("Slice", ["x", "starts", "ends"], ["y"], name="cut")]
+    initializers = [starts]
+    if bounds_from_input:  # ends = the length of a second input, a value computed from the inputs
+        nodes.insert(0, helper.make_node("ReduceSum", ["n"], ["ends"], name="count", keepdims=1))
+    else:
+        initializers.append(numpy_helper.from_array(np.array([4], np.int64), "ends"))
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [6])]
+    if bounds_from_input:
+        inputs.append(helper.make_tensor_value_info("n", TensorProto.INT64, [1]))
+    graph = helper.make_graph(
+        nodes, "slice", inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], initializers
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
+def test_a_slice_with_known_bounds_compiles_whole_and_one_with_bounds_from_the_inputs_does_not():
+    # Slice takes a padded length only between traced bounds: with constant bounds its
+    # length is static, so it must not send the whole model op by op.
+    x = np.arange(6, dtype=np.float32)
+    known = jaxonnx.load(_slice_model(bounds_from_input=False))
+    assert known.eager_mode == "whole graph compiled per input signature"
+    np.testing.assert_array_equal(np.asarray(known(x)[0]), x[1:4])
+    from_inputs = jaxonnx.load(_slice_model(bounds_from_input=True))
+    assert from_inputs.eager_mode.startswith("op by op: node 'cut' (Slice-13) reads the value of `ends`")
+    np.testing.assert_array_equal(np.asarray(from_inputs(x, np.array([5]))[0]), x[1:5])

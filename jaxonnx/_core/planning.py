@@ -233,7 +233,10 @@ def _needs_concrete_values(graph: Graph, dependent: set[str]) -> str | None:
             continue
         if not isinstance(op, OpVersion) or node.subgraphs:
             return f"node {node.path!r} ({op.name}) runs a body on values computed from the inputs"
-        if op.contract.size_hint or op.contract.takes("rng"):
+        # A slice padded to its own length is data-dependent only through its bounds, which
+        # are static inputs: the check below finds them when they are computed from the inputs.
+        padded_by_bounds = op.contract.size_hint == "own_length"
+        if (op.contract.size_hint and not padded_by_bounds) or op.contract.takes("rng"):
             return f"node {node.path!r} ({op.name}) has a data-dependent length or draws"
         formals = op.formal_names(len(node.inputs))
         # Values read only to check them are checked after the computation (checks.py).
