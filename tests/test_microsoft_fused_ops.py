@@ -334,6 +334,9 @@ def _fusion_cases():
         cases[f"fast_gelu_bias_{name}"] = ("FastGelu", [x, bias], {})
         cases[f"quick_gelu_{name}"] = ("QuickGelu", [x], {})
         cases[f"quick_gelu_alpha_{name}"] = ("QuickGelu", [x], {"alpha": 0.6})
+        if dtype != np.float64:  # ScaledSiLU takes float32, float16 and bfloat16
+            cases[f"scaled_silu_{name}"] = ("ScaledSiLU", [x], {"alpha": 1.702})
+            cases[f"scaled_silu_scale_input_{name}"] = ("ScaledSiLU", [x, np.array(0.75, np.float32)], {"alpha": 3.0})
     batch, m, k, n = _dims(4)
     cases["fused_matmul"] = ("FusedMatMul", [_normal(batch, m, k), _normal(batch, k, n)], {"alpha": 0.125})
     cases["fused_matmul_trans"] = ("FusedMatMul", [_normal(batch, k, m), _normal(n, k)], {"transA": 1, "transB": 1})

@@ -215,6 +215,7 @@ from jaxonnx.ops._attention.rotary_embedding import rotary_embedding as rotary_e
 from jaxonnx.ops._attention.rotary_embedding_microsoft import rotary_embedding_microsoft as rotary_embedding_microsoft
 from jaxonnx.ops._elementwise.unary_math import round as round
 from jaxonnx.ops._generation.sampling import sampling as sampling
+from jaxonnx.ops._elementwise.scaled_silu import scaled_silu as scaled_silu
 from jaxonnx.ops._ml.scaling import scaler as scaler
 from jaxonnx.ops._control_flow.scan import scan as scan
 from jaxonnx.ops._indexing.scatter import scatter as scatter
@@ -497,6 +498,7 @@ __all__ = [
     "rotary_embedding_microsoft",
     "round",
     "sampling",
+    "scaled_silu",
     "scaler",
     "scan",
     "scatter",

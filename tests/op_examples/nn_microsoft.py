@@ -212,6 +212,14 @@ def _quick_gelu(x, alpha=1.702):
     return [(v * _sigmoid(alpha * v)).astype(x.dtype)]
 
 
+def _scaled_silu(x, scale=None, alpha=1.0):
+    # Rounded to x's type after the product and after the sigmoid, as onnxruntime's kernel.
+    factor = alpha if scale is None else float(np.asarray(scale).reshape(()))
+    z = (factor * x.astype(np.float64)).astype(x.dtype).astype(np.float64)
+    s = _sigmoid(z).astype(x.dtype).astype(np.float64)
+    return [(z * s).astype(x.dtype)]
+
+
 def _bias_split_gelu(x, bias):
     h = x.astype(np.float64) + bias
     half = h.shape[-1] // 2
@@ -476,6 +484,10 @@ EXAMPLES = {
         Example([_HALF, _normal(8, dtype=np.float16)], grad=False, rtol=2e-3, atol=2e-3, reference=_fast_gelu),
     ],
     "QuickGelu": [Example([_X * 2], reference=_quick_gelu), Example([_X], {"alpha": 0.8}, reference=_quick_gelu)],
+    "ScaledSiLU": [
+        Example([_X * 2], {"alpha": 1.702}, reference=_scaled_silu),
+        Example([_X, np.array(0.5, np.float32)], reference=_scaled_silu),
+    ],
     "BiasSplitGelu": [
         Example([_normal(2, 3, 8), _normal(8)], reference=_bias_split_gelu),
         Example(
