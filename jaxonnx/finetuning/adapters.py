@@ -37,8 +37,10 @@ from onnx import helper, numpy_helper
 from jaxonnx._core.loading import canonical_domain
 from jaxonnx._core.model import Model, load
 from jaxonnx._core.registry import REGISTRY, Registry, is_traced
+from jaxonnx._core.serialization import save_proto
 from jaxonnx._errors import OnnxValidationError
 from jaxonnx.generation import cache_dims_beside
+from jaxonnx.generation.loading import genai_filename, model_file
 
 METADATA_KEY = "jaxonnx.lora"
 MICROSOFT = "com.microsoft"
@@ -210,7 +212,7 @@ class LoraModel(Model):
             os.makedirs(path, exist_ok=True)
             filename = "model.onnx"
             if self.source_folder:
-                filename = _genai_filename(self.source_folder) or filename
+                filename = genai_filename(self.source_folder) or filename
                 for name in sorted(os.listdir(self.source_folder)):
                     source = os.path.join(self.source_folder, name)
                     if os.path.isfile(source) and not (
@@ -218,19 +220,7 @@ class LoraModel(Model):
                     ):
                         shutil.copyfile(source, os.path.join(path, name))
             path = os.path.join(path, filename)
-        if external_data is None:
-            external_data = proto.ByteSize() > 2**31 - 2**20
-        if external_data:
-            onnx.save_model(
-                proto,
-                path,
-                save_as_external_data=True,
-                all_tensors_to_one_file=True,
-                location=os.path.basename(path) + ".data",
-                size_threshold=0,
-            )
-        else:
-            onnx.save_model(proto, path)
+        save_proto(proto, path, external_data=external_data)
 
 
 # --------------------------------------------------------------------------- lora
@@ -297,7 +287,7 @@ def lora(
             "(`save(path, merge=True)`) and load that to add new ones."
         )
     if not isinstance(model, Model):
-        path = _model_file(os.fspath(model))
+        path = model_file(os.fspath(model))
         source_folder = os.path.dirname(path)
         dims = cache_dims_beside(path)
         model = load(path)
@@ -329,28 +319,6 @@ def lora(
 def _load_options(model: Model) -> dict[str, Any]:
     options = dict(model.options)
     return {"options": options}
-
-
-def _model_file(path: str) -> str:
-    if os.path.isdir(path):
-        filename = _genai_filename(path)
-        candidates = [filename] if filename else sorted(n for n in os.listdir(path) if n.endswith(".onnx"))
-        if "model.onnx" in candidates:
-            candidates = ["model.onnx"]
-        if len(candidates) != 1:
-            raise OnnxValidationError(
-                f"The folder {path!r} holds {candidates or 'no .onnx files'}; pass the model's file itself."
-            )
-        path = os.path.join(path, candidates[0])
-    return os.path.abspath(path)
-
-
-def _genai_filename(folder: str) -> str | None:
-    config = os.path.join(folder, "genai_config.json")
-    if not os.path.exists(config):
-        return None
-    with open(config) as f:
-        return json.load(f).get("model", {}).get("decoder", {}).get("filename")
 
 
 def _fix_cache_dims(proto: onnx.ModelProto, dims: dict[str, int]) -> None:

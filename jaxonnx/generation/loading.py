@@ -4,6 +4,7 @@ size hints of a Mixture-of-Experts graph's NonZero outputs, the last few models 
 from __future__ import annotations
 
 import functools
+import json
 import os
 
 import onnx
@@ -34,17 +35,7 @@ def load_causal_lm(path: str | os.PathLike, *, routed_tokens: int | None = None)
         >>> generate(model, jnp.ones((2, 5), jnp.int32), 2).shape
         (2, 7)
     """
-    path = os.fspath(path)
-    if os.path.isdir(path):
-        candidates = sorted(name for name in os.listdir(path) if name.endswith(".onnx"))
-        if "model.onnx" in candidates:
-            candidates = ["model.onnx"]
-        if len(candidates) != 1:
-            raise OnnxValidationError(
-                f"The folder {path!r} holds {candidates or 'no .onnx files'}; pass the model's file itself."
-            )
-        path = os.path.join(path, candidates[0])
-    path = os.path.abspath(path)
+    path = model_file(os.fspath(path))
     mtime = os.path.getmtime(path) if os.path.exists(path) else None
     routing = _nonzero_outputs(path, mtime) if routed_tokens is not None and mtime is not None else ()
     return _load_cached(path, mtime, tuple((name, routed_tokens) for name in routing) or None)
@@ -66,3 +57,34 @@ def _nonzero_outputs(path: str, mtime) -> tuple[str, ...]:
 def _load_cached(path: str, mtime, size_hints: tuple[tuple[str, int], ...] | None) -> Model:
     del mtime  # part of the cache key: an edited file loads again
     return load(path, size_hints=dict(size_hints) if size_hints else None)
+
+
+def model_file(path: str) -> str:
+    """The absolute path of the model's ``.onnx`` file: ``path`` itself, or in a folder the
+    decoder file its ``genai_config.json`` names (onnxruntime-genai's builder), else
+    ``model.onnx``, else its one ``.onnx`` file.
+
+    Example:
+        >>> os.path.basename(model_file("tests/fixtures/generation/qwen3_moe_optimum"))
+        'model.onnx'
+    """
+    if os.path.isdir(path):
+        filename = genai_filename(path)
+        candidates = [filename] if filename else sorted(n for n in os.listdir(path) if n.endswith(".onnx"))
+        if "model.onnx" in candidates:
+            candidates = ["model.onnx"]
+        if len(candidates) != 1:
+            raise OnnxValidationError(
+                f"The folder {path!r} holds {candidates or 'no .onnx files'}; pass the model's file itself."
+            )
+        path = os.path.join(path, candidates[0])
+    return os.path.abspath(path)
+
+
+def genai_filename(folder: str) -> str | None:
+    """The decoder's file name that the folder's ``genai_config.json`` gives, or None."""
+    config = os.path.join(folder, "genai_config.json")
+    if not os.path.exists(config):
+        return None
+    with open(config) as f:
+        return json.load(f).get("model", {}).get("decoder", {}).get("filename")
