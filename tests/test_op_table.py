@@ -19,7 +19,6 @@ import jax.numpy as jnp
 import numpy as np
 import onnx
 import pytest
-from jax.test_util import check_grads
 from onnx import helper
 from onnx.reference import ReferenceEvaluator
 
@@ -27,6 +26,7 @@ import jaxonnx
 from jaxonnx import _platform
 from jaxonnx._core.dtypes import onnx_type_name
 from tests._formulations import formulations as op_formulations
+from tests._grads import check_grads
 from tests.op_examples import all_examples
 
 EXAMPLES = all_examples()
@@ -238,30 +238,20 @@ def test_gradients(op, example):
         for name, x in zip(names, example.inputs)
     ]
     tol = 1e-4 if all(np.asarray(inputs[i]).dtype == np.float64 for i in _differentiable_inputs(op, example)) else 5e-2
-    for i in _differentiable_inputs(op, example):
 
-        def f(x, i=i):
-            args = list(inputs)
-            args[i] = x
-            outs = _as_tuple(op(*args, **example.attributes))
-            return tuple(o for o in outs if jnp.issubdtype(o.dtype, jnp.inexact))
+    def f(*args):
+        outs = _as_tuple(op(*args, **example.attributes))
+        return tuple(o for o in outs if jnp.issubdtype(o.dtype, jnp.inexact))
 
-        # Under jax.jit, as models are differentiated (and compiled once: eager check_grads
-        # dispatched every primitive of each numeric difference, 2x slower in the suite).
-        before = _platform.calls()
-        check_grads(jax.jit(f), (jnp.asarray(inputs[i]),), order=1, modes=("rev", "fwd"), atol=tol, rtol=tol)
-        if _platform.calls() > before:  # the other platforms' formulations (see test_matches_onnx_reference)
-            for branch in _platform.other_branches():
-                with _platform.forced_branch(branch):
-                    # A new function: jax.jit's cache holds f's trace with the CPU's branch.
-                    check_grads(
-                        jax.jit(lambda x, f=f: f(x)),
-                        (jnp.asarray(inputs[i]),),
-                        order=1,
-                        modes=("rev", "fwd"),
-                        atol=tol,
-                        rtol=tol,
-                    )
+    # jax.test_util.check_grads's checks (a JVP and a VJP per differentiable input against
+    # central differences), compiled as one program instead of four per input (tests/_grads.py).
+    argnums = _differentiable_inputs(op, example)
+    before = _platform.calls()
+    check_grads(f, inputs, argnums=argnums, atol=tol, rtol=tol)
+    if _platform.calls() > before:  # the other platforms' formulations (see test_matches_onnx_reference)
+        for branch in _platform.other_branches():
+            with _platform.forced_branch(branch):
+                check_grads(f, inputs, argnums=argnums, atol=tol, rtol=tol)
 
 
 def _batched_inputs(op: jaxonnx.OpVersion, example) -> list[int]:
@@ -290,9 +280,13 @@ def test_vmap_equals_a_loop(op, example):
             args[i] = x
         return _as_tuple(op(*args, **example.attributes))
 
-    # Both jitted, as models run (eager vmap dispatched every primitive: 2x slower in the suite).
-    vmapped = jax.jit(jax.vmap(one))(*(jnp.asarray(stacks[i]) for i in batched))
-    looped = [jax.jit(one)(*(jnp.asarray(stacks[i][k]) for i in batched)) for k in range(2)]
+    # Jitted, as models run (eager vmap dispatched every primitive: 2x slower in the suite), and
+    # in one program: the batched call and the two single calls compile once together.
+    @jax.jit
+    def both(*xs):
+        return jax.vmap(one)(*xs), [one(*(x[k] for x in xs)) for k in range(2)]
+
+    vmapped, looped = both(*(jnp.asarray(stacks[i]) for i in batched))
     for position, out in enumerate(vmapped):
         expected = np.stack([np.asarray(looped[k][position]) for k in range(2)])
         np.testing.assert_allclose(np.asarray(out), expected, rtol=1e-6, atol=1e-6)
