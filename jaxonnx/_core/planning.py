@@ -49,8 +49,8 @@ class EagerPlan:
         >>> relu = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "relu", [x], [y])
         >>> jaxonnx.load(helper.make_model(relu)).eager_mode
         'whole graph compiled per input signature'
-        >>> jaxonnx.load(jaxonnx.demo_model_path()).eager_mode  # its Slice takes a size hint
-        "op by op: node 'slice_odd_columns' (Slice-13) has a data-dependent length or draws"
+        >>> jaxonnx.load(jaxonnx.demo_model_path()).eager_mode  # its Compress takes a size hint
+        "op by op: node 'drop_row_1' (Compress-11) has a data-dependent length or draws"
     """
 
     def __init__(
