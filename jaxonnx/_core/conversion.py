@@ -15,6 +15,7 @@ import jax
 import numpy as np
 
 from jaxonnx._core.dtypes import as_jax, is_narrowed, is_string_array, jax_dtype, narrowed, x64_enabled
+from jaxonnx._core.dtypes import trace_in_progress as trace_in_progress  # re-exported for the ops
 from jaxonnx._errors import OnnxTypeError, StaticValueError
 
 if TYPE_CHECKING:
@@ -141,12 +142,3 @@ def _static(value, name: str) -> np.ndarray:
 
 def is_traced(x) -> bool:
     return isinstance(x, jax.core.Tracer)
-
-
-def trace_in_progress() -> bool:
-    """Whether a JAX transformation (``jit``, ``grad``, ``vmap``) is tracing now, even where
-    no value at hand is a tracer. JAX's trace state says so in a fraction of a microsecond
-    (there is no public spelling of it in jax 0.10); without it, whether an array made now
-    comes out a tracer, which runs a small computation (about 150 us on CPU)."""
-    clean = getattr(jax._src.core, "trace_state_clean", None)
-    return not clean() if clean is not None else is_traced(jax.numpy.zeros(()))
