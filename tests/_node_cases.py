@@ -3,34 +3,30 @@ test file and every xdist worker through a pickle on disk.
 
 ``collect_testcases`` runs every case generator of onnx (numpy and onnx.reference compute
 the expected values): about 7 s of CPU, which each worker process used to pay for itself.
-The first process to need the cases builds them under a file lock and writes them to the
-cache folder (pytest's cache, ``.pytest_cache/d/jaxonnx``, or the system's temporary folder
-where pytest's cache is off); the others wait on the lock and read the file (0.1 s).
+The first process to need the cases builds them and writes them to the cache folder
+(pytest's cache, ``.pytest_cache/d/jaxonnx``, or the system's temporary folder where
+pytest's cache is off); the others read the file (0.1 s): see ``tests/_shared.py``.
 """
 
 from __future__ import annotations
 
-import fcntl
 import functools
-import os
-import pickle
 import sys
-import tempfile
 import warnings
 from pathlib import Path
 
 import numpy as np
 import onnx
+from _shared import cache_folder, computed_once, per_run
 from onnx import numpy_helper
 
-#: Set by tests/conftest.py to a folder in pytest's cache; the temporary folder otherwise.
-CACHE_DIR_VARIABLE = "JAXONNX_TEST_CACHE_DIR"
+import jaxonnx
 
 
 def cache_file() -> Path:
     """Where this environment's cases are kept: one file per onnx, numpy and Python version,
     since the cases (and their pickles) depend on them."""
-    folder = Path(os.environ.get(CACHE_DIR_VARIABLE) or tempfile.gettempdir())
+    folder = cache_folder()
     python = "{}.{}".format(*sys.version_info[:2])
     return folder / f"onnx-node-cases-onnx{onnx.__version__}-numpy{np.__version__}-py{python}.pickle"
 
@@ -48,26 +44,18 @@ def _collected() -> list:
 @functools.cache
 def node_cases() -> tuple:
     """Every node case of the installed onnx that has a model, sorted by name."""
-    path = cache_file()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.with_suffix(".lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # one builder; the others wait here, then read its file
-        try:
-            with open(path, "rb") as f:
-                cases = pickle.load(f)
-        except (
-            OSError,
-            EOFError,
-            pickle.UnpicklingError,
-            AttributeError,
-            ImportError,
-        ):  # absent, half-written by a crash, or stale
-            cases = _collected()
-            partial = path.with_suffix(f".{os.getpid()}.tmp")
-            with open(partial, "wb") as f:
-                pickle.dump(cases, f, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(partial, path)  # a reader never sees half a file
+    cases = computed_once(cache_file(), _collected)
     return tuple(case for case in sorted(cases, key=lambda c: c.name) if case.model is not None and case.kind == "node")
+
+
+def supported_case_names() -> list[str]:
+    """Every case jaxonnx can run: all its ops registered, local functions, or ops that onnx
+    defines with a function body (whose ops jaxonnx runs), at any depth of subgraphs.
+    Found once per run and shared by the xdist workers (about 4 s of CPU each)."""
+    return per_run(
+        "supported-node-cases",
+        lambda: sorted(case.name for case in node_cases() if not jaxonnx.unsupported_nodes(case.model)),
+    )
 
 
 def case_ops(case) -> set[str]:

@@ -17,20 +17,13 @@ import onnx
 import onnx.backend.test
 import onnx.backend.test.loader
 import pytest
-from _node_cases import node_cases
+from _node_cases import node_cases, supported_case_names
 
 import jaxonnx
 import jaxonnx.backend
 from tests.node_suite_skips import all_skips
 
-
-def _supported_case_names() -> list[str]:
-    """Every case jaxonnx can run: all its ops registered, local functions, or ops that onnx
-    defines with a function body (whose ops jaxonnx runs), at any depth of subgraphs."""
-    return sorted(case.name for case in node_cases() if not jaxonnx.unsupported_nodes(case.model))
-
-
-SUPPORTED_CASES = _supported_case_names()
+SUPPORTED_CASES = supported_case_names()
 _DEVICES = [d for d in ("cpu", "cuda") if jaxonnx.backend.supports_device(d.upper())]
 _PATTERN = re.compile("^(" + "|".join(map(re.escape, SUPPORTED_CASES)) + ")_(" + "|".join(_DEVICES) + ")$")
 
