@@ -363,9 +363,10 @@ def test_an_if_on_a_padded_length_follows_the_real_length():
         [numpy_helper.from_array(np.array(0, np.int64), "zero")],
         before=nodes_before,
     )
+    models = _both(jaxonnx.load(proto, size_hints={"nz": 8}))  # one jax.jit program for both masks
     for mask in (MASK, np.zeros_like(MASK)):
         want = X[mask] ** 2
-        for model in _both(jaxonnx.load(proto, size_hints={"nz": 8})):
+        for model in models:
             out, total = model(X, mask, np.array(True))
             assert np.shape(out) == (8,)
             np.testing.assert_array_equal(np.asarray(out)[: len(want)], want)
@@ -507,10 +508,13 @@ def test_ssdlite_postprocessing_runs_nms_in_an_if_on_padded_boxes_as_onnxruntime
     labels = np.array([0, 1, 0, 0, 1, 0, 0, 1], np.int64)  # two classes: NMS runs per class
     cases = [scores, np.where(scores > 0.5, 0.1, scores).astype(np.float32), np.full(8, 0.1, np.float32)]
     suppressed = 0
+    # Loaded once: jax.jit compiles one program for the three cases (a model per case compiled three).
+    models = _both(jaxonnx.load(proto, size_hints={"nz": 8, "selected_rows": 8}))
+    without_nms_hint = jaxonnx.load(proto, size_hints={"nz": 8})
     for case in cases:
         want = session.run(None, {"boxes_all": boxes, "scores_all": case, "labels_all": labels})
         suppressed += int((case > 0.3).sum()) - len(want[1])
-        for model in _both(jaxonnx.load(proto, size_hints={"nz": 8, "selected_rows": 8})):
+        for model in models:
             kept_boxes, kept_scores, total = model(boxes, case, labels)
             assert np.shape(kept_scores) == (8,)
             np.testing.assert_array_equal(np.asarray(kept_boxes)[: len(want[0])], want[0])
@@ -518,7 +522,7 @@ def test_ssdlite_postprocessing_runs_nms_in_an_if_on_padded_boxes_as_onnxruntime
             assert not np.asarray(kept_scores)[len(want[1]) :].any()  # the padding never reads a real box
             np.testing.assert_allclose(total, want[2], rtol=1e-6)
         # Eagerly without a hint on NMS: its exact rows, those naming a padded box dropped.
-        kept_boxes, kept_scores, total = jaxonnx.load(proto, size_hints={"nz": 8})(boxes, case, labels)
+        kept_boxes, kept_scores, total = without_nms_hint(boxes, case, labels)
         np.testing.assert_array_equal(np.asarray(kept_scores)[: len(want[1])], want[1])
         np.testing.assert_allclose(total, want[2], rtol=1e-6)
     empty = session.run(None, {"boxes_all": boxes, "scores_all": cases[-1], "labels_all": labels})
