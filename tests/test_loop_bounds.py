@@ -6,6 +6,7 @@ exporter (``tools/export_loop_fixtures.py``), whose Loop has no trip count and a
 computed from the inputs. torch's outputs and autograd gradients are stored beside it.
 """
 
+import functools
 import os
 import pickle
 import warnings
@@ -29,10 +30,24 @@ SETS = (0, 1)  # 3 and 8 iterations
 
 
 def _load(path=MODEL, **kwargs):
+    """The model; a fixture file's is loaded once per x64 mode and options, so that tests
+    calling ``jax.jit`` of it at the same inputs share one compiled program."""
+    if isinstance(path, str):
+        frozen = tuple(sorted((key, tuple(sorted(value.items()))) for key, value in kwargs.items()))
+        return _load_file(path, frozen, jax.config.jax_enable_x64)
+    return _load_uncached(path, **kwargs)
+
+
+def _load_uncached(path, **kwargs):
     # With x64 off, the int64 iteration count narrows to int32, which load announces.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", jaxonnx.X64Warning)
         return jaxonnx.load(path, **kwargs)
+
+
+@functools.cache
+def _load_file(path: str, frozen: tuple, x64: bool) -> jaxonnx.Model:
+    return _load_uncached(path, **{key: dict(value) for key, value in frozen})
 
 
 def _inputs(k):
@@ -116,14 +131,18 @@ def test_gradients_agree_with_central_differences_of_the_float64_export(k):
         _, h, total = model64(x, limit)
         return (h * ct_h).sum() + (total * ct_total).sum()
 
-    grad = jax.grad(loss)(x)
+    # Under jax.jit (eager gradients through the bounded loop: the test above): one program
+    # for the loss at every point, one for its gradient.
+    grad = jax.jit(jax.grad(loss))(x)
     direction = np.random.default_rng(k).normal(size=x.shape)
     eps = 1e-6
+    jitted = jax.jit(model64)
     for sign in (1, -1):  # the steps do not change the number of iterations
-        assert int(model64(x + sign * eps * direction, limit)[0]) == int(DATA[f"iterations_{k}"])
+        assert int(jitted(x + sign * eps * direction, limit)[0]) == int(DATA[f"iterations_{k}"])
+    loss = jax.jit(loss)
     numeric = (loss(x + eps * direction) - loss(x - eps * direction)) / (2 * eps)
     np.testing.assert_allclose(np.vdot(grad, direction), numeric, rtol=1e-7)
-    grad32 = jax.grad(lambda x: _loss_of(_load(loop_bounds={LOOP: 12}), x, k))(DATA[f"x_{k}"])
+    grad32 = jax.jit(jax.grad(lambda x: _loss_of(_load(loop_bounds={LOOP: 12}), x, k)))(DATA[f"x_{k}"])
     np.testing.assert_allclose(grad32, grad, rtol=1e-4, atol=1e-6)
 
 
