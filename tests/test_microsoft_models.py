@@ -493,8 +493,10 @@ def test_gradients_equal_finite_differences_of_a_float64_copy(name, float64_thro
     wide = load(as_float64(model_proto), f"{name} (float64 copy)")
     feed = make_inputs(entry(name)["inputs"])
     wide_feed = {k: v.astype(np.float64) if v.dtype == np.float32 else v for k, v in feed.items()}
-    # The outputs' shapes from a trace; their values come from the jitted gradient's program.
-    shapes = jax.eval_shape(model, feed)
+    # The outputs' shapes and types from onnxruntime (test_outputs_equal_onnxruntime checks that
+    # jaxonnx's are the same; tracing the graph for them costs seconds); their values come from
+    # the jitted gradient's program.
+    shapes = onnxruntime_session(model_proto).run(None, feed)
     rng = np.random.default_rng(3)
     float_outputs = [i for i, value in enumerate(shapes) if value.dtype == np.float32]
     assert float_outputs, f"{name}: no float output to differentiate."
@@ -513,6 +515,7 @@ def test_gradients_equal_finite_differences_of_a_float64_copy(name, float64_thro
     magnitude = sum(float(np.sum(np.abs(np.asarray(outputs[i], np.float64) * c))) for i, c in cotangents.items())
     loss64 = jax.jit(lambda p: loss(p, wide, wide_feed, jnp.float64))
     base64 = {k: np.asarray(v, np.float64) for k, v in params.items()}
+    on_device = {k: jax.device_put(v) for k, v in base64.items()}  # copied once, not per call
     float32_inside = any(
         node.domain == "com.microsoft" and node.op_type in _FLOAT32_INSIDE for node in model_proto.graph.node
     )
@@ -520,8 +523,8 @@ def test_gradients_equal_finite_differences_of_a_float64_copy(name, float64_thro
 
     def central(param_name, direction, h):
         value = base64[param_name]
-        plus = float(loss64({**base64, param_name: value + h * direction}))
-        minus = float(loss64({**base64, param_name: value - h * direction}))
+        plus = float(loss64({**on_device, param_name: value + h * direction}))
+        minus = float(loss64({**on_device, param_name: value - h * direction}))
         return (plus - minus) / (2 * h)
 
     for param_name, value in base64.items():
