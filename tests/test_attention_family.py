@@ -28,7 +28,7 @@ def test_attention_jit_with_traced_nonpad_equals_eager():
     nonpad = np.array([5, 2], np.int64)
     eager = ops.attention(Q, K, V, None, None, None, nonpad, is_causal=1, left_window_size=1)
     jitted = jax.jit(lambda *a: ops.attention(*a, is_causal=1, left_window_size=1))(
-        jnp.asarray(Q), jnp.asarray(K), jnp.asarray(V), None, None, None, jnp.asarray(nonpad)
+        *jax.device_put((Q, K, V)), None, None, None, jax.device_put(nonpad)
     )
     for e, j in zip(eager, jitted):
         np.testing.assert_allclose(np.asarray(j), np.asarray(e), rtol=1e-6, atol=1e-6)
@@ -37,17 +37,21 @@ def test_attention_jit_with_traced_nonpad_equals_eager():
 def test_attention_fully_masked_rows_are_zero_with_finite_gradients():
     mask = np.ones((3, 5), bool)
     mask[1] = False
-    y, _, _, probabilities = ops.attention(Q, K, V, mask, qk_matmul_output_mode=3)
+    # Under jax.jit (the eager path: test_attention_jit_with_traced_nonpad_equals_eager): one
+    # program each for the values and the gradients, not one per primitive.
+    y, _, _, probabilities = jax.jit(lambda q, k, v: ops.attention(q, k, v, mask, qk_matmul_output_mode=3))(Q, K, V)
     assert np.all(np.asarray(y)[:, :, 1] == 0) and np.all(np.asarray(probabilities)[:, :, 1] == 0)
     assert np.all(np.asarray(y)[:, :, [0, 2]] != 0)
-    grads = jax.grad(lambda q, k, v: ops.attention(q, k, v, mask)[0].sum(), argnums=(0, 1, 2))(Q, K, V)
+    grads = jax.jit(jax.grad(lambda q, k, v: ops.attention(q, k, v, mask)[0].sum(), argnums=(0, 1, 2)))(Q, K, V)
     for g in grads:
         assert np.all(np.isfinite(np.asarray(g)))
     assert np.all(np.asarray(grads[0])[:, :, 1] == 0)  # a masked query row has no effect
 
 
 def test_attention_without_keys_gives_zeros():
-    y, key, value, probabilities = ops.attention(Q, K[:, :, :0], V[:, :, :0], qk_matmul_output_mode=3)
+    y, key, value, probabilities = jax.jit(lambda *a: ops.attention(*a, qk_matmul_output_mode=3))(
+        Q, K[:, :, :0], V[:, :, :0]
+    )
     assert y.shape == (2, 2, 3, 3) and probabilities.shape == (2, 2, 3, 0) and key.shape == (2, 2, 0, 4)
     assert np.all(np.asarray(y) == 0)
 
@@ -64,37 +68,38 @@ def test_attention_mode_0_is_the_raw_scores_with_a_softcap():
 
 def test_attention_grouped_query_heads_share_key_value_heads():
     q = _normal(1, 4, 3, 4)
-    y = np.asarray(ops.attention(q, K[:1], V[:1])[0])
+    attention = jax.jit(ops.attention)  # one program per shape, not one per primitive and shape
+    y = np.asarray(attention(q, K[:1], V[:1])[0])
     for head in range(4):
-        alone = ops.attention(
-            q[:, head : head + 1], K[:1, head // 2 : head // 2 + 1], V[:1, head // 2 : head // 2 + 1]
-        )[0]
+        alone = attention(q[:, head : head + 1], K[:1, head // 2 : head // 2 + 1], V[:1, head // 2 : head // 2 + 1])[0]
         np.testing.assert_allclose(y[:, head : head + 1], np.asarray(alone), rtol=1e-6, atol=1e-6)
 
 
 def test_attention_softmax_precision_double_with_x64_off(x64_off):
-    y, *_ = ops.attention(Q, K, V, softmax_precision=11)
+    y, *_ = jax.jit(lambda *a: ops.attention(*a, softmax_precision=11))(Q, K, V)
     assert y.dtype == jnp.float32
-    np.testing.assert_allclose(np.asarray(y), np.asarray(ops.attention(Q, K, V)[0]), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(y), np.asarray(jax.jit(ops.attention)(Q, K, V)[0]), rtol=1e-6, atol=1e-6)
 
 
 def test_attention_float16_softmax_precision_keeps_float16_outputs():
     half = [x.astype(np.float16) for x in (Q, K, V)]
-    outputs = ops.attention(*half, softmax_precision=1, qk_matmul_output_mode=3)
+    outputs = jax.jit(lambda *a: ops.attention(*a, softmax_precision=1, qk_matmul_output_mode=3))(*half)
     assert all(o.dtype == jnp.float16 for o in outputs)
-    np.testing.assert_allclose(np.asarray(outputs[0], np.float32), np.asarray(ops.attention(Q, K, V)[0]), atol=5e-3)
+    np.testing.assert_allclose(
+        np.asarray(outputs[0], np.float32), np.asarray(jax.jit(ops.attention)(Q, K, V)[0]), atol=5e-3
+    )
 
 
 def test_tensor_scatter_traced_write_indices_under_jit():
     cache, update = _normal(2, 6, 3), _normal(2, 2, 3)
     f = jax.jit(lambda c, u, w: ops.tensor_scatter(c, u, w, axis=1, mode="circular"))
-    out = np.asarray(f(cache, update, jnp.array([5, 1])))
+    out = np.asarray(f(cache, update, np.array([5, 1])))
     expected = cache.copy()
     expected[0, [5, 0]] = update[0]
     expected[1, [1, 2]] = update[1]
     np.testing.assert_array_equal(out, expected)
     # Traced linear writes past the end are dropped (a concrete one is refused, below).
-    out = np.asarray(jax.jit(lambda c, u, w: ops.tensor_scatter(c, u, w, axis=1))(cache, update, jnp.array([5, 0])))
+    out = np.asarray(jax.jit(lambda c, u, w: ops.tensor_scatter(c, u, w, axis=1))(cache, update, np.array([5, 0])))
     np.testing.assert_array_equal(out[0, :5], cache[0, :5])
     np.testing.assert_array_equal(out[0, 5], update[0, 0])
 
@@ -288,15 +293,17 @@ def test_flex_attention_gradients_and_vmap_through_modifiers():
     def f(q, k, v):
         return ops.flex_attention(q, k, v, score_mod=lambda s: s + causal.astype(s.dtype), prob_mod=lambda p: p * p)
 
-    q, k, v = (jnp.asarray(x, jnp.float64) for x in (FQ, FK, FV))
-    check_grads(f, (q, k, v), order=1, modes=("rev",), atol=1e-5, rtol=1e-5)
-    batched = jax.vmap(f)(
-        q[None].repeat(2, 0) * jnp.array([1.0, -2.0])[:, None, None, None, None],
+    # Under jax.jit: a few programs, not every primitive of the modifiers' gradients on its own.
+    q, k, v = (x.astype(np.float64) for x in (FQ, FK, FV))
+    jitted = jax.jit(f)
+    check_grads(jitted, (q, k, v), order=1, modes=("rev",), atol=1e-5, rtol=1e-5)
+    batched = jax.jit(jax.vmap(f))(
+        q[None].repeat(2, 0) * np.array([1.0, -2.0])[:, None, None, None, None],
         k[None].repeat(2, 0),
         v[None].repeat(2, 0),
     )
-    np.testing.assert_allclose(np.asarray(batched[0]), np.asarray(f(q, k, v)), rtol=1e-12)
-    np.testing.assert_allclose(np.asarray(batched[1]), np.asarray(f(-2.0 * q, k, v)), rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(batched[0]), np.asarray(jitted(q, k, v)), rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(batched[1]), np.asarray(jitted(-2.0 * q, k, v)), rtol=1e-12)
 
 
 def test_flex_attention_negative_scale_is_the_texts_product():
