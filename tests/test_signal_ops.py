@@ -150,7 +150,7 @@ def test_jit_equals_eager_and_traced_lengths_are_refused():
     x = _normal(2, 8, 2)
     run = jax.jit(lambda v: jaxonnx.ops.dft(v, np.array(6), np.array(1), inverse=1))
     np.testing.assert_allclose(
-        run(x), jaxonnx.ops.dft(jnp.asarray(x), np.array(6), np.array(1), inverse=1), rtol=1e-6, atol=1e-6
+        run(x), jaxonnx.ops.dft(jax.device_put(x), np.array(6), np.array(1), inverse=1), rtol=1e-6, atol=1e-6
     )
     with pytest.raises(StaticValueError, match="`dft_length` is traced"):
         jax.jit(lambda v, n: jaxonnx.ops.dft(v, n))(x, np.array(4))
@@ -160,7 +160,7 @@ def test_jit_equals_eager_and_traced_lengths_are_refused():
 
 @pytest.mark.parametrize("inverse, onesided, parts", [(0, 0, 1), (0, 1, 1), (1, 0, 2), (1, 1, 2), (0, 0, 2)])
 def test_dft_gradients_are_exact(inverse, onesided, parts):
-    x = jnp.asarray(_normal(2, 5, parts, dtype=np.float64))
+    x = jax.device_put(_normal(2, 5, parts, dtype=np.float64))
     check_grads(
         jax.jit(lambda v: jaxonnx.ops.dft(v, np.array(6), np.array(1), inverse=inverse, onesided=onesided)),
         (x,),
@@ -172,9 +172,9 @@ def test_dft_gradients_are_exact(inverse, onesided, parts):
 
 
 def test_stft_gradients_in_signal_and_window_are_exact():
-    signal = jnp.asarray(_normal(2, 11, 1, dtype=np.float64))
-    complex_signal = jnp.asarray(_normal(1, 9, 2, dtype=np.float64))
-    window = jnp.asarray(_normal(4, dtype=np.float64))
+    signal = jax.device_put(_normal(2, 11, 1, dtype=np.float64))
+    complex_signal = jax.device_put(_normal(1, 9, 2, dtype=np.float64))
+    window = jax.device_put(_normal(4, dtype=np.float64))
     check_grads(
         jax.jit(lambda s, w: jaxonnx.ops.stft(s, np.array(3), w)),
         (signal, window),
