@@ -1,7 +1,11 @@
 """Exact gradients, vmap, multi-device sharding and StableHLO export.
 
-Every registered version of every op (from ``jaxonnx.supported_ops()``, so the tests grow
-with the registry) and the interpreter, through ``jaxonnx.load``.
+Every formulation of every op (from ``jaxonnx.supported_ops()``, so the tests grow with the
+registry) and the interpreter, through ``jaxonnx.load``. A formulation is a run of versions
+that share their function, contract, attributes and formals and differ only in the types
+the newer ones add (``tests/_formulations.py``); its newest version runs the cases (and an
+older one only a case the newest lacks). ``tests/test_op_table.py`` checks that grouping,
+and ``test_every_registered_version_has_cases`` that the older versions take the cases' types.
 
 These ops only move values, so each output element is a copy of one input element (or a
 fill value). The *source map* of a call says which: it is the op run by onnx's reference
@@ -37,6 +41,8 @@ from onnx import helper
 from onnx.reference import ReferenceEvaluator
 
 import jaxonnx
+from jaxonnx._core.dtypes import onnx_type_name
+from tests._formulations import formulations
 
 INT64_MIN = np.iinfo(np.int64).min
 INT64_MAX = np.iinfo(np.int64).max
@@ -63,7 +69,8 @@ class Case:
         return tuple(i for i, a in enumerate(self.args) if a is not None and np.issubdtype(a.dtype, np.floating))
 
     def primals(self) -> tuple[jax.Array, ...]:
-        return tuple(jnp.asarray(self.args[i]) for i in self.diff)
+        # device_put, not jnp.asarray: the latter compiles an identity program per new shape.
+        return tuple(jax.device_put(self.args[i]) for i in self.diff)
 
     def function(self, op: jaxonnx.OpVersion, **extra):
         """The op as a function of the differentiable inputs only."""
@@ -241,17 +248,31 @@ CASE_BUILDERS = {
 NO_TENSOR_INPUTS = {"Constant"}
 
 
+def _newest_of_formulations(op_type: str) -> list[int]:
+    """The newest version of each of the op's formulations (tests/_formulations.py)."""
+    return [group[-1].since_version for group in formulations(op_type)]
+
+
 def _op_case_params():
-    params = []
-    for op_type, versions in jaxonnx.supported_ops().items():
-        for version in versions:
-            for case in CASE_BUILDERS.get(op_type, lambda v: [])(version):
-                op = jaxonnx.get_op(op_type, version)
-                params.append(pytest.param(op, case, id=f"{op.name}-{case.name}"))
-    return params
+    """Each formulation's cases at its newest version; an older version of it runs only a
+    case (by name) that the newest lacks. Returns the params and the (op, case) pairs left
+    to the newest version: what those older versions would have run."""
+    params, dropped = [], []
+    for op_type in jaxonnx.supported_ops():
+        if op_type not in CASE_BUILDERS:
+            continue
+        for group in formulations(op_type):
+            newest = {case.name for case in CASE_BUILDERS[op_type](group[-1].since_version)}
+            for op in group:
+                for case in CASE_BUILDERS[op_type](op.since_version):
+                    if op is group[-1] or case.name not in newest:
+                        params.append(pytest.param(op, case, id=f"{op.name}-{case.name}"))
+                    else:
+                        dropped.append((op, case))
+    return params, dropped
 
 
-OP_CASES = _op_case_params()
+OP_CASES, _DROPPED_CASES = _op_case_params()
 
 
 def test_every_registered_version_has_cases():
@@ -268,10 +289,18 @@ def test_every_registered_version_has_cases():
     assert not missing, f"add transformation cases for {missing} to CASE_BUILDERS"
     covered = {(p.values[0].op_type, p.values[0].since_version) for p in OP_CASES}
     for op_type in ("Compress", "Flatten", "GatherElements", "Where", "Slice"):
-        assert {v for o, v in covered if o == op_type} == set(jaxonnx.supported_ops()[op_type])
+        assert {v for o, v in covered if o == op_type} == set(_newest_of_formulations(op_type))
     for op, case in (p.values for p in OP_CASES):
         assert op.since_version in jaxonnx.supported_ops()[op.op_type]
         assert case.diff, f"{op.name}-{case.name} has no floating input"
+    # What running a case at an older version of its formulation checked beyond the run at
+    # the newest (the same function, contract and attributes): that it takes the case's types.
+    assert _DROPPED_CASES
+    for op, case in _DROPPED_CASES:
+        allowed = {name: types for name, _, types, _ in op._formals}
+        for name, x in zip(op.formal_names(len(case.args)), case.args):
+            if x is not None:
+                assert onnx_type_name(x.dtype) in allowed[name], f"{op.name} does not take {x.dtype} for `{name}`"
 
 
 # --------------------------------------------------------------------------- the expectation
@@ -365,23 +394,24 @@ def test_vjp_is_scatter_add_of_cotangent(op, case, jit):
     source, total = source_map(op, case)
     primals = case.primals()
     shapes = [p.shape for p in primals]
-    f = _maybe_jit(case.function(op), jit)
+    f = case.function(op)
+    cotangent = _normal(*jax.eval_shape(f, *primals).shape, seed=7)
+    argnums = tuple(range(len(primals)))
 
-    out, vjp = jax.vjp(f, *primals)
+    def vjp_and_grad(primals, cotangent):
+        # The VJP and the gradient of the linear loss, in one program under jit.
+        out, vjp = jax.vjp(f, *primals)
+        loss = lambda *values: jnp.sum(f(*values) * cotangent)  # noqa: E731
+        return out, vjp(cotangent), jax.grad(loss, argnums=argnums)(*primals)
+
+    out, grads, loss_grads = _maybe_jit(vjp_and_grad, jit)(primals, jax.device_put(cotangent))
     np.testing.assert_array_equal(out, gathered(source, primals))
-    cotangent = _normal(*out.shape, seed=7)
     expected = scatter_add(source, total, cotangent, shapes)
-    grads = vjp(jnp.asarray(cotangent))
     assert len(grads) == len(primals)
     for grad, want, primal in zip(grads, expected, primals):
         assert grad.dtype == np.float64 and grad.shape == primal.shape
         np.testing.assert_allclose(grad, want, **TOL)
-
-    def loss(*values):
-        return jnp.sum(case.function(op)(*values) * cotangent)
-
-    argnums = tuple(range(len(primals)))
-    for grad, want in zip(_maybe_jit(jax.grad(loss, argnums=argnums), jit)(*primals), expected):
+    for grad, want in zip(loss_grads, expected):
         np.testing.assert_allclose(grad, want, **TOL)
 
 
@@ -390,7 +420,7 @@ def test_vjp_is_scatter_add_of_cotangent(op, case, jit):
 def test_jvp_moves_tangents_like_values(op, case, jit):
     source, _ = source_map(op, case)
     primals = case.primals()
-    tangents = tuple(jnp.asarray(_normal(*p.shape, seed=11 + i)) for i, p in enumerate(primals))
+    tangents = tuple(jax.device_put(_normal(*p.shape, seed=11 + i)) for i, p in enumerate(primals))
     out, tangent_out = _maybe_jit(lambda p, t: jax.jvp(case.function(op), p, t), jit)(primals, tangents)
     np.testing.assert_array_equal(out, gathered(source, primals))
     assert tangent_out.dtype == np.float64
@@ -405,7 +435,7 @@ def test_check_grads(op, case):
 # --------------------------------------------------------------------------- GatherElements with traced indices
 
 
-@pytest.mark.parametrize("version", jaxonnx.supported_ops()["GatherElements"])
+@pytest.mark.parametrize("version", _newest_of_formulations("GatherElements"))
 def test_gather_elements_traced_indices_gradient(version):
     op = jaxonnx.get_op("GatherElements", version)
     data = _normal(3, 4)
@@ -429,7 +459,7 @@ def test_gather_elements_traced_indices_gradient(version):
 
 
 @pytest.mark.parametrize("size", [3, 5])
-@pytest.mark.parametrize("version", jaxonnx.supported_ops()["Compress"])
+@pytest.mark.parametrize("version", _newest_of_formulations("Compress"))
 def test_compress_size_hint_gradient_pads_with_zero(version, size):
     op = jaxonnx.get_op("Compress", version)
     data = _normal(3, 4)
@@ -485,14 +515,14 @@ def _batched(array: np.ndarray, n: int, seed: int) -> np.ndarray:
 def test_vmap_equals_loop(op, case):
     f = case.function(op)
     batched = [_batched(np.asarray(p), 3, seed=20 + i) for i, p in enumerate(case.primals())]
-    loop = np.stack([f(*(jnp.asarray(b[k]) for b in batched)) for k in range(3)])
-    np.testing.assert_array_equal(jax.vmap(f)(*map(jnp.asarray, batched)), loop)
+    loop = np.stack([f(*(jax.device_put(b[k]) for b in batched)) for k in range(3)])
+    np.testing.assert_array_equal(jax.vmap(f)(*map(jax.device_put, batched)), loop)
     # Batched on the last axis instead, under jit.
-    moved = [jnp.asarray(np.moveaxis(b, 0, -1)) for b in batched]
+    moved = [jax.device_put(np.moveaxis(b, 0, -1)) for b in batched]
     np.testing.assert_array_equal(jax.jit(jax.vmap(f, in_axes=-1))(*moved), loop)
 
 
-@pytest.mark.parametrize("version", jaxonnx.supported_ops()["GatherElements"])
+@pytest.mark.parametrize("version", _newest_of_formulations("GatherElements"))
 def test_vmap_gather_elements_data_and_indices(version):
     op = jaxonnx.get_op("GatherElements", version)
     rng = np.random.default_rng(1)
@@ -521,7 +551,7 @@ def test_vmap_gather_elements_data_and_indices(version):
 @pytest.mark.parametrize(
     "in_axes", [(0, 0, 0), (None, 0, 0), (0, None, None), (None, 0, None), (None, None, 0), (0, 0, None)]
 )
-@pytest.mark.parametrize("version", jaxonnx.supported_ops()["Where"])
+@pytest.mark.parametrize("version", _newest_of_formulations("Where"))
 def test_vmap_where(version, in_axes):
     op = jaxonnx.get_op("Where", version)
     rng = np.random.default_rng(2)
@@ -534,7 +564,7 @@ def test_vmap_where(version, in_axes):
     np.testing.assert_array_equal(vmapped, loop)
 
 
-@pytest.mark.parametrize("version", jaxonnx.supported_ops()["Compress"])
+@pytest.mark.parametrize("version", _newest_of_formulations("Compress"))
 def test_vmap_compress_condition_with_size(version):
     op = jaxonnx.get_op("Compress", version)
     data = _normal(4, 3)
@@ -554,12 +584,19 @@ def test_export_roundtrip(op, case):
     primals = case.primals()
     exported = jax.export.export(jax.jit(f))(*(jax.ShapeDtypeStruct(p.shape, p.dtype) for p in primals))
     restored = jax.export.deserialize(exported.serialize(vjp_order=1))
-    np.testing.assert_array_equal(restored.call(*primals), f(*primals))
     out_shape = restored.out_avals[0].shape
-    cotangent = jnp.asarray(_normal(*out_shape, seed=9))
-    _, vjp = jax.vjp(restored.call, *primals)
-    _, vjp_direct = jax.vjp(f, *primals)
-    for got, want in zip(vjp(cotangent), vjp_direct(cotangent)):
+    cotangent = jax.device_put(_normal(*out_shape, seed=9))
+
+    @jax.jit
+    def restored_and_direct(primals, cotangent):
+        # The restored function, its serialized VJP and the direct ones, in one program.
+        out, vjp = jax.vjp(restored.call, *primals)
+        out_direct, vjp_direct = jax.vjp(f, *primals)
+        return out, out_direct, vjp(cotangent), vjp_direct(cotangent)
+
+    out, out_direct, grads, grads_direct = restored_and_direct(primals, cotangent)
+    np.testing.assert_array_equal(out, out_direct)
+    for got, want in zip(grads, grads_direct):
         np.testing.assert_array_equal(got, want)
 
 
@@ -580,10 +617,10 @@ def _counting(f):
 def test_jit_traces_once(op, case):
     counted, traces = _counting(case.function(op))
     jitted = jax.jit(counted)
-    primals = case.primals()
+    source, _ = source_map(op, case)
     for k in range(3):
-        shifted = tuple(p + k for p in primals)
-        np.testing.assert_array_equal(jitted(*shifted), case.function(op)(*shifted))
+        shifted = tuple(case.args[i] + k for i in case.diff)  # numpy; the expected value by the source map
+        np.testing.assert_array_equal(jitted(*map(jax.device_put, shifted)), gathered(source, shifted))
     assert len(traces) == 1
 
 
