@@ -127,8 +127,8 @@ def test_chain_of_all_five_ops_equals_reference_and_onnxruntime(opset, run_onnxr
     assert expected[0].shape == (1, 6)
 
     eager_numpy = model(*feed.values())
-    eager_jax = model(*map(jnp.asarray, feed.values()))
-    jitted = jax.jit(model)(*map(jnp.asarray, feed.values()))
+    eager_jax = model(*map(jax.device_put, feed.values()))
+    jitted = jax.jit(model)(*map(jax.device_put, feed.values()))
     by_name = model.run(feed)
     for outputs in (eager_numpy, eager_jax, jitted, tuple(by_name.values())):
         assert all(isinstance(o, jax.Array) for o in outputs)
@@ -168,7 +168,7 @@ def test_chain_resolves_the_version_of_each_opset():
 def test_chain_under_jit_equals_reference_for_random_inputs(seed):
     feed = _chain_feed(seed)
     expected = _reference(_CHAIN_21, feed)
-    for got, want in zip(_CHAIN_21_JIT(*map(jnp.asarray, feed.values())), expected):
+    for got, want in zip(_CHAIN_21_JIT(*map(jax.device_put, feed.values())), expected):
         _assert_exact(got, want)
 
 
@@ -213,7 +213,7 @@ def test_chain_with_the_oldest_versions(opset, run_onnxruntime):
     model = jaxonnx.load(proto)
     assert ("slice", "Slice", "Slice-1" if opset == 9 else "Slice-10") in model.describe_nodes()
     _assert_exact(model(*feed.values())[0], expected)
-    _assert_exact(jax.jit(model)(*map(jnp.asarray, feed.values()))[0], expected)
+    _assert_exact(jax.jit(model)(*map(jax.device_put, feed.values()))[0], expected)
 
 
 def test_sparse_value_constant_feeds_slice_starts(run_onnxruntime):
@@ -243,7 +243,7 @@ def test_sparse_value_constant_feeds_slice_starts(run_onnxruntime):
     _assert_exact(model(x)[0], expected)
     jaxpr = jax.make_jaxpr(model)(x)
     assert [e.primitive.name for e in jaxpr.eqns] == ["slice"]  # Flatten of a [3, 3] is the identity
-    _assert_exact(jax.jit(model)(jnp.asarray(x))[0], expected)
+    _assert_exact(jax.jit(model)(jax.device_put(x))[0], expected)
 
 
 # --------------------------------------------------------------------------- static propagation
@@ -287,7 +287,7 @@ def test_static_values_propagate_through_constant_chains_under_jit(run_onnxrunti
     (expected,) = _reference(proto, {"x": x})
     _assert_exact(expected, x[[1, 2]][:, [0, 2]])
     _assert_exact(run_onnxruntime(proto, {"x": x})[0], expected)
-    _assert_exact(jax.jit(model)(jnp.asarray(x))[0], expected)
+    _assert_exact(jax.jit(model)(jax.device_put(x))[0], expected)
 
     # Static Slice bounds become one static `slice`, never a gather; the constant Compress
     # conditions become static slices of their runs (the shapes are known at trace time).
@@ -315,7 +315,7 @@ def test_a_static_slice_has_no_gather_in_its_jaxpr():
     model = jaxonnx.load(proto)
     x = np.arange(20, dtype=np.int64).reshape(5, 4)
     (expected,) = _reference(proto, {"x": x})
-    _assert_exact(jax.jit(model)(jnp.asarray(x))[0], expected)
+    _assert_exact(jax.jit(model)(jax.device_put(x))[0], expected)
     primitives = {e.primitive.name for e in jax.make_jaxpr(model)(x).eqns}
     assert "gather" not in primitives and "dynamic_slice" not in primitives
     assert primitives <= {"slice", "rev"}
@@ -336,7 +336,7 @@ def test_outputs_computed_only_from_constants_are_jax_arrays():
         ],
     )
     model = jaxonnx.load(proto)
-    for outputs in (model(np.ones(2, np.float32)), jax.jit(model)(jnp.ones(2, jnp.float32))):
+    for outputs in (model(np.ones(2, np.float32)), jax.jit(model)(np.ones(2, np.float32))):
         assert all(isinstance(o, jax.Array) for o in outputs)
         _assert_exact(outputs[0], np.array([1, 4, 1], np.int64))
         _assert_exact(outputs[1], np.ones(2, np.float32))
@@ -379,7 +379,7 @@ def test_traced_slice_starts_under_jit_raise_with_the_node_input_and_both_ways_o
     for starts, ends in [(1, 4), (-2, 6), (5, 0), (-100, 100)]:
         (y,) = model(x, np.array([starts]), np.array([ends]))
         _assert_exact(y, x[starts:ends])
-        (y,) = model(jnp.asarray(x), jnp.array([starts]), jnp.array([ends]))
+        (y,) = model(jax.device_put(x), jax.device_put(np.array([starts])), jax.device_put(np.array([ends])))
         _assert_exact(y, x[starts:ends])
 
 
@@ -395,7 +395,7 @@ def test_traced_compress_condition_under_jit_raises_and_suggests_a_size_hint():
     # Eagerly every condition works and the output has exactly the selected rows.
     for keep in [cond, np.zeros(5, bool), np.ones(5, bool)]:
         _assert_exact(model(X52, keep)[0], X52[keep])
-        _assert_exact(model(jnp.asarray(X52), jnp.asarray(keep))[0], X52[keep])
+        _assert_exact(model(jax.device_put(X52), jax.device_put(keep))[0], X52[keep])
 
 
 def test_size_hint_gives_k_rows_selected_first_then_zeros_under_jit():
@@ -494,7 +494,7 @@ def test_string_tensors_run_through_the_model_eagerly(run_onnxruntime):
     assert isinstance(flat, np.ndarray) and flat.dtype == object
     _assert_exact(flat, expected)
     # numpy unicode arrays are read as ONNX strings; a concrete JAX condition is fine eagerly.
-    (flat,) = model(feed["words"].astype(str), jnp.asarray(feed["choose"]), np.array("ω"))
+    (flat,) = model(feed["words"].astype(str), jax.device_put(feed["choose"]), np.array("ω"))
     _assert_exact(flat, expected)
     outputs = jaxonnx.backend.prepare(proto).run(feed)
     _assert_exact(outputs["flat"], expected)
@@ -708,7 +708,7 @@ def test_jit_of_a_loaded_model_traces_once():
     checked = jax.jit(chex.assert_max_traces(lambda *inputs: model(*inputs), n=1))
     for seed in range(6):
         feed = _chain_feed(seed)
-        inputs = list(feed.values()) if seed % 2 else list(map(jnp.asarray, feed.values()))
+        inputs = list(feed.values()) if seed % 2 else list(map(jax.device_put, feed.values()))
         (flat, _) = compiled(*inputs)
         (flat_checked, _) = checked(*inputs)
         _assert_exact(flat, _reference(_CHAIN_21, feed)[0])
@@ -718,7 +718,7 @@ def test_jit_of_a_loaded_model_traces_once():
 
 def test_jit_of_a_model_is_one_computation_with_node_named_scopes():
     model = jaxonnx.load(_chain_model(21))
-    inputs = list(map(jnp.asarray, _chain_feed(0).values()))
+    inputs = list(map(jax.device_put, _chain_feed(0).values()))
     text = jax.jit(model).lower(*inputs).as_text(debug_info=True)
     assert text.count("module @") == 1
     assert "module @jit_chain_21" in text  # the computation is named after the graph
@@ -752,18 +752,20 @@ def test_params_and_apply_replace_float_initializers():
     assert list(model.params) == ["w"]
     _assert_exact(model(indices)[0], np.array([4.0, 1.5, 4.0], np.float32))
     _assert_exact(
-        model.apply({"w": jnp.array([7.0, 8.0, 9.0], jnp.float32)}, indices)[0], np.array([9, 7, 9], np.float32)
+        model.apply({"w": jax.device_put(np.array([7.0, 8.0, 9.0], np.float32))}, indices)[0],
+        np.array([9, 7, 9], np.float32),
     )
     grad = jax.grad(lambda p: jnp.sum(model.apply(p, indices)[0]))(model.params)
     _assert_exact(grad["w"], np.array([1.0, 0.0, 2.0], np.float32))
     with pytest.raises(jaxonnx.OnnxValidationError, match=r"`params` names \['v'\]"):
-        model.apply({"v": jnp.zeros(3)}, indices)
+        model.apply({"v": jax.device_put(np.zeros(3))}, indices)
     # Another float type is cast at the boundary (mixed precision); a non-float one is refused.
     _assert_exact(
-        model.apply({"w": jnp.array([7.0, 8.0, 9.0], jnp.float64)}, indices)[0], np.array([9, 7, 9], np.float32)
+        model.apply({"w": jax.device_put(np.array([7.0, 8.0, 9.0], np.float64))}, indices)[0],
+        np.array([9, 7, 9], np.float32),
     )
     with pytest.raises(jaxonnx.OnnxTypeError, match=r"The param 'w' is declared tensor\(float\) but got dtype int32"):
-        model.apply({"w": jnp.zeros(3, jnp.int32)}, indices)
+        model.apply({"w": jax.device_put(np.zeros(3, np.int32))}, indices)
 
 
 def test_bytes_string_inputs_are_decoded_like_string_initializers():
@@ -796,7 +798,7 @@ def test_inputs_can_be_given_by_keyword_as_graph_input_names():
         lambda: jax.jit(model)(data=DATA, indices=indices),
     ):
         _assert_exact(call()[0], expected)
-    grad = jax.grad(lambda d: jnp.sum(model(data=d, indices=indices)[0]))(jnp.asarray(DATA))
+    grad = jax.grad(lambda d: jnp.sum(model(data=d, indices=indices)[0]))(jax.device_put(DATA))
     _assert_exact(grad, np.array([[0, 1], [0, 0], [1, 0]], np.float32))
     with pytest.raises(
         jaxonnx.OnnxValidationError,
