@@ -23,7 +23,6 @@ the inputs where each agrees with the spec (their known deviations are noted the
 from __future__ import annotations
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import onnx
 import onnx.defs
@@ -101,7 +100,8 @@ def _check_paths(version_exact, version_high, inputs, attrs, expected, *, traced
     assert_exact(version_exact(*inputs, **attrs), expected, kind="numpy")
     if np.asarray(expected).dtype.kind == "O":
         return
-    jax_inputs = [jnp.asarray(x) if t and x is not None else x for x, t in zip(inputs, traced)]
+    # device_put, not jnp.asarray: the latter compiles an identity program per new shape and dtype.
+    jax_inputs = [jax.device_put(x) if t and x is not None else x for x, t in zip(inputs, traced)]
     assert_exact(version_high(*jax_inputs, **attrs), expected, kind="jax")
 
     def run(*args):
@@ -284,9 +284,9 @@ def test_compress_matches_spec(version, case):
     padded = np.concatenate([expected, np.full(pad_shape, fill, dtype=expected.dtype)], axis=out_axis)
     size = expected.shape[out_axis] + pad
     run = jax.jit(lambda d, c: high(d, c, **attrs, size=size, fill_value=fill))
-    assert_exact(run(jnp.asarray(x), jnp.asarray(condition)), padded, kind="jax")
+    assert_exact(run(jax.device_put(x), jax.device_put(condition)), padded, kind="jax")
     # `size=` with a concrete condition pads the same way, eagerly.
-    assert_exact(exact(jnp.asarray(x), condition, **attrs, size=size, fill_value=fill), padded, kind="jax")
+    assert_exact(exact(jax.device_put(x), condition, **attrs, size=size, fill_value=fill), padded, kind="jax")
 
 
 # ------------------------------------------------------------------------------ exact values
@@ -303,14 +303,16 @@ def test_compress_matches_spec(version, case):
 )
 def test_64_bit_values_survive_every_op(dtype, values):
     x = np.array(values, dtype=dtype)
-    xj = jnp.asarray(x)
+    xj = jax.device_put(x)
     assert_exact(ops.slice(xj, [INT64_MAX], [INT64_MIN], None, [-1]), x[::-1], kind="jax")
     assert_exact(ops.flatten(xj, 0), x.reshape(1, 4), kind="jax")
-    assert_exact(ops.gather_elements(xj, jnp.array([3, -4, 1])), x[[3, 0, 1]], kind="jax")
-    assert_exact(ops.where(jnp.array([True, False, True, False]), xj, xj[::-1]), x[[0, 2, 2, 0]], kind="jax")
+    assert_exact(ops.gather_elements(xj, jax.device_put(np.array([3, -4, 1]))), x[[3, 0, 1]], kind="jax")
+    assert_exact(
+        ops.where(jax.device_put(np.array([True, False, True, False])), xj, xj[::-1]), x[[0, 2, 2, 0]], kind="jax"
+    )
     assert_exact(ops.compress(xj, np.array([False, True, True])), x[1:3], kind="jax")
     assert_exact(
-        jax.jit(lambda c: ops.compress(xj, c, size=3))(jnp.array([False, True, True])),
+        jax.jit(lambda c: ops.compress(xj, c, size=3))(jax.device_put(np.array([False, True, True]))),
         np.concatenate([x[1:3], np.zeros(1, dtype)]),
         kind="jax",
     )
@@ -323,14 +325,14 @@ def test_slice_clamping_follows_the_slice_13_text_not_numpy():
     assert x[-10:-10:-1].shape == (0,)
     expected = np.array([0], dtype=np.int64)
     assert_exact(slice_spec(x, [-10], [-10], None, [-1]), expected)
-    assert_exact(ops.slice(jnp.asarray(x), [-10], [-10], None, [-1]), expected, kind="jax")
+    assert_exact(ops.slice(jax.device_put(x), [-10], [-10], None, [-1]), expected, kind="jax")
     assert_exact(
         jaxonnx.get_op("Slice", 13)(x, np.array([-10]), np.array([INT64_MIN]), None, np.array([-1])),
         expected,
         kind="numpy",
     )
     # INT64_MAX start with a negative step starts at the last element.
-    assert_exact(ops.slice(jnp.asarray(x), [INT64_MAX], [INT64_MIN], None, [-2]), np.array([3, 1]), kind="jax")
+    assert_exact(ops.slice(jax.device_put(x), [INT64_MAX], [INT64_MIN], None, [-2]), np.array([3, 1]), kind="jax")
 
 
 # ------------------------------------------------------------------------------ other implementations
@@ -513,7 +515,7 @@ def test_the_deviations_worked_around_above_are_still_there():
     # text clamps it to dim - 1, so nothing is selected from start 0.
     out = _run_onnxruntime("Slice", 13, [x, np.array([0]), np.array([INT32_MAX]), None, steps], {})
     assert_exact(out, np.array([0]))
-    assert_exact(ops.slice(jnp.asarray(x), [0], [INT32_MAX], None, [-1]), np.zeros((0,), np.int64))
+    assert_exact(ops.slice(jax.device_put(x), [0], [INT32_MAX], None, [-1]), np.zeros((0,), np.int64))
     # onnxruntime's Where returns +0.0 for a -0.0 taken from X.
     out = _run_onnxruntime("Where", 16, [np.array(True), np.array([-0.0], np.float32), np.array([1.0], np.float32)], {})
     assert out.view(np.uint32)[0] == 0
