@@ -54,18 +54,22 @@ def _geometry(case, lowest=-np.inf, dilations=None):
 @pytest.mark.parametrize("case", CASES)
 def test_slices_equal_reduce_max(case):
     x = _x(case)
-    got = jax.jit(lambda x: _slices_max(x, **_geometry(case)))(x)
-    np.testing.assert_array_equal(got, _reduce_max(x, **_geometry(case)))
+    got, expected = jax.jit(lambda x: (_slices_max(x, **_geometry(case)), _reduce_max(x, **_geometry(case))))(x)
+    np.testing.assert_array_equal(got, expected)
 
 
 @pytest.mark.parametrize("case", CASES)
 def test_gradient_goes_to_the_first_maximum_as_reduce_window_s(case):
     x = _x(case, np.float64)
-    cotangent = np.random.default_rng(1).standard_normal(_reduce_max(x, **_geometry(case)).shape)
-    grads = [
-        jax.jit(jax.grad(lambda x, f=f: jnp.sum(f(x, **_geometry(case)) * cotangent)))(x)
-        for f in (_slices_max, _reduce_max)
-    ]
+    cotangent = np.random.default_rng(1).standard_normal(
+        jax.eval_shape(lambda x: _reduce_max(x, **_geometry(case)), x).shape
+    )
+    # Both gradients in one program.
+    grads = jax.jit(
+        lambda x: [
+            jax.grad(lambda x: jnp.sum(f(x, **_geometry(case)) * cotangent))(x) for f in (_slices_max, _reduce_max)
+        ]
+    )(x)
     assert np.count_nonzero(x == 0) > 0  # ties exist
     np.testing.assert_array_equal(grads[0], grads[1])
 
@@ -110,12 +114,17 @@ def test_window_sum_equals_reduce_window_with_exact_gradients(case, dilated):
     dilations = tuple(2 for _ in CASES[case][1]) if dilated else None
     geometry = _geometry(case, lowest=None, dilations=dilations)
     x = _x(case, np.float64) - 0.3
-    expected = _reduce_sum(x, **geometry)
-    np.testing.assert_allclose(jax.jit(lambda x: _slices_sum(x, **geometry))(x), expected, rtol=1e-12, atol=1e-12)
+    cotangent = np.random.default_rng(1).standard_normal(jax.eval_shape(lambda x: _reduce_sum(x, **geometry), x).shape)
+
+    @jax.jit  # the values and both gradients in one program
+    def sums_and_gradients(x):
+        grads = [jax.grad(lambda x, f=f: jnp.sum(f(x, **geometry) * cotangent))(x) for f in (_slices_sum, _reduce_sum)]
+        return _slices_sum(x, **geometry), _reduce_sum(x, **geometry), grads
+
+    got, expected, grads = sums_and_gradients(x)
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
     # In numpy (the divisors): the same sums.
     np.testing.assert_allclose(numpy_window_sum(x, **geometry), expected, rtol=1e-12, atol=1e-12)
-    cotangent = np.random.default_rng(1).standard_normal(expected.shape)
-    grads = [jax.grad(lambda x, f=f: jnp.sum(f(x, **geometry) * cotangent))(x) for f in (_slices_sum, _reduce_sum)]
     np.testing.assert_allclose(grads[0], grads[1], rtol=1e-12, atol=1e-12)
 
 
@@ -142,9 +151,13 @@ def _check_conv_then_pool(run_onnxruntime, x_shape, pool, seed):
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)])
     (expected,) = run_onnxruntime(model, {"x": x})
     fast, plain = jaxonnx.load(model), jaxonnx.load(model, channels_last=False)
-    (got,) = jax.jit(fast)(x)
+
+    @jax.jit  # the output and both layouts' gradients in one program
+    def output_and_gradients(x):
+        return fast(x), [jax.grad(lambda x, m=m: jnp.sum(m(x)[0] ** 2))(x) for m in (fast, plain)]
+
+    (got,), grads = output_and_gradients(x)
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
-    grads = [jax.jit(jax.grad(lambda x, m=m: jnp.sum(m(x)[0] ** 2)))(x) for m in (fast, plain)]
     np.testing.assert_allclose(grads[0], grads[1], rtol=1e-5, atol=1e-5)
 
 
