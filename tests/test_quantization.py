@@ -14,6 +14,7 @@ QuantizeLinear / DequantizeLinear); those configurations are not tested here.
 
 from __future__ import annotations
 
+import functools
 import warnings
 
 import jax
@@ -233,7 +234,10 @@ def test_single_op_equals_onnxruntime(case, run_onnxruntime):
     model, feed = _single_op_model(op_type, inputs, attributes, outputs=outputs, widened=widened)
     expected = run_onnxruntime(model, feed)
     loaded = jaxonnx.load(model)
-    for actual in (loaded.run(feed), jax.jit(loaded.run)(feed)):
+    # An eager call that compiles the whole graph is its jax.jit already: jitting it again
+    # would compile the same computation twice.
+    whole = loaded.eager_mode.startswith("whole graph")
+    for actual in [loaded.run(feed)] if whole else [loaded.run(feed), jax.jit(loaded.run)(feed)]:
         for name, value in zip(loaded.output_names, expected):
             _assert_same(actual[name], value)
 
@@ -295,14 +299,22 @@ _QUANTIZATIONS = {
 
 
 def _quantized(kind, tmp_path):
+    """What onnxruntime's quantization tool writes for ``kind``: made once per run (the x64
+    and x32 cases read the same file), a fresh proto each call."""
+    return onnx.load_from_string(_quantized_bytes(kind, tmp_path.parent / f"quantized_{kind}"))
+
+
+@functools.cache
+def _quantized_bytes(kind, folder):
     quantization = pytest.importorskip("onnxruntime.quantization")
+    folder.mkdir(exist_ok=True)
     options = dict(_QUANTIZATIONS[kind])
     for key in ("weight_type", "activation_type"):
         if key in options:
             options[key] = getattr(quantization.QuantType, options[key])
     if "quant_format" in options:
         options["quant_format"] = getattr(quantization.QuantFormat, options["quant_format"])
-    source, target = tmp_path / "float.onnx", tmp_path / "quantized.onnx"
+    source, target = folder / "float.onnx", folder / "quantized.onnx"
     onnx.save(_float_model(21 if kind.endswith("opset21") else 17), source)
     rng = np.random.default_rng(6)
 
@@ -319,7 +331,7 @@ def _quantized(kind, tmp_path):
             quantization.quantize_dynamic(source, target, **options)
         else:
             quantization.quantize_static(source, target, Calibration(), **options)
-    return onnx.load(target)
+    return target.read_bytes()
 
 
 _QUANTIZATION_OPS = {
@@ -367,7 +379,8 @@ def test_quantization_tool_models_equal_onnxruntime(kind, x64, tmp_path, run_onn
             attributes = {a.name: helper.get_attribute_value(a) for a in node.attribute}
             jitted = jax.jit(lambda *xs, op=op, attributes=attributes: op(*xs, **attributes))
             for feed in ("numpy", "jax", "jit"):
-                args = inputs if feed == "numpy" else [None if v is None else jnp.asarray(v) for v in inputs]
+                # device_put: jnp.asarray would compile an identity program per shape and dtype.
+                args = inputs if feed == "numpy" else [None if v is None else jax.device_put(v) for v in inputs]
                 outputs = op(*args, **attributes) if feed != "jit" else jitted(*args)
                 outputs = outputs if isinstance(outputs, tuple) else (outputs,)
                 for name, value in zip(node.output, outputs):
@@ -378,7 +391,9 @@ def test_quantization_tool_models_equal_onnxruntime(kind, x64, tmp_path, run_onn
         # onnxruntime's, so a value next to a rounding boundary may quantize one step
         # apart (seen with 16-bit activations); the 8-bit models here agree bit for bit.
         loaded = jaxonnx.load(model)
-        for outputs in (loaded.run({"X": x}), jax.jit(loaded.run)({"X": x})):
+        # An eager call that compiles the whole graph is its jax.jit already.
+        whole = loaded.eager_mode.startswith("whole graph")
+        for outputs in [loaded.run({"X": x})] if whole else [loaded.run({"X": x}), jax.jit(loaded.run)({"X": x})]:
             for name, value in outputs.items():
                 actual, expected = np.asarray(value), ort[name]
                 if actual.dtype.kind in "iu":
@@ -435,12 +450,21 @@ def test_rounding_is_half_to_even_and_saturates():
 
 
 def test_float8_without_saturation_overflows_to_nan_or_inf():
-    x = jnp.array([1000.0, -1000.0, 1.0], jnp.float32)
-    fnuz = quantize_linear(x, jnp.float32(1.0), jnp.zeros((), jnp.float8_e4m3fnuz), saturate=0)
+    x = np.array([1000.0, -1000.0, 1.0], np.float32)
+
+    @jax.jit  # the three in one compiled program (eagerly, each primitive compiles apart)
+    def quantized(x):
+        return (
+            quantize_linear(x, np.float32(1.0), np.zeros((), ml_dtypes.float8_e4m3fnuz), saturate=0),
+            quantize_linear(x * 100, np.float32(1.0), np.zeros((), ml_dtypes.float8_e5m2), saturate=0),
+            quantize_linear(x, np.float32(1.0), np.zeros((), ml_dtypes.float8_e4m3fn)),
+        )
+
+    fnuz, e5m2, saturated = (np.asarray(v) for v in quantized(x))
+    assert fnuz.dtype == ml_dtypes.float8_e4m3fnuz and e5m2.dtype == ml_dtypes.float8_e5m2
+    assert saturated.dtype == ml_dtypes.float8_e4m3fn
     assert np.isnan(np.asarray(fnuz[:2], np.float32)).all() and float(fnuz[2]) == 1.0
-    e5m2 = quantize_linear(x * 100, jnp.float32(1.0), jnp.zeros((), jnp.float8_e5m2), saturate=0)
     assert list(np.asarray(e5m2, np.float32)[:2]) == [np.inf, -np.inf]
-    saturated = quantize_linear(x, jnp.float32(1.0), jnp.zeros((), jnp.float8_e4m3fn))
     assert list(np.asarray(saturated, np.float32)) == [448.0, -448.0, 1.0]
 
 
@@ -513,8 +537,12 @@ def test_quantize_linear_has_zero_gradient_by_default(zero_point):
         q = quantize_linear(x, jnp.float32(0.5), zero_point)
         return dequantize_linear(q, jnp.float32(0.5), zero_point)
 
-    np.testing.assert_array_equal(jax.grad(lambda x: fake_quantize(x).sum())(x), 0.0)
-    np.testing.assert_array_equal(jax.jvp(fake_quantize, (x,), (jnp.ones(4),))[1], 0.0)
+    # Both modes in one compiled program (eagerly, each primitive compiles apart).
+    grad, tangent = jax.jit(
+        lambda x: (jax.grad(lambda x: fake_quantize(x).sum())(x), jax.jvp(fake_quantize, (x,), (jnp.ones(4),))[1])
+    )(x)
+    np.testing.assert_array_equal(grad, 0.0)
+    np.testing.assert_array_equal(tangent, 0.0)
 
 
 @pytest.mark.parametrize(
@@ -532,31 +560,46 @@ def test_straight_through_gives_the_identity_inside_the_range(zero_point):
         q = quantize_linear(x, scale, zero, straight_through=True)
         return dequantize_linear(q, scale, zero)
 
-    # The values are the ordinary quantize-dequantize ones; only the gradient differs.
-    plain = dequantize_linear(quantize_linear(x, scale, zero), scale, zero)
-    np.testing.assert_array_equal(fake_quantize(x), plain)
-    q = quantize_linear(x, scale, zero, straight_through=True)
-    assert q.dtype == jnp.float32 and np.array_equal(q, quantize_linear(x, scale, zero).astype(jnp.float32))
-    grad = jax.grad(lambda x: fake_quantize(x).sum())(x)
-    np.testing.assert_array_equal(grad, [1, 1, 1, 1, 0, 0])
-    # Quantization alone: d(x / scale)/dx inside, 0 outside; also under jit and vmap.
-    dq = jax.jit(jax.grad(lambda x: quantize_linear(x, scale, zero, straight_through=True).sum()))(x)
-    np.testing.assert_array_equal(dq, [2, 2, 2, 2, 0, 0])
-    batched = jax.vmap(jax.grad(lambda x: fake_quantize(x).sum()))(jnp.stack([x, -x]))
-    np.testing.assert_array_equal(batched[0], [1, 1, 1, 1, 0, 0])
+    @jax.jit  # every value below from one compiled program (eagerly, each primitive compiles apart)
+    def values(x):
+        return {
+            "fake": fake_quantize(x),
+            # The values are the ordinary quantize-dequantize ones; only the gradient differs.
+            "plain": dequantize_linear(quantize_linear(x, scale, zero), scale, zero),
+            "q": quantize_linear(x, scale, zero, straight_through=True),
+            "q_plain": quantize_linear(x, scale, zero).astype(jnp.float32),
+            "grad": jax.grad(lambda x: fake_quantize(x).sum())(x),
+            # Quantization alone: d(x / scale)/dx inside, 0 outside; also under vmap.
+            "dq": jax.grad(lambda x: quantize_linear(x, scale, zero, straight_through=True).sum())(x),
+            "batched": jax.vmap(jax.grad(lambda x: fake_quantize(x).sum()))(jnp.stack([x, -x])),
+        }
+
+    got = values(x)
+    np.testing.assert_array_equal(got["fake"], got["plain"])
+    q = got["q"]
+    assert q.dtype == jnp.float32 and np.array_equal(q, got["q_plain"])
+    np.testing.assert_array_equal(got["grad"], [1, 1, 1, 1, 0, 0])
+    np.testing.assert_array_equal(got["dq"], [2, 2, 2, 2, 0, 0])
+    np.testing.assert_array_equal(got["batched"][0], [1, 1, 1, 1, 0, 0])
 
 
 def test_straight_through_for_float8_and_per_axis():
-    x = jnp.array([[0.3, 1000.0], [-2.0, -1000.0]])
-    scale = jnp.array([1.0, 2.0], jnp.float32)
-    zero = jnp.zeros(2, jnp.float8_e4m3fn)
-    q = quantize_linear(x, scale, zero, axis=1, straight_through=True)
-    np.testing.assert_array_equal(q, np.asarray(quantize_linear(x, scale, zero, axis=1), np.float32))
-    grad = jax.grad(
-        lambda x: dequantize_linear(
-            quantize_linear(x, scale, zero, axis=1, straight_through=True), scale, zero, axis=1
-        ).sum()
-    )(x)
+    x = np.array([[0.3, 1000.0], [-2.0, -1000.0]])
+    scale = np.array([1.0, 2.0], np.float32)
+    zero = np.zeros(2, ml_dtypes.float8_e4m3fn)
+
+    @jax.jit  # one compiled program (eagerly, each primitive compiles apart)
+    def values(x):
+        q = quantize_linear(x, scale, zero, axis=1, straight_through=True)
+        grad = jax.grad(
+            lambda x: dequantize_linear(
+                quantize_linear(x, scale, zero, axis=1, straight_through=True), scale, zero, axis=1
+            ).sum()
+        )(x)
+        return q, quantize_linear(x, scale, zero, axis=1), grad
+
+    q, plain, grad = values(x)
+    np.testing.assert_array_equal(q, np.asarray(plain, np.float32))
     np.testing.assert_array_equal(grad, [[1, 0], [1, 0]])  # 1000 / 2 = 500 > 448: saturated
 
 
@@ -577,12 +620,12 @@ def test_dequantize_gradients_with_respect_to_the_scale():
         ),
     ]
     for scale, kw, z, expected in cases:
-        z = None if z is None else jnp.asarray(z)
-        grad = jax.grad(lambda s: dequantize_linear(jnp.asarray(x), s, z, **kw).sum())(jnp.asarray(scale))
+        z = None if z is None else jax.device_put(z)
+        grad = jax.jit(jax.grad(lambda s: dequantize_linear(x, s, z, **kw).sum()))(scale)
         np.testing.assert_allclose(grad, expected, rtol=1e-6)
         check_grads(
-            lambda s: dequantize_linear(jnp.asarray(x), s, z, **kw),
-            (jnp.asarray(scale),),
+            jax.jit(lambda s: dequantize_linear(x, s, z, **kw)),
+            (jax.device_put(scale),),
             order=1,
             modes=("rev", "fwd"),
             eps=0.1,
@@ -593,7 +636,7 @@ def test_dequantize_gradients_with_respect_to_the_scale():
 
 def test_dynamic_quantize_linear_scale_gradient():
     x = jnp.asarray(_rng.permutation(12).reshape(3, 4).astype(np.float32) - 4.5)
-    grad = jax.grad(lambda x: dynamic_quantize_linear(x)[1])(x)
+    grad = jax.jit(jax.grad(lambda x: dynamic_quantize_linear(x)[1]))(x)
     expected = np.zeros((3, 4), np.float32)
     expected[np.unravel_index(np.argmax(x), x.shape)] = 1 / 255
     expected[np.unravel_index(np.argmin(x), x.shape)] = -1 / 255
@@ -747,7 +790,18 @@ def test_load_straight_through_gives_quantization_aware_gradients():
     proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
     x = np.array([0.12, -0.3, 20.0, 1.0], np.float32)
     plain, aware = jaxonnx.load(proto), jaxonnx.load(proto, straight_through=True)
-    np.testing.assert_allclose(aware(x)[0], plain(x)[0])
-    np.testing.assert_allclose(jax.jit(aware)(x)[0], [0.1, -0.3, 12.7, 1.0], rtol=1e-6)
-    np.testing.assert_array_equal(jax.grad(lambda v: plain(v)[0].sum())(x), [0, 0, 0, 0])
-    np.testing.assert_array_equal(jax.grad(lambda v: aware(v)[0].sum())(x), [1, 1, 0, 1])  # 20.0 saturates
+
+    @jax.jit  # values and gradients of both in one compiled program
+    def values(x):
+        return (
+            aware(x)[0],
+            plain(x)[0],
+            jax.grad(lambda v: plain(v)[0].sum())(x),
+            jax.grad(lambda v: aware(v)[0].sum())(x),
+        )
+
+    aware_y, plain_y, plain_grad, aware_grad = values(x)
+    np.testing.assert_allclose(aware_y, plain_y)
+    np.testing.assert_allclose(aware_y, [0.1, -0.3, 12.7, 1.0], rtol=1e-6)
+    np.testing.assert_array_equal(plain_grad, [0, 0, 0, 0])
+    np.testing.assert_array_equal(aware_grad, [1, 1, 0, 1])  # 20.0 saturates
