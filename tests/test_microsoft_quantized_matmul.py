@@ -45,13 +45,22 @@ def _node_model(op_type, inputs, attributes, output_type, *, opset=21):
     return model, feed
 
 
+def _eagerly_and_jitted(loaded, function, call):
+    """``call(function)`` for ``function`` (``loaded`` or ``loaded.run``) eagerly, and under
+    ``jax.jit`` where the eager call runs op by op (where it compiles the whole graph, it is
+    ``jax.jit`` of the graph already: a second jit would compile the same computation twice)."""
+    if loaded.eager_mode.startswith("whole graph"):
+        return [call(function)]
+    return [call(function), call(jax.jit(function))]
+
+
 def _three_ways(model, feed, op_type, inputs, attributes):
-    """The node's output through `load` eagerly, under jit, and the op on numpy values."""
+    """The node's output through `load` eagerly, under jit (see `_eagerly_and_jitted`), and the
+    op on numpy values (last)."""
     loaded = jaxonnx.load(model)
     op = jaxonnx.get_op(op_type, 1, _MS)
     return [
-        np.asarray(loaded.run(feed)["y"]),
-        np.asarray(jax.jit(loaded.run)(feed)["y"]),
+        *_eagerly_and_jitted(loaded, loaded.run, lambda run: np.asarray(run(feed)["y"])),
         np.asarray(op(*inputs, **attributes)),
     ]
 
@@ -256,9 +265,8 @@ def test_matmul_nbits_gradients_match_finite_differences(zero, rows):
         return jnp.sum(y * cotangent)
 
     differentiable = (0, 1, 2, 3) if zero == "float" else (0, 1, 3)
-    grads = jax.grad(loss, argnums=differentiable)(
-        jnp.asarray(A), jnp.asarray(scales), jnp.asarray(zero_points), jnp.asarray(bias)
-    )
+    # One compiled program (an eager grad would compile each of its primitives apart).
+    grads = jax.jit(jax.grad(loss, argnums=differentiable))(A, scales, zero_points, bias)
     primal = [A.astype(np.float64), scales.astype(np.float64), zero_values, bias.astype(np.float64)]
 
     def loss64(values):
@@ -483,10 +491,16 @@ def test_gather_block_quantized_gradient_flows_to_scales():
     data, indices, scales, zero_points = inputs
     op = jaxonnx.get_op("GatherBlockQuantized", 1, _MS)
     cotangent = _rng.standard_normal(indices.shape + (40,)).astype(np.float32)
-    grad = jax.grad(lambda s: jnp.sum(op(data, indices, s, zero_points, **attributes) * cotangent))(jnp.asarray(scales))
-    # Linear in the scales: the gradient is the sum over the gathered rows of (q - z) times the cotangent.
     direction = _rng.standard_normal(scales.shape).astype(np.float32)
-    numeric = np.sum(np.asarray(op(data, indices, direction, zero_points, **attributes), np.float64) * cotangent)
+
+    @jax.jit
+    def grad_and_along(scales, direction):  # one compiled program for both
+        grad = jax.grad(lambda s: jnp.sum(op(data, indices, s, zero_points, **attributes) * cotangent))(scales)
+        return grad, op(data, indices, direction, zero_points, **attributes)
+
+    grad, along = grad_and_along(scales, direction)
+    # Linear in the scales: the gradient is the sum over the gathered rows of (q - z) times the cotangent.
+    numeric = np.sum(np.asarray(along, np.float64) * cotangent)
     np.testing.assert_allclose(float(np.sum(np.asarray(grad, np.float64) * direction)), numeric, rtol=1e-5)
 
 
@@ -624,7 +638,7 @@ def test_microsoft_quantize_linear_equals_onnxruntime(name, layout, run_onnxrunt
     op = jaxonnx.get_op("QuantizeLinear", 1, _MS)
     direct = np.asarray(op(*inputs, **attributes))
     assert direct.dtype == np.dtype(zero.dtype if zero is not None else np.uint8)
-    for actual in (np.asarray(loaded.run(feed)["y"]), np.asarray(jax.jit(loaded.run)(feed)["y"]), direct):
+    for actual in [*_eagerly_and_jitted(loaded, loaded.run, lambda run: np.asarray(run(feed)["y"])), direct]:
         np.testing.assert_array_equal(actual.astype(np.int64), expected.astype(np.int64))
 
 
@@ -765,8 +779,8 @@ def test_matmul_nbits_quantizer_models_equal_onnxruntime(case, run_onnxruntime):
     else:
         (expected,) = run_onnxruntime(_without_accuracy_level(model), {"ids": ids})
     loaded = jaxonnx.load(model)
-    _assert_model_close(loaded(ids)[0], expected)
-    _assert_model_close(jax.jit(loaded)(ids)[0], expected)
+    for actual in _eagerly_and_jitted(loaded, loaded, lambda run: run(ids)[0]):
+        _assert_model_close(actual, expected)
     if level == 4:  # onnxruntime's own int8-activation result: close, not equal (A's int8 rounding)
         (int8_activations,) = run_onnxruntime(model, {"ids": ids})
         assert np.max(np.abs(int8_activations - expected)) < 0.05 * np.max(np.abs(expected))
@@ -784,8 +798,8 @@ def test_bnb4_quantizer_models_equal_onnxruntime(quant_type, run_onnxruntime):
     ids = np.random.default_rng(4).integers(0, 50, (3, 5)).astype(np.int64)
     (expected,) = run_onnxruntime(model, {"ids": ids})
     loaded = jaxonnx.load(model)
-    _assert_model_close(loaded(ids)[0], expected)
-    _assert_model_close(jax.jit(loaded)(ids)[0], expected)
+    for actual in _eagerly_and_jitted(loaded, loaded, lambda run: run(ids)[0]):
+        _assert_model_close(actual, expected)
 
 
 def test_quantized_mlp_scales_fine_tune():
@@ -795,8 +809,7 @@ def test_quantized_mlp_scales_fine_tune():
     loaded = jaxonnx.load(model)
     scale_names = [n.input[2] for n in model.graph.node if n.op_type == "MatMulNBits"]
     params = {
-        name: jnp.asarray(numpy_helper.to_array(next(t for t in model.graph.initializer if t.name == name)))
-        for name in scale_names
+        name: numpy_helper.to_array(next(t for t in model.graph.initializer if t.name == name)) for name in scale_names
     }
     ids = np.random.default_rng(5).integers(0, 50, (2, 4)).astype(np.int64)
     cotangent = np.random.default_rng(6).standard_normal((2, 4, 40)).astype(np.float32)
@@ -804,15 +817,18 @@ def test_quantized_mlp_scales_fine_tune():
     def loss(params):
         return jnp.sum(loaded.apply(params, ids)[0] * cotangent)
 
-    grads = jax.jit(jax.grad(loss))(params)
+    # The gradient and both losses in one compiled program; numpy for the rest (eager jnp
+    # would compile a program per operation and shape).
     rng = np.random.default_rng(7)
     direction = {k: rng.standard_normal(v.shape).astype(np.float32) for k, v in params.items()}
     step = 1e-3
-    plus = {k: v + step * direction[k] * jnp.abs(v) for k, v in params.items()}
-    minus = {k: v - step * direction[k] * jnp.abs(v) for k, v in params.items()}
-    numeric = (float(loss(plus)) - float(loss(minus))) / (2 * step)
-    analytic = sum(float(jnp.sum(grads[k] * direction[k] * jnp.abs(params[k]))) for k in params)
-    assert any(float(jnp.max(jnp.abs(g))) > 0 for g in grads.values())
+    plus = {k: v + step * direction[k] * np.abs(v) for k, v in params.items()}
+    minus = {k: v - step * direction[k] * np.abs(v) for k, v in params.items()}
+    grads, loss_plus, loss_minus = jax.jit(lambda p, a, b: (jax.grad(loss)(p), loss(a), loss(b)))(params, plus, minus)
+    grads = {k: np.asarray(g) for k, g in grads.items()}
+    numeric = (float(loss_plus) - float(loss_minus)) / (2 * step)
+    analytic = sum(float(np.sum(grads[k] * direction[k] * np.abs(params[k]))) for k in params)
+    assert any(float(np.max(np.abs(g))) > 0 for g in grads.values())
     # The loss is linear in each layer's scales but not jointly (the Relu, the next layer):
     # a central difference of step 1e-3 agrees to about 1e-5 relative, float32 rounding aside.
     assert abs(analytic - numeric) <= 2e-3 * abs(analytic), (analytic, numeric)
@@ -875,8 +891,8 @@ def test_quantize_dynamic_fused_models_equal_onnxruntime(weights, tmp_path, run_
     x = np.random.default_rng(8).standard_normal((6, 32)).astype(np.float32)
     (expected,) = run_onnxruntime(model, {"X": x})
     loaded = jaxonnx.load(model)
-    _assert_model_close(loaded(x)[0], expected)
-    _assert_model_close(jax.jit(loaded)(x)[0], expected)
+    for actual in _eagerly_and_jitted(loaded, loaded, lambda run: run(x)[0]):
+        _assert_model_close(actual, expected)
 
 
 @pytest.mark.parametrize("activation, weight", [("QUInt16", "QInt8"), ("QInt16", "QInt4"), ("QUInt8", "QUInt4")])
@@ -921,7 +937,7 @@ def test_qdq_contrib_ops_models_equal_onnxruntime(activation, weight, tmp_path, 
     names = [o.name for o in model.graph.output]
     expected = dict(zip(names, run_onnxruntime(model, {"X": x})))
     loaded = jaxonnx.load(model)
-    for actual in (loaded.run({"X": x}), jax.jit(loaded.run)({"X": x})):
+    for actual in _eagerly_and_jitted(loaded, loaded.run, lambda run: run({"X": x})):
         for name in names:
             got, want = np.asarray(actual[name]), expected[name]
             if want.dtype.kind in "iu":
