@@ -14,6 +14,7 @@ prompts, and for the builder's files ``og.Generator``'s tokens of each prompt al
 from __future__ import annotations
 
 import doctest
+import functools
 import json
 import os
 import re
@@ -139,9 +140,38 @@ def _sliding_window_caches(model: onnx.ModelProto) -> dict[str, int]:
     return windows
 
 
+@functools.cache
+def _loaded(name: str) -> jaxonnx.Model:
+    """The fixture's model, loaded once for the module with its routing hints (if any): jit's
+    caches key on the model object, so the tests that generate the same thing share a compile."""
+    return jaxonnx.load(_path(name), size_hints=_routing_hints(name))
+
+
+@functools.cache
+def _greedy(name: str) -> tuple[np.ndarray, int]:
+    """generate's greedy tokens of the fixture's prompts (and how many it added), shared by the
+    tests that check them."""
+    ids, mask = _prompts(name)
+    new_tokens = 4 if not find_cache(_loaded(name)).fixed_window else NEW_TOKENS
+    # A Mixture of Experts by its file: generate loads it with the routing hints itself (the
+    # hints `_loaded` gives it; test_experts_routed_by_nonzero_need_size_hints).
+    model = _path(name) if _routing_hints(name) else _loaded(name)
+    return np.asarray(jaxonnx.generate(model, ids, new_tokens, attention_mask=mask)), new_tokens
+
+
+@functools.cache
+def _builder_greedy(name: str) -> tuple[jaxonnx.Model, np.ndarray]:
+    """`generate(folder)`'s greedy tokens of an onnxruntime-genai builder fixture's prompts, and
+    the model it loaded (load_causal_lm's, by path), shared by the tests that check them."""
+    ids, mask = _prompts(name)
+    folder = os.path.dirname(_path(name))
+    model = generation.load_causal_lm(folder)  # what generate(folder) loads (it remembers the last few)
+    return model, np.asarray(jaxonnx.generate(folder, ids, NEW_TOKENS, attention_mask=mask))
+
+
 @pytest.fixture(scope="module")
 def llama():
-    return jaxonnx.load(_path("llama_optimum"))
+    return _loaded("llama_optimum")
 
 
 def _routing_hints(name: str) -> dict[str, int]:
@@ -155,9 +185,7 @@ def _routing_hints(name: str) -> dict[str, int]:
 @pytest.mark.parametrize("name", [n for n in NAMES if "genai" not in n])
 def test_greedy_tokens_equal_onnxruntime_on_uneven_prompts(name):
     ids, mask = _prompts(name)
-    new_tokens = 4 if not find_cache(jaxonnx.load(_path(name))).fixed_window else NEW_TOKENS
-    model = jaxonnx.load(_path(name), size_hints=_routing_hints(name))
-    out = np.asarray(jaxonnx.generate(model, ids, new_tokens, attention_mask=mask))
+    out, new_tokens = _greedy(name)
     np.testing.assert_array_equal(out[:, : ids.shape[1]], ids)
     expected = OnnxruntimeLM(name).generate(ids, mask, new_tokens)
     np.testing.assert_array_equal(out[:, ids.shape[1] :], expected)
@@ -170,7 +198,7 @@ def test_greedy_tokens_of_builder_files_equal_onnxruntime_genai(name):
     """The shared buffer of GroupQueryAttention: one cache of the final length, past and present."""
     ids, mask = _prompts(name)
     folder = os.path.dirname(_path(name))
-    out = np.asarray(jaxonnx.generate(folder, ids, NEW_TOKENS, attention_mask=mask))[:, ids.shape[1] :]
+    out = _builder_greedy(name)[1][:, ids.shape[1] :]  # generate(folder, ids, NEW_TOKENS, attention_mask=mask)
     assert find_cache(jaxonnx.load(_path(name)), dims=cache_dims_beside(folder)).mode == "buffer"
     np.testing.assert_array_equal(out, OnnxruntimeLM(name).generate_right_padded(ids, mask, NEW_TOKENS))
     # og.Generator's tokens of each prompt alone (recorded at export; CI has no onnxruntime-genai),
@@ -197,11 +225,12 @@ def test_experts_routed_by_nonzero_need_size_hints():
     assert len(_routing_hints("qwen3_moe_optimum")) == 8  # 4 experts in each of 2 layers
     with pytest.raises(jaxonnx.StaticValueError, match=r"NonZero-13 cannot decide its output shape under `jax.jit`"):
         jaxonnx.generate(jaxonnx.load(_path("qwen3_moe_optimum")), ids, 2, attention_mask=mask)
-    # Given the file, generate loads it with those hints itself (batch x prompt tokens).
-    hinted = jaxonnx.load(_path("qwen3_moe_optimum"), size_hints=_routing_hints("qwen3_moe_optimum"))
+    # Given the file, generate loads it with those hints itself (batch x prompt tokens): `_greedy`
+    # generates from the file (test_greedy_tokens_equal_onnxruntime_on_uneven_prompts checks its
+    # tokens against onnxruntime's too), and gets torch's tokens.
+    out, new_tokens = _greedy("qwen3_moe_optimum")
     np.testing.assert_array_equal(
-        np.asarray(jaxonnx.generate(_path("qwen3_moe_optimum"), ids, 2, attention_mask=mask)),
-        np.asarray(jaxonnx.generate(hinted, ids, 2, attention_mask=mask)),
+        out[:, ids.shape[1] :], np.array(MANIFEST["qwen3_moe_optimum"]["torch_greedy"])[:, :new_tokens]
     )
 
 
@@ -234,9 +263,10 @@ def test_cache_of_builder_files_needs_the_head_size():
     ids, _ = _prompts("llama_optimum")
     head = onnx.load(_path("llama_optimum")).graph.input[3].type.tensor_type.shape.dim[3].dim_value
     layout = find_cache(jaxonnx.load(proto), dims={"head": head})
+    # (5 new tokens by the module's model, as test_one_prompt_and_right_padding_refused: one compiled loop.)
     np.testing.assert_array_equal(
-        jaxonnx.generate(jaxonnx.load(proto), ids[2:], 3, cache=layout),
-        jaxonnx.generate(_path("llama_optimum"), ids[2:], 3),
+        jaxonnx.generate(jaxonnx.load(proto), ids[2:], 5, cache=layout),
+        jaxonnx.generate(_loaded("llama_optimum"), ids[2:], 5),
     )
 
 
@@ -253,10 +283,15 @@ def test_generate_of_a_loaded_builder_file_reads_the_head_size_off_the_graph(pat
     config = os.path.join(os.path.dirname(path), "genai_config.json")
     layout = find_cache(jaxonnx.load(path))
     if os.path.exists(config):
-        assert layout.empty_shape == find_cache(jaxonnx.load(path), dims=cache_dims_beside(path)).empty_shape
+        assert layout == find_cache(jaxonnx.load(path), dims=cache_dims_beside(path))
     assert layout.empty_shape[0][3] == 16  # the fixtures' head size: 64 hidden / 4 heads
-    ids = np.array([[3, 17, 5]])
-    np.testing.assert_array_equal(jaxonnx.generate(jaxonnx.load(path), ids, 3), jaxonnx.generate(path, ids, 3))
+    # generate(folder) (which reads genai_config.json, as generate(path) does) of the fixture's
+    # prompts, and the model it loaded (load_causal_lm's, by path): the same layout compiles the
+    # same loop, once.
+    name = os.path.basename(os.path.dirname(path))
+    loaded, expected = _builder_greedy(name)
+    ids, mask = _prompts(name)
+    np.testing.assert_array_equal(jaxonnx.generate(loaded, ids, NEW_TOKENS, attention_mask=mask), expected)
 
 
 def test_prompt_ids_outside_the_vocabulary_are_refused(llama, capsys):
@@ -280,17 +315,17 @@ def test_cache_given_explicitly(llama):
     layout = find_cache(llama, pairs)
     assert dict(layout.pairs) == pairs
     ids, mask = _prompts("llama_optimum")
-    np.testing.assert_array_equal(
-        jaxonnx.generate(llama, ids, 3, attention_mask=mask, cache=pairs),
-        jaxonnx.generate(llama, ids, 3, attention_mask=mask),
-    )
+    greedy, new_tokens = _greedy("llama_optimum")  # generate(llama, ids, new_tokens, attention_mask=mask)
+    np.testing.assert_array_equal(jaxonnx.generate(llama, ids, new_tokens, attention_mask=mask, cache=pairs), greedy)
     with pytest.raises(jaxonnx.OnnxValidationError, match=r"`cache` names \['present.9.key'\]"):
         find_cache(llama, {"past_key_values.0.key": "present.9.key"})
 
 
 def test_eos_ends_rows_and_the_loop(llama):
     ids, mask = _prompts("llama_optimum")
-    free = np.asarray(jaxonnx.generate(llama, ids, NEW_TOKENS, attention_mask=mask))[:, ids.shape[1] :]
+    free, new_tokens = _greedy("llama_optimum")  # generate(llama, ids, NEW_TOKENS, attention_mask=mask)
+    assert new_tokens == NEW_TOKENS
+    free = free[:, ids.shape[1] :]
     eos = int(free[0, 2])  # row 0 ends at its third token, the others where (if) they meet it
     reference = OnnxruntimeLM("llama_optimum")
     out = np.asarray(jaxonnx.generate(llama, ids, NEW_TOKENS, attention_mask=mask, eos_token_id=eos, pad_token_id=0))
@@ -298,36 +333,19 @@ def test_eos_ends_rows_and_the_loop(llama):
     assert out[0, ids.shape[1] + 2] == eos and not out[0, ids.shape[1] + 3 :].any()
     # Every row's first token ends it: the loop runs no decode step after the prompt.
     firsts = [int(t) for t in free[:, 0]]
-    tokens, steps = decode_loop(
-        llama,
-        find_cache(llama),
-        jnp.asarray(ids),
-        jnp.asarray(mask),
-        None,
-        1.0,
-        None,
-        None,
-        jnp.asarray(firsts),
-        jnp.asarray(7),
-        NEW_TOKENS,
-    )
+    layout = find_cache(llama)
+
+    @jax.jit  # both loops in one compiled program
+    def loops(model, ids, mask, eos):
+        ended = decode_loop(model, layout, ids, mask, None, 1.0, None, None, eos, jnp.asarray(7), NEW_TOKENS)
+        unended = decode_loop(model, layout, ids, mask, None, 1.0, None, None, None, jnp.asarray(0), NEW_TOKENS)
+        return ended, unended[1]
+
+    (tokens, steps), all_steps = loops(llama, ids, mask, np.asarray(firsts))
     assert int(steps) == 1
     np.testing.assert_array_equal(np.asarray(tokens)[:, ids.shape[1] :], [[t] + [7] * (NEW_TOKENS - 1) for t in firsts])
     # Without it, all steps run.
-    _, steps = decode_loop(
-        llama,
-        find_cache(llama),
-        jnp.asarray(ids),
-        jnp.asarray(mask),
-        None,
-        1.0,
-        None,
-        None,
-        None,
-        jnp.asarray(0),
-        NEW_TOKENS,
-    )
-    assert int(steps) == NEW_TOKENS
+    assert int(all_steps) == NEW_TOKENS
 
 
 def test_one_prompt_and_right_padding_refused(llama):
@@ -349,15 +367,18 @@ def test_jit_of_generate_traces_once_per_shape_signature(llama):
 
     compiled = jax.jit(counted, static_argnames="new_tokens")
     ids, mask = _prompts("llama_optimum")
-    first = compiled(llama, ids, mask, 4)
-    again = compiled(llama, (ids + 1) % 128 * mask, mask, 4)  # other values, same shapes
+    # NEW_TOKENS, as _greedy generates: generate's own call below is its compiled loop.
+    first = compiled(llama, ids, mask, NEW_TOKENS)
+    again = compiled(llama, (ids + 1) % 128 * mask, mask, NEW_TOKENS)  # other values, same shapes
     assert len(traces) == 1 and not np.array_equal(first, again)
-    np.testing.assert_array_equal(again, jaxonnx.generate(llama, (ids + 1) % 128 * mask, 4, attention_mask=mask))
+    np.testing.assert_array_equal(
+        again, jaxonnx.generate(llama, (ids + 1) % 128 * mask, NEW_TOKENS, attention_mask=mask)
+    )
     # New params (a fine-tuned model) are leaves of the model's pytree: no retrace either.
-    tuned = jax.tree.map(lambda w: w * 1.5, llama)
-    compiled(tuned, ids, mask, 4)
+    tuned = jax.jit(lambda m: jax.tree.map(lambda w: w * 1.5, m))(llama)
+    compiled(tuned, ids, mask, NEW_TOKENS)
     assert len(traces) == 1
-    compiled(llama, ids[:, 1:], mask[:, 1:], 4)  # a new prompt length is a new shape signature
+    compiled(llama, ids[:, 1:], mask[:, 1:], NEW_TOKENS)  # a new prompt length is a new shape signature
     assert len(traces) == 2
     # One compiled loop: the prefill, then one while loop whose body runs the graph once.
     jaxpr = jax.make_jaxpr(lambda m, i, a: jaxonnx.generate(m, i, 6, attention_mask=a))(llama, ids, mask)
@@ -383,11 +404,11 @@ def test_sampling_is_reproducible_by_key(llama):
     other = jaxonnx.generate(llama, ids, 6, attention_mask=mask, rng=jax.random.key(4), temperature=2.0)
     np.testing.assert_array_equal(one, two)
     assert not np.array_equal(one, other)
-    # jax.vmap over keys is a loop over keys.
+    # jax.vmap over keys is a loop over keys (of the loop compiled above).
     keys = jax.random.split(key, 3)
-    mapped = jax.vmap(lambda k: jaxonnx.generate(llama, ids, 3, attention_mask=mask, rng=k, temperature=2.0))(keys)
+    mapped = jax.vmap(lambda k: jaxonnx.generate(llama, ids, 6, attention_mask=mask, rng=k, temperature=2.0))(keys)
     for k, row in zip(keys, mapped):
-        np.testing.assert_array_equal(row, jaxonnx.generate(llama, ids, 3, attention_mask=mask, rng=k, temperature=2.0))
+        np.testing.assert_array_equal(row, jaxonnx.generate(llama, ids, 6, attention_mask=mask, rng=k, temperature=2.0))
 
 
 def _chi_square_p_value(counts: np.ndarray, probabilities: np.ndarray) -> float:
@@ -551,7 +572,20 @@ def test_generate_compiles_its_loop_with_the_decode_options(llama):
     jaxonnx chose XLA's flags, no dot of the compiled loop is left to YNNPACK."""
     options = generation.decode_compiler_options()
     ids = jnp.asarray(_prompts("llama_optimum")[0])
-    arguments = (llama, find_cache(llama), ids, jnp.ones_like(ids), None, 1.0, None, None, None, jnp.asarray(0), 3)
+    # (NEW_TOKENS: the call below is `_greedy`'s generate(llama, ids, NEW_TOKENS, ...) compiled loop.)
+    arguments = (
+        llama,
+        find_cache(llama),
+        ids,
+        jnp.ones_like(ids),
+        None,
+        1.0,
+        None,
+        None,
+        None,
+        jnp.asarray(0),
+        NEW_TOKENS,
+    )
     compiled = compiled_decode_loop(tuple(sorted(options.items())))
     text = compiled.lower(*arguments).compile().as_text()
     bodies = {block.split(" ", 1)[0].lstrip("%"): block for block in text.split("\n\n")}
