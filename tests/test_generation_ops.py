@@ -9,6 +9,7 @@ Sequences must be equal token for token, scores equal at float32 tolerance; unde
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 
@@ -62,15 +63,42 @@ def _beam_feeds(
     }
 
 
-def _run_both(name: str, feeds: dict):
-    session = ort.InferenceSession(str(FIXTURES / name), providers=["CPUExecutionProvider"])
+@functools.cache
+def _session(name: str) -> ort.InferenceSession:
+    return ort.InferenceSession(str(FIXTURES / name), providers=["CPUExecutionProvider"])
+
+
+@functools.cache
+def _model(name: str) -> jaxonnx.Model:
+    return jaxonnx.load(FIXTURES / name)
+
+
+# The inputs a search reads at trace time (`search.static_int`): the shapes of its loop.
+_STATIC = ("max_length", "num_beams", "num_return_sequences")
+
+
+@functools.cache
+def _jitted_search(name: str, static: tuple[tuple[str, int], ...]):
+    """The file's search under ``jax.jit``, its static inputs fixed: the cases that differ only
+    in traced inputs (penalties, masks, min_length) run one compiled program."""
+    model, fixed = _model(name), {k: np.array([v], np.int32) for k, v in static}
+    return jax.jit(lambda feeds: model(**feeds, **fixed))
+
+
+def _run_both(name: str, feeds: dict, *, eager: bool = False):
+    """onnxruntime's outputs and jaxonnx's, under jax.jit (the file's eager call where ``eager``;
+    test_a_search_under_jit_is_one_while_loop_without_callbacks checks that the two agree)."""
+    session = _session(name)
     wanted = {i.name for i in session.get_inputs()}
     feeds = {k: v for k, v in feeds.items() if k in wanted}
     expected = session.run(None, feeds)
-    model = jaxonnx.load(FIXTURES / name)
-    actual = model(**feeds)
+    if eager:
+        actual = _model(name)(**feeds)
+    else:
+        static = tuple((k, int(feeds[k][0])) for k in _STATIC if k in feeds)
+        actual = _jitted_search(name, static)({k: v for k, v in feeds.items() if k not in _STATIC})
     actual = list(actual.values()) if isinstance(actual, dict) else list(actual)
-    return expected, [np.asarray(a) for a in actual], model, feeds
+    return expected, [np.asarray(a) for a in actual]
 
 
 def _assert_equal_to_onnxruntime(expected, actual):
@@ -112,7 +140,7 @@ BEAM_CASES = {
 def test_gpt2_beam_search_equals_onnxruntime(case):
     # Batch 2 with the second prompt left-padded: positions and the mask follow the pad tokens.
     ids, mask = _prompts(2, 5, left_padding=2)
-    expected, actual, _, _ = _run_both("gpt2_beam_search.onnx", _beam_feeds(ids, mask, **BEAM_CASES[case]))
+    expected, actual = _run_both("gpt2_beam_search.onnx", _beam_feeds(ids, mask, **BEAM_CASES[case]))
     _assert_equal_to_onnxruntime(expected, actual)
     if case == "early_end":  # the case is what it says: hypotheses shorter than max_length
         assert np.any(expected[0][..., -1] == GPT2_PAD)
@@ -122,7 +150,7 @@ def test_gpt2_beam_search_equals_onnxruntime(case):
 def test_gpt2_beam_search_no_repeat_ngram_early_stopping_equals_onnxruntime():
     ids, mask = _prompts(2, 4, seed=3)
     feeds = _beam_feeds(ids, mask, max_length=14, repetition_penalty=0.5)  # a penalty < 1 favours repeats
-    expected, actual, _, _ = _run_both("gpt2_beam_search_no_repeat_ngram.onnx", feeds)
+    expected, actual = _run_both("gpt2_beam_search_no_repeat_ngram.onnx", feeds, eager=True)
     _assert_equal_to_onnxruntime(expected, actual)
     for sequence in expected[0].reshape(-1, feeds["max_length"][0]):
         bigrams = [tuple(sequence[i : i + 2]) for i in range(len(sequence) - 1) if sequence[i + 1] != GPT2_PAD]
@@ -140,7 +168,9 @@ T5_CASES = {
 def test_t5_beam_search_equals_onnxruntime(case):
     ids, mask = _prompts(2, 6, seed=1)
     mask[1, :2] = 0  # the encoder's padding mask
-    expected, actual, _, _ = _run_both("t5_beam_search.onnx", _beam_feeds(ids, mask, **T5_CASES[case]))
+    # The first case eagerly (T5's encoder and decoder, op by op on concrete values), the others under jax.jit.
+    feeds = _beam_feeds(ids, mask, **T5_CASES[case])
+    expected, actual = _run_both("t5_beam_search.onnx", feeds, eager=case == "four_beams")
     _assert_equal_to_onnxruntime(expected, actual)
     np.testing.assert_array_equal(expected[0][..., 0], 0)  # every sequence starts with decoder_start_token_id
     if case == "early_end":
@@ -179,7 +209,7 @@ def test_gpt2_greedy_search_equals_onnxruntime(options):
     options = dict(options)
     min_length = options.pop("min_length", 0)
     feeds = {**_greedy_feeds(ids, mask, max_length=14, **options), "min_length": np.array([min_length], np.int32)}
-    expected, actual, _, _ = _run_both("gpt2_greedy_search.onnx", feeds)
+    expected, actual = _run_both("gpt2_greedy_search.onnx", feeds, eager=not options)  # "plain" eagerly
     # Once every row has ended, onnxruntime stops and leaves the rest of its output unwritten
     # (what its buffer held before); jaxonnx writes the pad token there.
     ended = np.cumsum(expected[0][:, 5:] == GPT2_PAD, axis=1) > 0
@@ -194,17 +224,14 @@ def test_gpt2_greedy_search_equals_onnxruntime(options):
 def test_a_search_under_jit_is_one_while_loop_without_callbacks():
     ids, mask = _prompts(2, 5)
     feeds = _beam_feeds(ids, mask)
-    model = jaxonnx.load(FIXTURES / "gpt2_beam_search.onnx")
-    static = {k: v for k, v in feeds.items() if k != "input_ids"}
-
-    def search(input_ids):
-        return model(input_ids=input_ids, **static)
-
-    text = str(jax.make_jaxpr(search)(ids))
+    traced = {k: v for k, v in feeds.items() if k not in _STATIC}
+    # The compiled search of test_gpt2_beam_search_equals_onnxruntime's cases (the same shapes).
+    search = _jitted_search("gpt2_beam_search.onnx", tuple((k, int(feeds[k][0])) for k in _STATIC))
+    text = str(jax.make_jaxpr(search)(traced))
     assert text.count("while[") == 1
     assert "callback" not in text
-    jitted = [np.asarray(a) for a in jax.tree.leaves(jax.jit(search)(jnp.asarray(ids)))]
-    eager = [np.asarray(a) for a in jax.tree.leaves(search(ids))]
+    jitted = [np.asarray(a) for a in jax.tree.leaves(search(traced))]
+    eager = [np.asarray(a) for a in jax.tree.leaves(_model("gpt2_beam_search.onnx")(**feeds))]
     for j, e in zip(jitted, eager):
         np.testing.assert_allclose(j, e, rtol=1e-6, atol=1e-6)
 
