@@ -214,13 +214,14 @@ def test_quantize_dynamic_lstm_models_match_onnxruntime(name, x64):
     assert "DynamicQuantizeLSTM" in {node.op_type for node in proto.graph.node}
     oracle = proto if "reduced" in name or "channel" in name else _as_uint8_weights(proto)
     model = jaxonnx.load(proto)
-    for seq, batch in ((6, 4), (3, 1)):
+    # One shape eagerly, the other under jax.jit (each a compile of its own; that the two paths
+    # agree shape by shape is test_a_node_matches_onnxruntime_eagerly_and_jitted's).
+    for (seq, batch), run in (((6, 4), model), ((3, 1), jax.jit(model))):
         feed = {"x": _rng.normal(size=(seq, batch, 8)).astype(np.float32)}
         if "lengths" in model.input_names:
             feed["lengths"] = np.array([seq, 2, 0, seq - 1][:batch], np.int32)
         expected = _onnxruntime(oracle, feed)
-        for got in (model(**feed), jax.jit(model)(**feed)):
-            np.testing.assert_allclose(np.asarray(got[0]), expected[0], rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(np.asarray(run(**feed)[0]), expected[0], rtol=1e-5, atol=1e-6)
 
 
 def test_the_reduced_range_files_hold_seven_bit_weights():
@@ -260,12 +261,13 @@ def test_smooth_inputs_have_exact_gradients_between_roundings(name):
     """With one step, nothing rounded depends on these inputs (X and initial_h are what is
     quantized), so a central difference agrees with jax.grad to float32 rounding."""
     feed = _node_feed(seq=1)  # one step: the hidden state is never rounded after these inputs
-    loss = jax.jit(_loss_of(name, feed))
+    loss_and_grad = jax.jit(jax.value_and_grad(_loss_of(name, feed)))  # one compiled program for all three calls
     value = feed[name]
     # A step of 1e-3 relative to each entry (the scales are about 0.005).
     direction = (_rng.normal(size=value.shape) * np.abs(value)).astype(np.float32)
-    grad = np.asarray(jax.grad(loss)(value))
+    grad = np.asarray(loss_and_grad(value)[1])
     eps = np.float32(1e-3)
     with jax.enable_x64(True):
-        numeric = (float(loss(value + eps * direction)) - float(loss(value - eps * direction))) / (2 * float(eps))
+        plus, minus = (float(loss_and_grad(value + s * eps * direction)[0]) for s in (1, -1))
+        numeric = (plus - minus) / (2 * float(eps))
     np.testing.assert_allclose(np.vdot(grad, direction), numeric, rtol=2e-3)
