@@ -691,13 +691,15 @@ def test_attention_shared_buffer_equals_the_growing_cache():
     past = _normal(2, _B, _N, 4, _H)
     buffer = np.concatenate([past, _normal(2, _B, _N, 5, _H)], axis=3)
     mask = _bits(_B, 4 + _S)
-    want_y, want_present = op(x, w, b, mask, past, num_heads=_N, unidirectional=1)
 
-    @jax.jit
+    @jax.jit  # the growing cache and the shared buffer in one compiled program
     def shared(buffer, past_length):
-        return op(x, w, b, mask, buffer, None, past_length, num_heads=_N, unidirectional=1, past_present_share_buffer=1)
+        growing = op(x, w, b, mask, past, num_heads=_N, unidirectional=1)
+        return growing, op(
+            x, w, b, mask, buffer, None, past_length, num_heads=_N, unidirectional=1, past_present_share_buffer=1
+        )
 
-    y, present = shared(buffer, np.array(4, np.int32))
+    (want_y, want_present), (y, present) = shared(buffer, np.array(4, np.int32))
     np.testing.assert_allclose(np.asarray(y), np.asarray(want_y), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(np.asarray(present)[:, :, :, : 4 + _S], np.asarray(want_present), rtol=1e-5, atol=1e-6)
     np.testing.assert_array_equal(np.asarray(present)[:, :, :, 4 + _S :], buffer[:, :, :, 4 + _S :])
