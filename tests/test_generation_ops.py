@@ -449,12 +449,19 @@ def test_check_reports_the_generation_files_supported(name, capsys):
     assert "NOT supported" not in out and re.search(r"com\.microsoft\.BeamSearch +BeamSearch-1 +supported", out)
 
 
-@pytest.mark.parametrize("top_p, keep", [(0.6, 1), (0.9, 1), (0.3, 4), (0.0, 1), (1.0, 1)])
-def test_top_p_filter_keeps_what_onnxruntime_keeps(top_p, keep):
+@functools.cache
+def _jitted_top_p_filter():
+    """top_p_filter under jax.jit, ``top_p`` traced (as in a search): one compile per ``keep``
+    instead of its primitives compiled one by one."""
     from jaxonnx.ops._helpers.search import top_p_filter
 
+    return jax.jit(top_p_filter, static_argnums=(2, 3))
+
+
+@pytest.mark.parametrize("top_p, keep", [(0.6, 1), (0.9, 1), (0.3, 4), (0.0, 1), (1.0, 1)])
+def test_top_p_filter_keeps_what_onnxruntime_keeps(top_p, keep):
     scores = np.random.default_rng(7).normal(size=(3, 20)).astype(np.float32) * 2
-    actual = np.asarray(top_p_filter(jnp.asarray(scores), top_p, -np.inf, keep))
+    actual = np.asarray(_jitted_top_p_filter()(scores, top_p, -np.inf, keep))
     for row, filtered in zip(scores, actual):  # onnxruntime's cumulate_and_filter, in a loop
         order = np.argsort(row, kind="stable")
         probabilities = np.exp(row[order] - row.max())
