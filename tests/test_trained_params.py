@@ -6,6 +6,7 @@ weights are Constant nodes."""
 
 from __future__ import annotations
 
+import functools
 import pathlib
 import pickle
 import warnings
@@ -70,6 +71,14 @@ def _train(model, x):
 
 
 def _trained(name):
+    """The model, one Adam step on it, the input and the weights the step moved: made once
+    per export and x64 mode and shared by the tests (the step's eager grad dispatches op by
+    op, most of each test's time); no test changes a model."""
+    return _trained_in_mode(name, jax.config.jax_enable_x64)
+
+
+@functools.cache
+def _trained_in_mode(name, x64):
     source, x = _source(name)
     original = _load(source)
     trained, grads = _train(original, x)
