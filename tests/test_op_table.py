@@ -276,6 +276,12 @@ def _checks_vmap(op: jaxonnx.OpVersion, example) -> bool:
     return newest and example.vmap and not op.takes_size_hint and bool(_batched_inputs(op, example))
 
 
+#: Ops whose eager single calls differ from the jitted batched call by more than the vmap
+#: check's tolerance (GridSample-22's 3-D cases: 1.5e-6 in float32), so their single calls
+#: are jitted too, with the batched call.
+_LOOPED_UNDER_JIT = {"GridSample"}
+
+
 def _assert_vmap_equals_a_loop(op, example):
     """vmap over two examples (the example and a variant) equals the op on each alone.
 
@@ -296,8 +302,13 @@ def _assert_vmap_equals_a_loop(op, example):
             args[i] = x
         return _as_tuple(op(*args, **example.attributes))
 
-    vmapped = jax.jit(jax.vmap(one))(*(jax.device_put(s) for s in stacks))
-    looped = [one(*(jax.device_put(s[k]) for s in stacks)) for k in range(2)]
+    xs = [jax.device_put(s) for s in stacks]
+    if op.op_type in _LOOPED_UNDER_JIT:
+        # The batched call and the two single calls compile once together, as one program.
+        vmapped, looped = jax.jit(lambda *xs: (jax.vmap(one)(*xs), [one(*(x[k] for x in xs)) for k in range(2)]))(*xs)
+    else:
+        vmapped = jax.jit(jax.vmap(one))(*xs)
+        looped = [one(*(jax.device_put(s[k]) for s in stacks)) for k in range(2)]
     for position, out in enumerate(vmapped):
         expected = np.stack([np.asarray(looped[k][position]) for k in range(2)])
         np.testing.assert_allclose(np.asarray(out), expected, rtol=1e-6, atol=1e-6)
