@@ -51,6 +51,7 @@ from jax.extend import core as jax_core
 
 import jaxonnx
 from jaxonnx import _platform
+from tests._shared import per_run
 
 FIXTURES = Path(__file__).parent / "fixtures" / "models"
 RTOL, ATOL_SCALE = 1e-4, 1e-5
@@ -180,12 +181,15 @@ def assert_outputs(fixture_: Fixture, outputs, role: str, how: str) -> None:
         assert_close(got, want, f"{fixture_.name} ({how}), output {name!r}")
 
 
+#: What the traces say of each fixture, found once per run and shared by the xdist workers
+#: (49 traces: several seconds of CPU in each worker's collection).
+_TRAITS = per_run("real-model-traits", lambda: {name: _traced(name) for name in EXPORTED})
 #: The fixtures whose computation holds a 64-bit value, so that JAX's 64-bit mode off
 #: changes it (:func:`computes_64_bit_values`): they run a second time with it off.
-X64_OFF_CHANGES = [name for name in EXPORTED if _traced(name)[0]]
+X64_OFF_CHANGES = [name for name in EXPORTED if _TRAITS[name][0]]
 #: The fixtures with a formulation per platform (jaxonnx._platform): they also run as each
 #: other platform (GPU, TPU) computes them, in test_outputs_as_other_platforms_compute_them.
-PLATFORM_DEPENDENT = [name for name in EXPORTED if _traced(name)[1]]
+PLATFORM_DEPENDENT = [name for name in EXPORTED if _TRAITS[name][1]]
 PASSES = [pytest.param(name, True, id=f"x64-{name}") for name in EXPORTED] + [
     pytest.param(name, False, id=f"x32-{name}") for name in X64_OFF_CHANGES
 ]
