@@ -19,6 +19,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import jaxonnx
+from tests._eager import eager_and_jitted
 
 _RNG = np.random.default_rng(0)
 
@@ -112,9 +113,7 @@ def test_channels_last_equals_onnx_layout_and_onnxruntime(model_proto, image, ru
     expected = run_onnxruntime(model_proto, {"x": image})
     on, off = jaxonnx.load(model_proto), jaxonnx.load(model_proto, channels_last=False)
     assert on.options["channels_last"] and not off.options["channels_last"]
-    # An eager call of a graph compiled whole runs `jax.jit` of the graph (as in
-    # test_real_models.test_outputs): jax.jit(model) would compile the same graph again.
-    runs = [run for m in (on, off) for run in ([m] if m.eager_mode.startswith("whole graph") else [m, jax.jit(m)])]
+    runs = [*eager_and_jitted(on), *eager_and_jitted(off)]
     for run in runs:
         for got, want in zip(run(image), expected):
             assert got.shape == want.shape

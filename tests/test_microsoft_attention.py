@@ -12,6 +12,7 @@ import pytest
 from onnx import helper
 
 import jaxonnx
+from tests._eager import eager_and_jitted
 
 _rng = np.random.default_rng(57)
 _F = np.float32
@@ -979,8 +980,7 @@ def test_attention_without_past_computes_present_as_onnxruntime(run_onnxruntime)
     expected = run_onnxruntime(model, feed)
     assert [e.shape for e in expected[1:]] == [(2, 2, 2, 3, 4), (2, 2, 5, 4), (2, 2, 5, 4)]
     loaded = jaxonnx.load(model)
-    # An eager call that compiles the whole graph is its jax.jit already.
-    runs = [loaded] if loaded.eager_mode.startswith("whole graph") else [loaded, jax.jit(loaded)]
+    runs = eager_and_jitted(loaded)
     for run in runs:
         for got, want in zip(run(**feed), expected, strict=True):
             np.testing.assert_allclose(np.asarray(got), want, rtol=2e-5, atol=2e-5)

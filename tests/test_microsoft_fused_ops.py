@@ -22,6 +22,7 @@ from jax.test_util import check_grads
 from onnx import helper
 
 import jaxonnx
+from tests._eager import eager_and_jitted
 
 _rng = np.random.default_rng(32)
 MS = "com.microsoft"
@@ -64,18 +65,11 @@ def _tolerance(dtype):
     return {"rtol": 2e-3, "atol": 2e-3} if np.dtype(dtype).itemsize == 2 else {"rtol": 1e-5, "atol": 2e-6}
 
 
-def _runs(loaded):
-    """``loaded.run``, and ``jax.jit`` of it where an eager call runs op by op: where the eager
-    call compiles the whole graph it is ``jax.jit`` of the graph already, and a second jit
-    would compile the same computation twice."""
-    return (loaded.run,) if loaded.eager_mode.startswith("whole graph") else (loaded.run, jax.jit(loaded.run))
-
-
 def _assert_matches_onnxruntime(run_onnxruntime, op_type, inputs, attributes=None, outputs=1, *, domain=MS, opset=17):
     model, feed, names = _node_model(op_type, inputs, attributes or {}, outputs, domain=domain, opset=opset)
     expected = run_onnxruntime(model, feed)
     loaded = jaxonnx.load(model)
-    for run in _runs(loaded):
+    for run in eager_and_jitted(loaded, loaded.run):
         actual = run(feed)
         for name, want in zip(names, expected):
             got = np.asarray(actual[name])
@@ -523,7 +517,7 @@ def test_nhwc_conv_is_onnxruntimes_conv_channels_last(window, run_onnxruntime):
     nhwc = [np.moveaxis(x, 1, -1), np.moveaxis(w, 1, -1), b]
     model, feed, _ = _node_model("NhwcConv", nhwc, window, 1)
     loaded = jaxonnx.load(model)
-    for run in _runs(loaded):
+    for run in eager_and_jitted(loaded, loaded.run):
         np.testing.assert_allclose(np.asarray(run(feed)["out0"]), np.moveaxis(expected, 1, -1), rtol=1e-5, atol=2e-6)
 
 
@@ -618,7 +612,7 @@ def test_group_norm_is_onnxruntimes_group_normalization(activation, skip, run_on
         op_inputs, op_type = [x, gamma, beta, skip_value, bias], "SkipGroupNorm"
     model, feed, names = _node_model(op_type, op_inputs, attributes, 1)
     loaded = jaxonnx.load(model)
-    for run in _runs(loaded):
+    for run in eager_and_jitted(loaded, loaded.run):
         np.testing.assert_allclose(np.asarray(run(feed)[names[0]]), np.moveaxis(expected, 1, -1), rtol=1e-5, atol=2e-6)
     # channels_last=0 takes the channels-first operands themselves.
     first = [np.moveaxis(x, -1, 1), gamma, beta] + (
@@ -642,7 +636,7 @@ def test_bias_split_gelu_and_bias_add_are_onnxruntimes_graphs_of_their_text(run_
     (expected,) = run_onnxruntime(model, feed)
     model, feed, names = _node_model("BiasSplitGelu", [x, bias], {}, 1)
     loaded = jaxonnx.load(model)
-    for run in _runs(loaded):
+    for run in eager_and_jitted(loaded, loaded.run):
         np.testing.assert_allclose(np.asarray(run(feed)[names[0]]), expected, rtol=1e-5, atol=2e-6)
     nodes = [helper.make_node("Add", ["in0", "in1"], ["h"]), helper.make_node("Add", ["h", "in2"], ["Y"])]
     model, feed = _graph_model(nodes, [x, bias, skip])

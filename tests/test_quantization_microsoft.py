@@ -16,6 +16,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import jaxonnx
+from tests._eager import eager_and_jitted
 
 _rng = np.random.default_rng(41)
 _F = np.float32
@@ -170,9 +171,7 @@ def test_node_equals_onnxruntime(case, run_onnxruntime):
     # Through `load` (a model importing com.microsoft), eagerly and under jit; and the op on numpy.
     loaded = jaxonnx.load(model)
     op = jaxonnx.get_op(op_type, 1, "com.microsoft")
-    # An eager call that compiles the whole graph is its jax.jit already: jitting it again
-    # would compile the same computation twice.
-    runs = [loaded.run] if loaded.eager_mode.startswith("whole graph") else [loaded.run, jax.jit(loaded.run)]
+    runs = eager_and_jitted(loaded, loaded.run)
     for actual in [*(run(feed)["y"] for run in runs), op(*inputs, **attributes)]:
         actual = np.asarray(actual)
         assert actual.dtype == expected.dtype and actual.shape == expected.shape, (
@@ -303,8 +302,7 @@ def test_qoperator_models_equal_onnxruntime(activation, weight, x64, tmp_path, r
     # XLA (no float64 to emulate them in); these models still agree to the integer.
     with jax.enable_x64(x64):
         loaded = jaxonnx.load(model)
-        # An eager call that compiles the whole graph is its jax.jit already.
-        runs = [loaded.run] if loaded.eager_mode.startswith("whole graph") else [loaded.run, jax.jit(loaded.run)]
+        runs = eager_and_jitted(loaded, loaded.run)
         for outputs in (run({"X": x}) for run in runs):
             for name, value in outputs.items():
                 actual = np.asarray(value)

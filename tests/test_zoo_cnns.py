@@ -11,13 +11,13 @@ moves runs at each of its versions with ``channels_last`` on, equal to it off.
 
 from __future__ import annotations
 
-import jax
 import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import jaxonnx
 from jaxonnx._core.registry import REGISTRY
+from tests._eager import eager_and_jitted
 
 
 class _Net:
@@ -262,9 +262,7 @@ def test_zoo_cnn_with_default_options_equals_onnxruntime(family, opset, run_onnx
     (expected,) = run_onnxruntime(proto, {"x": image})
     model = jaxonnx.load(proto)
     assert model.options["channels_last"]
-    # An eager call of a graph compiled whole runs `jax.jit` of the graph (as in
-    # test_real_models.test_outputs): jax.jit(model) would compile the same graph again.
-    runs = [model] if model.eager_mode.startswith("whole graph") else [model, jax.jit(model)]
+    runs = eager_and_jitted(model)
     for run in runs:
         (got,) = run(image)
         assert got.shape == expected.shape
