@@ -6,6 +6,7 @@ shape and type already checked), and without skipping a check that a new input n
 from __future__ import annotations
 
 import functools
+import json
 import pathlib
 from collections.abc import Callable
 from typing import NamedTuple
@@ -661,11 +662,14 @@ def test_every_version_of_the_index_checking_ops_defers_its_checks():
 
     checked = {(case.domain, case.op_type, case.index) for case in _INDEX_CASES.values()}
     checked |= {("", "Gather", "indices"), ("com.microsoft", "QEmbedLayerNormalization", "input_ids")}
+    checked |= {("com.microsoft", "GroupQueryAttention", "seqlens_k")}
     for domain, op_type, index in sorted(checked):
         for since in supported_ops(domain)[op_type]:
             op = get_op(op_type, since, domain)
             if index in [formal.name for formal in op.schema.inputs]:  # Attention-23 has no `nonpad_kv_seqlen`
                 assert op.contract.takes("checks"), f"{op_type}-{since}"
+                # read only to check it: a graph that computes it still compiles whole
+                assert index not in op.contract.concrete or index in op.contract.checked_inputs(), f"{op_type}-{since}"
 
 
 @pytest.mark.parametrize("name", ["bert_opt0", "bert_opt0_dynamic_int8"])
@@ -690,6 +694,37 @@ def test_transformer_optimizer_berts_compile_whole_for_an_eager_call(name, run_o
             np.testing.assert_allclose(np.asarray(got), want, rtol=1e-4, atol=1e-4)
     positional = [jax.device_put(inputs[n]) for n in model.input_names]
     assert _primitives_run_eagerly(lambda: model(*positional)) == 0
+
+
+@pytest.mark.filterwarnings("ignore::jaxonnx.DeclaredShapeWarning")  # the builder's, see test_microsoft_models.py
+def test_builder_files_compile_whole_and_a_mask_row_of_zeros_raises_as_op_by_op():
+    # onnxruntime-genai's builder computes GroupQueryAttention's `seqlens_k` from the attention
+    # mask (ReduceSum, Sub): GQA defers its range check, so an eager call compiles the graph
+    # whole (op by op it took 247 compiles against 9) and still raises on a row of zeros
+    # (`seqlens_k` = -1), naming the node, as op by op. Its outputs against onnxruntime's:
+    # test_microsoft_models.py::test_outputs_equal_onnxruntime[genai_*].
+    folder = FIXTURES.parent / "microsoft"
+    model = jaxonnx.load(folder / "genai_qwen2_fp32.onnx")
+    assert model.eager_mode == "whole graph compiled per input signature"
+    with open(folder / "manifest.json") as f:  # the builder declares the head size symbolic
+        decoder = json.load(f)["fixtures"]["genai_qwen2_fp32"]["decoder"]
+    feed = {"input_ids": np.array([[3, 1, 4, 1], [5, 9, 2, 6]]), "attention_mask": np.ones((2, 4), np.int64)}
+    caches = [name for name in model.input_names if name.startswith("past_key_values.")]
+    feed.update({name: np.zeros((2, decoder["num_kv_heads"], 0, decoder["head_size"]), np.float32) for name in caches})
+    feed["attention_mask"][1, 2:] = 0  # right padding: in range
+    np.testing.assert_allclose(
+        np.asarray(model(**feed)[0]), np.asarray(_op_by_op(model, feed)[0]), rtol=1e-5, atol=1e-5
+    )
+    feed["attention_mask"][1] = 0
+    with pytest.raises(jaxonnx.OnnxValidationError) as deferred:
+        model(**feed)
+    with pytest.raises(jaxonnx.OnnxValidationError) as op_by_op:
+        _op_by_op(model, feed)
+    assert str(deferred.value) == str(op_by_op.value)
+    assert "(GroupQueryAttention-1, inputs " in str(deferred.value)
+    assert str(deferred.value).endswith(
+        "failed: GroupQueryAttention-1 got `seqlens_k`=[3, -1]; each seqlens_k + 1 is in [1, 4]."
+    )
 
 
 def test_an_empty_traced_index_has_nothing_to_check():

@@ -72,8 +72,8 @@ def _numpy_loss(logits, ids, mask):
 
 @jax.jit
 def _logits(model, feed):
-    """The model's first output, compiled whole (the builder's files run op by op when eager):
-    one compiled program per loaded model and feed signature, shared by the tests."""
+    """The model's first output under one ``jax.jit``: one compiled program per loaded model
+    and feed signature, shared by the tests."""
     return model.run([model.output_names[0]], feed)[0]
 
 

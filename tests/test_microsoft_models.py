@@ -285,8 +285,7 @@ def test_outputs_equal_onnxruntime(name):
             for output_name, actual, want in zip(model.output_names, outputs, expected):
                 assert_close(actual, want, f"{name} ({how}, {role}), output {output_name!r}")
         if int8:
-            # The eager outputs above, not a second call: an op-by-op graph (the genai files)
-            # would dispatch and compile every op again for the same values.
+            # The eager outputs above, not a second call of the model for the same values.
             as_written = onnxruntime_session(model_proto).run(None, feed)
             for output_name, actual, want in zip(model.output_names, eager, as_written):
                 assert_close(

@@ -16,6 +16,7 @@ from onnx import TensorProto, helper
 
 import jaxonnx
 import jaxonnx.ops  # noqa: F401  (registers every op)
+from jaxonnx._core.contract import OpContract
 from jaxonnx._core.padding import RealLength
 from jaxonnx._core.registry import REGISTRY
 from jaxonnx.cli import main
@@ -62,6 +63,21 @@ def test_the_traits_name_inputs_and_attributes_their_schemas_have():
             assert contract.size_hint, f"{op.name} counts its real length but takes no size hint"
         checked += bool(named_inputs or contract.branches or named_attributes)
     assert checked > 40  # Gemm, Conv, the normalizations, the recurrent ops, If, Constant, Compress...
+
+
+def test_inputs_read_only_to_check_them_are_concrete_ones_of_ops_that_defer_checks():
+    """``checked`` (what an eager call may compile whole with traced) names inputs the op
+    reads while known and checks after the computation where traced (its ``checks``)."""
+    for op in _versions():
+        checked = op.contract.checked_inputs()
+        assert set(checked) <= set(op.contract.concrete), op.name
+        assert not checked or op.contract.takes("checks"), f"{op.name} defers checks it has no `checks` for"
+    # GroupQueryAttention reads `total_sequence_length` for its present cache's length: a
+    # graph that computes it from the inputs' values runs op by op.
+    gqa = jaxonnx.get_op("GroupQueryAttention", 1, "com.microsoft").contract
+    assert "total_sequence_length" in gqa.concrete and "total_sequence_length" not in gqa.checked_inputs()
+    with pytest.raises(ValueError, match=r"`checked` names inputs of `concrete`; \['y'\] are not"):
+        OpContract(concrete=("x",), checked=("x", "y"))
 
 
 def test_the_weight_inputs_are_learned_weights_of_the_layers_that_declare_them():

@@ -40,6 +40,14 @@ class OpContract:
             arrays; a traced one raises :class:`~jaxonnx.StaticValueError` naming it.
         concrete: inputs the op reads when their values are known (bounds checks, exact
             selection) but that may also be traced: numpy stays numpy, JAX stays JAX.
+        checked: of ``concrete``, the inputs an op that takes ``checks`` reads while known
+            only to check them, and checks through ``checks`` after the computation where
+            they are traced (:mod:`jaxonnx._core.checks`): a model that computes them from
+            its inputs still compiles whole for an eager call. None (the default): all of
+            ``concrete`` for an op that takes ``checks``, none for another. An op that also
+            reads a concrete input to decide something (GroupQueryAttention's
+            ``total_sequence_length``, its present cache's length) leaves it out, so that
+            such a model runs op by op on the known value.
         size_hint: the output length depends on input values, so the op takes ``size`` and
             ``fill_value`` parameters (and the interpreter's ``size_hints``). True: the
             padding is out-of-range indices (NonZero); ``"zeros"``: zero rows (Compress);
@@ -115,6 +123,7 @@ class OpContract:
 
     static: tuple[str, ...] = ()
     concrete: tuple[str, ...] = ()
+    checked: tuple[str, ...] | None = None
     size_hint: bool | str | tuple[str, ...] = False
     folds: bool = True
     padding: str = ""
@@ -139,6 +148,12 @@ class OpContract:
         # Declared as lists or tuples alike; held as tuples so contracts compare and hash.
         for name in ("static", "concrete", "weights", "branches"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
+        if self.checked is not None:
+            object.__setattr__(self, "checked", tuple(self.checked))
+            if not set(self.checked) <= set(self.concrete):
+                raise ValueError(
+                    f"`checked` names inputs of `concrete`; {sorted(set(self.checked) - set(self.concrete))} are not."
+                )
         if isinstance(self.layout, str) and self.layout not in LAYOUT_KINDS:
             raise ValueError(
                 f"`layout` is one of {', '.join(map(repr, LAYOUT_KINDS))} or a function, got {self.layout!r}."
@@ -149,6 +164,13 @@ class OpContract:
         ``counts_non_zeros_of``): each must be an input of the op's schema."""
         counted = (self.counts_non_zeros_of,) if self.counts_non_zeros_of else ()
         return self.static + self.concrete + self.weights + counted
+
+    def checked_inputs(self) -> tuple[str, ...]:
+        """The ``concrete`` inputs read only to check them, checked after the computation
+        where traced (``checked``, or its default)."""
+        if self.checked is not None:
+            return self.checked
+        return self.concrete if self.takes("checks") else ()
 
     def takes(self, need: str) -> bool:
         """Whether the op takes the run-time need ``need`` (``"rng"``, ``"checks"``...)."""

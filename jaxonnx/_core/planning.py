@@ -240,7 +240,7 @@ def _needs_concrete_values(graph: Graph, dependent: set[str]) -> str | None:
             return f"node {node.path!r} ({op.name}) has a data-dependent length or draws"
         formals = op.formal_names(len(node.inputs))
         # Values read only to check them are checked after the computation (checks.py).
-        needs = set(op.contract.static) | (set() if op.contract.takes("checks") else set(op.contract.concrete))
+        needs = set(op.contract.static) | (set(op.contract.concrete) - set(op.contract.checked_inputs()))
         bad = [formal for formal, name in zip(formals, node.inputs) if name in dependent and formal in needs]
         if bad:
             return f"node {node.path!r} ({op.name}) reads the value of `{bad[0]}`, computed from the inputs"

@@ -115,6 +115,10 @@ _SCHEMA = contrib_schema(
     schema=_SCHEMA,
     folds=False,
     concrete=("total_sequence_length", "seqlens_k", "query_seqlens", "position_ids"),
+    # Read while known only to check them: a builder file computes `seqlens_k` from the
+    # attention mask, and still compiles whole for an eager call. Not `total_sequence_length`,
+    # whose value decides the present cache's length.
+    checked=("seqlens_k", "query_seqlens", "position_ids"),
 )
 def group_query_attention(
     query,
@@ -152,6 +156,7 @@ def group_query_attention(
     qk_norm_epsilon=1e-6,
     q_norm_epsilon=None,
     k_norm_epsilon=None,
+    checks=None,
 ):
     """Implements com.microsoft GroupQueryAttention: attention with ``kv_num_heads`` key/value
     heads shared by groups of the ``num_heads`` query heads, and a BNSH cache.
@@ -209,6 +214,9 @@ def group_query_attention(
             ``c + 8`` (``c`` in [-8, 7]) with the even feature in the low nibble. Float8
             caches are not supported (an error; onnxruntime's CPU kernel has none either).
         qk_norm_epsilon, q_norm_epsilon, k_norm_epsilon: the norms' epsilons.
+        checks: where the range checks of traced ``seqlens_k``, ``query_seqlens`` and
+            rotary positions go, to be made after the computation (an eager call's
+            compiled graph, :mod:`jaxonnx._core.checks`).
 
     Returns:
         ``(output, present_key, present_value)``: ``(batch, S, num_heads * head_size)`` and
@@ -257,9 +265,11 @@ def group_query_attention(
         present_length = max(total, past_length)
         if not is_traced(total_sequence_length) and query_seqlens is None:
             _check_step(total, length, batch, present_length, past_length)
-    totals = _checked_lengths(seqlens_k, "seqlens_k", batch, 1, None if windowed else present_length, offset=1)
+    totals = _checked_lengths(
+        seqlens_k, "seqlens_k", batch, 1, None if windowed else present_length, offset=1, checks=checks
+    )
     if query_seqlens is not None:
-        valid = _checked_lengths(query_seqlens, "query_seqlens", batch, 0, length, offset=0)
+        valid = _checked_lengths(query_seqlens, "query_seqlens", batch, 0, length, offset=0, checks=checks)
         starts = totals - valid
     else:
         # onnxruntime's rule: a first prompt (S == total) starts at 0, a later step at T - S;
@@ -293,7 +303,7 @@ def group_query_attention(
                     rotary_positions[:1, :1] + jnp.arange(length, dtype=rotary_positions.dtype)[None, :],
                     (batch, length),
                 )
-        q, k = _rotary(q, k, cos_cache, sin_cache, rotary_positions, head_size, total, rotary_interleaved)
+        q, k = _rotary(q, k, cos_cache, sin_cache, rotary_positions, head_size, total, rotary_interleaved, checks)
 
     if windowed:
         keys_k, keys_v, key_at, present_key, present_value = _windowed(
@@ -481,19 +491,23 @@ def _checked_past(past_key, past_value, batch, kv_heads, head_size):
     return past_key.shape[2]
 
 
-def _checked_lengths(lengths, name, batch, low, high, *, offset):
-    """``lengths + offset`` as int32 ``(batch,)``, each checked in ``[low, high]`` when known."""
+def _checked_lengths(lengths, name, batch, low, high, *, offset, checks=None):
+    """``lengths + offset`` as int32 ``(batch,)``, each checked in ``[low, high]``: when
+    known, else by ``checks`` after the computation where given."""
     if lengths is None or tuple(lengths.shape) != (batch,):
         raise OnnxValidationError(
             f"needs `{name}` of shape (batch,) = ({batch},), got {None if lengths is None else tuple(lengths.shape)}."
         )
+    message = f"got `{name}`={{given}}; each {name}{' + 1' if offset else ''} is in [{low}, {'inf' if high is None else high}]."
+    shifted = jnp.asarray(lengths).astype(jnp.int32) + offset
     if not is_traced(lengths):
         values = np.asarray(lengths).astype(np.int64) + offset
         if values.size and (values.min() < low or (high is not None and values.max() > high)):
-            raise OnnxValidationError(
-                f"got `{name}`={np.asarray(lengths).tolist()}; each {name}{' + 1' if offset else ''} is in [{low}, {'inf' if high is None else high}]."
-            )
-    return jnp.asarray(lengths).astype(jnp.int32) + offset
+            raise OnnxValidationError(message.format(given=np.asarray(lengths).tolist()))
+    elif checks is not None and batch:
+        out_of_range = (shifted < low) if high is None else (shifted < low) | (shifted > high)
+        checks.fail_where(out_of_range, lengths, message, given=lengths)
+    return shifted
 
 
 def _checked_position_ids(position_ids, batch, length):
@@ -504,7 +518,7 @@ def _checked_position_ids(position_ids, batch, length):
     return jnp.asarray(position_ids)
 
 
-def _rotary(q, k, cos_cache, sin_cache, positions, head_size, total, interleaved):
+def _rotary(q, k, cos_cache, sin_cache, positions, head_size, total, interleaved, checks=None):
     if cos_cache is None or sin_cache is None:
         raise OnnxValidationError("needs `cos_cache` and `sin_cache` with `do_rotary`=1.")
     if cos_cache.ndim != 2 or cos_cache.shape != sin_cache.shape or 2 * cos_cache.shape[1] > head_size:
@@ -516,12 +530,19 @@ def _rotary(q, k, cos_cache, sin_cache, positions, head_size, total, interleaved
         raise OnnxValidationError(
             f"needs caches of at least `total_sequence_length`={total} rows, got {tuple(cos_cache.shape)}."
         )
+    message = f"got rotary positions from {{low}} to {{high}}; each is in [0, {cos_cache.shape[0]})."
     if not is_traced(positions):
         values = np.asarray(positions)
         if values.size and (values.min() < 0 or values.max() >= cos_cache.shape[0]):
-            raise OnnxValidationError(
-                f"got rotary positions from {values.min()} to {values.max()}; each is in [0, {cos_cache.shape[0]})."
-            )
+            raise OnnxValidationError(message.format(low=values.min(), high=values.max()))
+    elif checks is not None and positions.size:  # empty: nothing to check (nor a min)
+        checks.fail_where(
+            (positions < 0) | (positions >= cos_cache.shape[0]),
+            positions,
+            message,
+            low=positions.min(),
+            high=positions.max(),
+        )
     positions = jnp.clip(positions, 0, cos_cache.shape[0] - 1)  # traced positions: no out-of-range reads
     cos = jnp.take(cos_cache, positions, axis=0)[:, None].astype(q.dtype)  # (batch, 1, S, rotary_dim / 2)
     sin = jnp.take(sin_cache, positions, axis=0)[:, None].astype(q.dtype)
