@@ -19,6 +19,9 @@ import os
 import platform
 import subprocess
 import sys
+import tempfile
+
+import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.join(HERE, "..", "tests", "fixtures", "models")
@@ -31,16 +34,18 @@ MODELS = (
     "gpt2_dynamo_static",
     "bert_torchscript_static",
 )
+MICROSOFT = os.path.join(HERE, "..", "tests", "fixtures", "microsoft")
+BUILDER_MODELS = ("genai_llama_fp32", "genai_phi3_int4_accuracy4", "genai_qwen2_fp32")
 
 _CHILD = r"""
 import json, statistics, sys, time, warnings
 import numpy as np, jax, jaxonnx
 warnings.simplefilter("ignore")
-name, mode = sys.argv[1], sys.argv[2]
-data = np.load(f"{sys.argv[3]}/{name}.npz")
+path, mode, feed = sys.argv[1], sys.argv[2], sys.argv[3]
+data = np.load(feed)
 inputs = [data[f"inputs.{i}"] for i in range(sum(k.startswith("inputs.") for k in data.files))]
 start = time.perf_counter()
-model = jaxonnx.load(f"{sys.argv[3]}/{name}.onnx")
+model = jaxonnx.load(path)
 load = time.perf_counter() - start
 if mode == "op-by-op":
     model._plan.whole_graph = None  # the behaviour before whole-graph eager calls
@@ -56,17 +61,41 @@ print(json.dumps({"load": load, "first": first, "steady": statistics.median(time
 """
 
 
-def _measure(name: str, mode: str) -> dict:
-    out = subprocess.run(
-        [sys.executable, "-c", _CHILD, name, mode, FIXTURES], capture_output=True, text=True, check=True
-    )
+def _measure(path: str, mode: str, feed: str) -> dict:
+    out = subprocess.run([sys.executable, "-c", _CHILD, path, mode, feed], capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def _builder_feed(name: str, folder: str) -> str:
+    """The manifest's first inputs of a builder file (tokens below the vocabulary, a mask of
+    ones, normal caches), saved as the exports' .npz files hold their inputs."""
+    with open(os.path.join(MICROSOFT, "manifest.json")) as f:
+        spec = json.load(f)["fixtures"][name]["inputs"]
+    rng = np.random.default_rng(0)
+    arrays = {}
+    for i, entry in enumerate(spec):
+        shape, dtype = entry["shape"], entry["dtype"]
+        if entry["kind"] == "tokens":
+            arrays[f"inputs.{i}"] = rng.integers(0, entry["high"], shape).astype(dtype)
+        elif entry["kind"] == "ones":
+            arrays[f"inputs.{i}"] = np.ones(shape, dtype)
+        else:
+            arrays[f"inputs.{i}"] = rng.standard_normal(shape).astype(dtype)
+    path = os.path.join(folder, f"{name}.npz")
+    np.savez(path, **arrays)
+    return path
+
+
 def main() -> None:
+    import jax
+    import onnx
+
+    folder = tempfile.mkdtemp()
+    cases = [(name, os.path.join(FIXTURES, f"{name}.onnx"), os.path.join(FIXTURES, f"{name}.npz")) for name in MODELS]
+    cases += [(n, os.path.join(MICROSOFT, f"{n}.onnx"), _builder_feed(n, folder)) for n in BUILDER_MODELS]
     rows = []
-    for name in MODELS:
-        now, before = _measure(name, "auto"), _measure(name, "op-by-op")
+    for name, path, feed in cases:
+        now, before = _measure(path, "auto", feed), _measure(path, "op-by-op", feed)
         rows.append(
             f"| {name} | {now['load']:.2f} | {before['first']:.2f} / {1e3 * before['steady']:.1f} | "
             f"{now['first']:.2f} / {1e3 * now['steady']:.1f} | {now['mode']} |"
@@ -76,7 +105,8 @@ def main() -> None:
         [
             "# First eager call (written by benchmarks/first_call.py)",
             "",
-            f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores; each cell from a fresh process.",
+            f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores; jax {jax.__version__}, "
+            f"onnx {onnx.__version__}, Python {platform.python_version()}; each cell from a fresh process.",
             "",
             "| fixture | load s | op by op: first s / then ms | now: first s / then ms | how it runs now |",
             "|---|---|---|---|---|",

@@ -2,6 +2,8 @@
 
 - 8 virtual CPU devices, so sharding tests run on any machine (must precede jax's start),
   and XLA:CPU's backend optimizations off (the suite checks values, not speed).
+- programs lowered in a shared MLIR context, a new one every 256 lowerings, where JAX makes
+  one per lowering (``_share_mlir_contexts``: a quarter of the suite's time, most of its memory);
 - 64-bit types on, so exactness of int64/uint64/float64 is tested; tests of the x64-off
   policy switch it off locally with ``jax.enable_x64(False)``.
 - numpy-style rank promotion and implicit dtype promotion are errors.
