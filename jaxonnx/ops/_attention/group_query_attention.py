@@ -24,7 +24,14 @@ import onnx.helper
 
 from jaxonnx._core.registry import register
 from jaxonnx._errors import OnnxValidationError
-from jaxonnx.ops._helpers.attention import grouped_attention, merge_heads, rms_normalize, rotate, split_heads
+from jaxonnx.ops._helpers.attention import (
+    check_cache_rows,
+    grouped_attention,
+    merge_heads,
+    rms_normalize,
+    rotate,
+    split_heads,
+)
 from jaxonnx.ops._helpers.common import is_traced
 from jaxonnx.ops._helpers.schemas import contrib_schema
 
@@ -531,18 +538,7 @@ def _rotary(q, k, cos_cache, sin_cache, positions, head_size, total, interleaved
             f"needs caches of at least `total_sequence_length`={total} rows, got {tuple(cos_cache.shape)}."
         )
     message = f"got rotary positions from {{low}} to {{high}}; each is in [0, {cos_cache.shape[0]})."
-    if not is_traced(positions):
-        values = np.asarray(positions)
-        if values.size and (values.min() < 0 or values.max() >= cos_cache.shape[0]):
-            raise OnnxValidationError(message.format(low=values.min(), high=values.max()))
-    elif checks is not None and positions.size:  # empty: nothing to check (nor a min)
-        checks.fail_where(
-            (positions < 0) | (positions >= cos_cache.shape[0]),
-            positions,
-            message,
-            low=positions.min(),
-            high=positions.max(),
-        )
+    check_cache_rows(positions, cos_cache.shape[0], message, checks)
     positions = jnp.clip(positions, 0, cos_cache.shape[0] - 1)  # traced positions: no out-of-range reads
     cos = jnp.take(cos_cache, positions, axis=0)[:, None].astype(q.dtype)  # (batch, 1, S, rotary_dim / 2)
     sin = jnp.take(sin_cache, positions, axis=0)[:, None].astype(q.dtype)

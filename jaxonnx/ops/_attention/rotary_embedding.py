@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import jax.numpy as jnp
-import numpy as np
 
 from jaxonnx._core.registry import register
 from jaxonnx._errors import OnnxValidationError
-from jaxonnx.ops._helpers.attention import rotate
-from jaxonnx.ops._helpers.common import is_traced
+from jaxonnx.ops._helpers.attention import check_cache_rows, rotate
 
 
 @register("RotaryEmbedding", 23, folds=False, concrete=("position_ids",))
@@ -109,18 +107,7 @@ def _at_positions(cos_cache, sin_cache, position_ids, batch, length, half, check
     message = (
         f"got `position_ids` from {{low}} to {{high}}; each is in [0, {cos_cache.shape[0]}), the rows of the caches."
     )
-    if not is_traced(position_ids):
-        values = np.asarray(position_ids)
-        if values.size and (values.min() < 0 or values.max() >= cos_cache.shape[0]):
-            raise OnnxValidationError(message.format(low=values.min(), high=values.max()))
-    elif checks is not None and position_ids.size:  # an empty one has nothing to check (nor a min)
-        checks.fail_where(
-            (position_ids < 0) | (position_ids >= cos_cache.shape[0]),
-            position_ids,
-            message,
-            low=position_ids.min(),
-            high=position_ids.max(),
-        )
+    check_cache_rows(position_ids, cos_cache.shape[0], message, checks)
     positions = jnp.asarray(position_ids)
     return jnp.take(cos_cache, positions, axis=0), jnp.take(sin_cache, positions, axis=0)
 

@@ -78,6 +78,27 @@ def rotate(x, cos, sin, *, interleaved):
     return jnp.concatenate([turned, keep], axis=-1)
 
 
+def check_cache_rows(positions, rows: int, message: str, checks=None) -> None:
+    """Checks that rotary ``positions`` index the caches' ``rows``: where known, raising
+    ``message`` (a sentence with ``{low}`` and ``{high}``, the positions' range); where traced,
+    through ``checks`` after the computation (:mod:`jaxonnx._core.checks`) where given.
+
+    Example:
+        >>> check_cache_rows(np.array([0, 9]), 8, "got positions from {low} to {high}.")
+        Traceback (most recent call last):
+        ...
+        jaxonnx._errors.OnnxValidationError: got positions from 0 to 9.
+    """
+    if not is_traced(positions):
+        values = np.asarray(positions)
+        if values.size and (values.min() < 0 or values.max() >= rows):
+            raise OnnxValidationError(message.format(low=values.min(), high=values.max()))
+    elif checks is not None and positions.size:  # an empty one has nothing to check (nor a min)
+        checks.fail_where(
+            (positions < 0) | (positions >= rows), positions, message, low=positions.min(), high=positions.max()
+        )
+
+
 def rms_normalize(x, weight, epsilon):
     """``x / sqrt(mean(x^2) + epsilon) * weight`` over the last axis, in float32 for narrow types."""
     work = jnp.promote_types(x.dtype, jnp.float32)
