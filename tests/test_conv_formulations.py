@@ -22,6 +22,7 @@ from jaxonnx.ops._helpers.conv_cpu import (
     pointwise,
     xla_convolve,
 )
+from tests._grads import check_grads as check_grads_once
 
 # (x shape, w shape, strides, (low, high) padding per axis, dilations, group, dtype)
 CASES = {
@@ -372,14 +373,11 @@ def test_a_gradients_program_holds_each_sum_once():
 
 @pytest.mark.parametrize("case", ["stem 3x3 stride 2, 3 -> 8 channels (group 1)", "depthwise 3x3 same"])
 def test_second_derivatives_of_the_sums_are_exact(case):
-    """The sums' custom JVPs are themselves differentiable (a Hessian-vector product)."""
+    """The sums' custom JVPs are themselves differentiable: the gradient's own JVP and VJP
+    against central differences (second derivatives, in one compiled program)."""
     x, w = (a.astype(np.float64) for a in _arrays(case, seed=3))
     geometry = _geometry(case)
-    check_grads(
-        lambda x, w: cpu_convolve(x, w, **geometry, ynn=True) ** 2,
-        (x, w),
-        order=2,
-        modes=("fwd", "rev"),
-        atol=1e-6,
-        rtol=1e-6,
-    )
+    gradient = jax.grad(lambda x, w: jnp.sum(jnp.sin(cpu_convolve(x, w, **geometry, ynn=True))), argnums=(0, 1))
+    # float64, as the op table's gradients (1e-4 there): central differences of step 1e-4
+    # are off by about 1e-6 relative on these sums of sines.
+    check_grads_once(gradient, (x, w), atol=1e-5, rtol=1e-5)
