@@ -16,11 +16,9 @@ comes from a fresh process, with XLA's default flags.
 
 from __future__ import annotations
 
-import json
 import os
-import platform
-import subprocess
-import sys
+
+from _results import run_child, write_table
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.join(HERE, "..", "tests", "fixtures", "models")
@@ -69,10 +67,7 @@ print(json.dumps({"lowering": lowering, "compiling": compiling, "instructions": 
 
 def _measure(path: str, mode: str, feed: str) -> dict:
     environment = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}  # XLA's defaults
-    out = subprocess.run(
-        [sys.executable, "-c", _CHILD, path, mode, feed], capture_output=True, text=True, check=True, env=environment
-    )
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return run_child(_CHILD, path, mode, feed, env=environment)
 
 
 def _cell(result: dict) -> str:
@@ -83,35 +78,23 @@ def _cell(result: dict) -> str:
 
 
 def main() -> None:
-    import jax
-    import onnx
-
     rows = []
     for name in MODELS:
         path, feed = os.path.join(FIXTURES, f"{name}.onnx"), os.path.join(FIXTURES, f"{name}.npz")
         before, now = _measure(path, "plain autodiff", feed), _measure(path, "custom JVPs", feed)
         rows.append(f"| {name} | {_cell(before)} | {_cell(now)} |")
         print(rows[-1], flush=True)
-    text = "\n".join(
-        [
-            "# A CNN's gradient under jax.jit (written by benchmarks/conv_gradients.py)",
-            "",
-            f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores; jax {jax.__version__}, "
-            f"onnx {onnx.__version__}, Python {platform.python_version()}; XLA's default flags; each "
-            "cell from a fresh process. `jax.value_and_grad` of the mean square of the outputs with "
-            "respect to `model.params`, before (plain autodiff through the sums) and now (their custom "
-            "JVPs): HLO instructions of the compiled program, seconds to trace and lower, seconds to "
-            "compile, median milliseconds a step (30 steps).",
-            "",
-            "| fixture | before: instructions | lower s | compile s | step ms "
-            "| now: instructions | lower s | compile s | step ms |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
-            *rows,
-            "",
-        ]
+    write_table(
+        "conv_gradients_results.md",
+        "A CNN's gradient under jax.jit (written by benchmarks/conv_gradients.py)",
+        "XLA's default flags; each cell from a fresh process. `jax.value_and_grad` of the mean "
+        "square of the outputs with respect to `model.params`, before (plain autodiff through the "
+        "sums) and now (their custom JVPs): HLO instructions of the compiled program, seconds to "
+        "trace and lower, seconds to compile, median milliseconds a step (30 steps).",
+        ["fixture", "before: instructions", "lower s", "compile s", "step ms"]
+        + ["now: instructions", "lower s", "compile s", "step ms"],
+        rows,
     )
-    with open(os.path.join(HERE, "conv_gradients_results.md"), "w") as f:
-        f.write(text)
 
 
 if __name__ == "__main__":

@@ -16,12 +16,10 @@ from __future__ import annotations
 
 import json
 import os
-import platform
-import subprocess
-import sys
 import tempfile
 
 import numpy as np
+from _results import run_child, write_table
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.join(HERE, "..", "tests", "fixtures", "models")
@@ -62,8 +60,7 @@ print(json.dumps({"load": load, "first": first, "steady": statistics.median(time
 
 
 def _measure(path: str, mode: str, feed: str) -> dict:
-    out = subprocess.run([sys.executable, "-c", _CHILD, path, mode, feed], capture_output=True, text=True, check=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return run_child(_CHILD, path, mode, feed)
 
 
 def _builder_feed(name: str, folder: str) -> str:
@@ -87,9 +84,6 @@ def _builder_feed(name: str, folder: str) -> str:
 
 
 def main() -> None:
-    import jax
-    import onnx
-
     folder = tempfile.mkdtemp()
     cases = [(name, os.path.join(FIXTURES, f"{name}.onnx"), os.path.join(FIXTURES, f"{name}.npz")) for name in MODELS]
     cases += [(n, os.path.join(MICROSOFT, f"{n}.onnx"), _builder_feed(n, folder)) for n in BUILDER_MODELS]
@@ -101,21 +95,13 @@ def main() -> None:
             f"{now['first']:.2f} / {1e3 * now['steady']:.1f} | {now['mode']} |"
         )
         print(rows[-1], flush=True)
-    text = "\n".join(
-        [
-            "# First eager call (written by benchmarks/first_call.py)",
-            "",
-            f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores; jax {jax.__version__}, "
-            f"onnx {onnx.__version__}, Python {platform.python_version()}; each cell from a fresh process.",
-            "",
-            "| fixture | load s | op by op: first s / then ms | now: first s / then ms | how it runs now |",
-            "|---|---|---|---|---|",
-            *rows,
-            "",
-        ]
+    write_table(
+        "first_call_results.md",
+        "First eager call (written by benchmarks/first_call.py)",
+        "each cell from a fresh process.",
+        ["fixture", "load s", "op by op: first s / then ms", "now: first s / then ms", "how it runs now"],
+        rows,
     )
-    with open(os.path.join(HERE, "first_call_results.md"), "w") as f:
-        f.write(text)
 
 
 if __name__ == "__main__":
