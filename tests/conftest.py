@@ -25,7 +25,10 @@ import os
 # 31 instead of 49 ms per primitive; op-table gradients 56 -> 31 s, real models 127 -> 93 s).
 # XLA uses no fast math at any level; a transcendental's last bit may differ (gelu's erf at
 # -1 by one float32 ulp), within every test's tolerance. benchmarks/ and users keep XLA's
-# defaults.
+# defaults. One program is known to compile wrongly with both flags and right with either
+# alone: a stem convolution's input tangent written as a dot (a batch normalization's
+# gradient off by 0.5; see conv_cpu._stem_sum_jvp, which keeps that tangent a sum). Where a
+# test fails and the same computation is right with XLA's defaults, suspect these flags first.
 # Both speed flags were measured with jaxlib 0.10; XLA aborts at backend start on a flag it
 # does not know, and on the device machine (jaxlib 0.11, a GPU) every pytest worker died at
 # its first computation with them set, so other jaxlib versions get the device count only.
