@@ -138,7 +138,7 @@ def _activation_transposes(model, image) -> int:
     """The transposes of 4-D activations that XLA keeps in the compiled model (fused ones
     too), leaving out those that only move size-1 axes (bitcasts). Counted after XLA's
     simplifier, which cancels a transpose and its inverse (the stem reads the image
-    channels-first: ``conv_cpu._stem_multiply_adds``). Compiled for the CPU, whose
+    channels-first: ``conv_cpu._stem_sum``). Compiled for the CPU, whose
     formulations these are, also where a GPU is the default device."""
     with jax.default_device(jax.devices("cpu")[0]):
         text = jax.jit(model).lower(jax.device_put(image, jax.devices("cpu")[0])).compile().as_text()

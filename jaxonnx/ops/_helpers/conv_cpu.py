@@ -242,9 +242,8 @@ def cpu_convolve(x, w, *, strides, padding, dilations, group, channels_last=Fals
         pads.append((low, (size - 1) * s + (k - 1) * r + 1 - d - low, 0))
     taps = list(itertools.product(*map(range, kernel)))
     if group == 1:
-        y = _stem_multiply_adds(
-            x if not channels_last else jnp.moveaxis(x, -1, 1), w, taps, pads, strides, dilations, sizes
-        )
+        static = (tuple(taps), tuple(pads), tuple(strides), tuple(dilations), tuple(sizes))
+        y = _stem_sum(x if not channels_last else jnp.moveaxis(x, -1, 1), w, *static)
         return (y if channels_last else jnp.moveaxis(y, -1, 1)).astype(dtype)
     # Channels-last (see the module docstring): the channel axis last.
     x = jax.lax.pad(x if channels_last else jnp.moveaxis(x, 1, -1), jnp.zeros((), x.dtype), pads + [(0, 0, 0)])
@@ -264,8 +263,8 @@ def _grouped_sum(x, w, taps, strides, dilations, sizes, group):
 @partial(_grouped_sum.defjvp, symbolic_zeros=True)
 def _grouped_sum_jvp(taps, strides, dilations, sizes, group, primals, tangents):
     """The grouped sum's value and its weights' tangent as contractions, its input's tangent
-    as the sum (see :func:`_stem_sum_jvp`). MobileNetV3-small's gradient: 15,428 -> 6,341
-    HLO instructions, 12.0 -> 10.2 s to compile, 2.8 -> 2.1 ms a step (2-core CPU)."""
+    as the sum (see :func:`_stem_sum_jvp`; MobileNetV3-small's gradient in
+    ``benchmarks/conv_gradients_results.md``)."""
     x, w = primals
     dx, dw = tangents
     out_channels, group_channels = w.shape[:2]
@@ -275,7 +274,7 @@ def _grouped_sum_jvp(taps, strides, dilations, sizes, group, primals, tangents):
         return shifted.reshape(*shifted.shape[:-2], group, group_channels, len(taps))
 
     def contracted(x, w):
-        w = jnp.asarray(w, x.dtype).reshape(group, out_channels // group, group_channels, len(taps))
+        w = w.reshape(group, out_channels // group, group_channels, len(taps))
         y = jnp.einsum("...gct,gjct->...gj", stacked(x), w)
         return y.reshape(*y.shape[:-2], out_channels)
 
@@ -288,24 +287,16 @@ def _grouped_sum_jvp(taps, strides, dilations, sizes, group, primals, tangents):
     return y, dy
 
 
-def _stem_multiply_adds(x, w, taps, pads, strides, dilations, sizes):
-    """:func:`_stem_sum` (see there), differentiated with :func:`_stem_sum_jvp`."""
-    static = (tuple(taps), tuple(map(tuple, pads)), tuple(strides), tuple(dilations), tuple(sizes))
-    return _stem_sum(x, w, *static)
-
-
-def _stem_planes(x, taps, pads, strides, dilations, sizes):
-    """The planes :func:`_stem_sum` multiplies, stacked on a last axis in its term order
-    (tap, then channel): ``(N, O..., taps * C)``."""
+def _shifted_planes(x, taps, pads, strides, dilations, sizes):
+    """Each channel's plane of ``x`` (channels-first, unpadded), padded and shifted to each
+    tap, in :func:`_stem_sum`'s term order (tap, then channel): ``(N, O...)`` each."""
     n, channels = x.shape[:2]
     x = jax.lax.pad(x, jnp.zeros((), x.dtype), [(0, 0, 0), (0, 0, 0)] + list(pads[1:]))
-    planes = []
     for tap in taps:
         start = [k * r for k, r in zip(tap, dilations)]
         limit = [b + (size - 1) * s + 1 for b, size, s in zip(start, sizes, strides)]
         for c in range(channels):
-            planes.append(jax.lax.slice(x, [0, c, *start], [n, c + 1, *limit], (1, 1, *strides)).reshape(n, *sizes))
-    return jnp.stack(planes, axis=-1)
+            yield jax.lax.slice(x, [0, c, *start], [n, c + 1, *limit], (1, 1, *strides)).reshape(n, *sizes)
 
 
 @partial(jax.custom_jvp, nondiff_argnums=(2, 3, 4, 5, 6))
@@ -321,18 +312,12 @@ def _stem_sum(x, w, taps, pads, strides, dilations, sizes):
     moves the image so) is moved back, which XLA cancels against that move. The terms are
     those of :func:`_multiply_adds` in its order (tap, then channel), so the sum is the same.
     """
-    n, channels = x.shape[:2]
-    x = jax.lax.pad(x, jnp.zeros((), x.dtype), [(0, 0, 0), (0, 0, 0)] + list(pads[1:]))
+    channels = x.shape[1]
     ones = (1,) * (1 + len(sizes))
     w = w.reshape(w.shape[0], channels, -1)
-    terms = []
-    for t, tap in enumerate(taps):
-        start = [k * r for k, r in zip(tap, dilations)]
-        limit = [b + (size - 1) * s + 1 for b, size, s in zip(start, sizes, strides)]
-        for c in range(channels):
-            plane = jax.lax.slice(x, [0, c, *start], [n, c + 1, *limit], (1, 1, *strides))
-            terms.append(plane.reshape(n, *sizes, 1) * w[:, c, t].reshape(*ones, -1))
-    return _sum(terms)
+    planes = _shifted_planes(x, taps, pads, strides, dilations, sizes)
+    terms = itertools.product(range(len(taps)), range(channels))
+    return _sum([plane[..., None] * w[:, c, t].reshape(*ones, -1) for (t, c), plane in zip(terms, planes)])
 
 
 @partial(_stem_sum.defjvp, symbolic_zeros=True)
@@ -343,10 +328,9 @@ def _stem_sum_jvp(taps, pads, strides, dilations, sizes, primals, tangents):
     Differentiated as the sum, the weights' gradient is one reduction per weight, and XLA
     fuses an elementwise producer into each of its consumers: the sum, and what follows it
     up to the cotangent (a normalization, a max pool's selection), was computed again in
-    each reduction. The test fixtures' two-convolution CNN's gradient was 25,293 HLO
-    instructions, 8.7 s to compile and 1.8 ms a step; with the dots, which read their
-    operands from memory, it is 2,284 instructions, 2.9-3.6 s and 0.6-0.7 ms (2-core CPU,
-    XLA's default flags). Without differentiation the sum runs as before, fused into the
+    each reduction. The test fixtures' two-convolution CNN's gradient was 25,298 HLO
+    instructions and 8.9 s to compile; with the dots, which read their operands from memory,
+    it is 2,284 instructions and 3.4-3.8 s (``benchmarks/conv_gradients_results.md``). Without differentiation the sum runs as before, fused into the
     next op. Under ``jax.grad`` the value comes from the dot, the same sum in another order.
     The input's tangent stays the sum: written as a dot too, its transpose compiled wrongly
     under the test suite's XLA flags (``tests/conftest.py``; a batch normalization's
@@ -359,12 +343,13 @@ def _stem_sum_jvp(taps, pads, strides, dilations, sizes, primals, tangents):
     def by_term(weights):  # (M, C, taps) -> (taps * C, M): the planes' order, tap then channel
         return weights.reshape(m, channels, -1).transpose(2, 1, 0).reshape(-1, m)
 
-    y = jnp.dot(_stem_planes(x, *static), by_term(jnp.asarray(w, x.dtype)))
+    planes = jnp.stack(list(_shifted_planes(x, *static)), axis=-1)  # (N, O..., taps * C)
+    y = jnp.dot(planes, by_term(w))
     dy = jnp.zeros_like(y)
     if not isinstance(dx, SymbolicZero):
         dy = dy + _stem_sum(dx, w, *static)
     if not isinstance(dw, SymbolicZero):
-        dy = dy + jnp.dot(_stem_planes(x, *static), by_term(dw))
+        dy = dy + jnp.dot(planes, by_term(dw))
     return y, dy
 
 
