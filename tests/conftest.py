@@ -16,7 +16,9 @@
   naming the version and the missing kernel, instead of failing or being pinned.
 """
 
+import atexit
 import os
+import sys
 
 # The suite checks values, not speed, and most of its time is XLA:CPU compiling (about 50 ms
 # for one eager primitive). So XLA:CPU compiles without LLVM's optimizations
@@ -75,8 +77,60 @@ def _share_mlir_contexts(lowerings_per_context: int = 256) -> None:
     mlir.make_ir_context = shared_context
 
 
+def _share_compiled_programs(programs: int = 1024) -> None:
+    """Compiles a program once per process: a program lowered again, to the same text with
+    the same compile options for the same devices, gets the executable compiled the first time.
+
+    JAX caches an executable by the function and the arguments' types, so the same program
+    reached through a new function object is compiled again: a model file loaded by several
+    tests (each load a new ``Model``), a ``jax.jit`` of a fresh lambda, the same op under
+    another test's wrapper. In one full run, 9 % of each worker's compilations were of a
+    program it had compiled before, for 88 of its 675 s of XLA compilation (programs hashed
+    by their text; the two workers shared only 11 s). The key is the whole program as
+    MLIR text without source locations (its constants, types, attributes and the functions it
+    calls), its module name left out, the serialized ``CompileOptions`` (replicas, partitions,
+    the device assignment, XLA's debug options) and the devices; a program with host
+    callbacks is compiled anew, as their addresses belong to one lowering. The most recent
+    ``programs`` executables are kept. Only the jaxlib measured gets this, and
+    ``JAXONNX_TEST_FRESH_COMPILES=1`` compiles every program as JAX does
+    (test_suite_settings.py checks that the executable shared is the one compiled)."""
+    import collections
+    import hashlib
+    import re
+
+    from jax._src import compiler
+
+    compile_and_load = compiler.backend_compile_and_load
+    executables: collections.OrderedDict = collections.OrderedDict()
+
+    def shared_compile_and_load(backend, module, executable_devices, options, host_callbacks):
+        if host_callbacks:
+            return compile_and_load(backend, module, executable_devices, options, host_callbacks)
+        text = re.sub(r"^module @\S+", "module", module.operation.get_asm(enable_debug_info=False), count=1)
+        key = (
+            id(backend),
+            hashlib.sha256(text.encode()).digest(),
+            options.SerializeAsString(),
+            tuple(device.id for device in executable_devices),
+        )
+        if key in executables:
+            executables.move_to_end(key)
+            return executables[key]
+        executable = compile_and_load(backend, module, executable_devices, options, host_callbacks)
+        executables[key] = executable
+        if len(executables) > programs:
+            executables.popitem(last=False)
+        return executable
+
+    shared_compile_and_load.compile_and_load = compile_and_load  # type: ignore[attr-defined]  # for the test
+    shared_compile_and_load.executables = executables  # type: ignore[attr-defined]
+    compiler.backend_compile_and_load = shared_compile_and_load
+
+
 if _version("jaxlib").startswith("0.10.") and not os.environ.get("JAXONNX_TEST_FRESH_MLIR_CONTEXTS"):
     _share_mlir_contexts()
+if _version("jaxlib").startswith("0.10.") and not os.environ.get("JAXONNX_TEST_FRESH_COMPILES"):
+    _share_compiled_programs()
 
 jax.config.update("jax_enable_x64", True)
 jax.config.update("jax_numpy_rank_promotion", "raise")
@@ -101,6 +155,23 @@ def pytest_configure(config):
         os.environ.setdefault("JAXONNX_TEST_CACHE_DIR", str(cache.mkdir("jaxonnx")))
     if getattr(config.option, "dist", "no") == "load":  # xdist's default for `-n N`
         config.option.dist = "worksteal"
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """An xdist worker that ran its tests leaves at once when its Python exits.
+
+    By then the worker has sent its reports and closed its channel; what is left is JAX's
+    exit handler, which frees every cached executable and backend one by one (about 5 s after
+    a full run's 10,000 compilations), then the interpreter's own teardown, while the main
+    process waits for it. A worker stopped by an internal error exits as Python does."""
+    if os.environ.get("PYTEST_XDIST_WORKER") and exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+        atexit.register(_exit_now)  # atexit runs the last registered first: before JAX's
+
+
+def _exit_now() -> None:
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)  # a worker's exit status is 0 either way: its results travel in its reports
 
 
 def _run_onnxruntime(model, feed: dict) -> list:

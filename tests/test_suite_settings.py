@@ -29,3 +29,36 @@ def test_the_suites_shared_mlir_context_lowers_as_a_fresh_one(monkeypatch):
         assert mlir.make_ir_context() is not mlir.make_ir_context()
     assert _lowered_text(x) == shared
     np.testing.assert_allclose(np.asarray(jax.jit(_program)(x)), np.asarray(_program(x)))
+
+
+def test_a_program_compiled_again_gets_the_executable_compiled_first(monkeypatch):
+    from jax._src import compiler
+
+    x = np.array([0.0, 2.0, 1.0], np.float32)
+    on_device_1, on_device_2 = (jax.device_put(x, jax.devices()[i]) for i in (1, 2))
+
+    def compiled(f, argument=x):  # a new function object each time: JAX's own caches miss
+        return jax.jit(lambda x: f(x)).lower(argument).compile()
+
+    first, again = compiled(_program), compiled(_program)
+    plus_one = compiled(lambda x: _program(x) + 1)
+    # The same text for two devices: only the compile options (the device assignment) differ.
+    on_1, on_2 = compiled(_program, on_device_1), compiled(_program, on_device_2)
+    texts = {jax.jit(_program).lower(on).as_text(debug_info=False) for on in (on_device_1, on_device_2)}
+    assert len(texts) == 1
+    compile_and_load = getattr(compiler.backend_compile_and_load, "compile_and_load", None)
+    if compile_and_load is not None:  # the suite shares executables (conftest's _share_compiled_programs)
+        assert again.runtime_executable() is first.runtime_executable()
+        # Another constant, or another device (in the compile options): compiled for itself.
+        assert plus_one.runtime_executable() is not first.runtime_executable()
+        assert on_2.runtime_executable() is not on_1.runtime_executable()
+        monkeypatch.setattr(compiler, "backend_compile_and_load", compile_and_load)  # JAX's own
+        fresh = compiled(_program)
+        assert fresh.runtime_executable() is not first.runtime_executable()
+        np.testing.assert_array_equal(np.asarray(fresh(x)), np.asarray(first(x)))
+    expected = np.asarray(_program(x))
+    np.testing.assert_allclose(np.asarray(again(x)), expected)
+    np.testing.assert_allclose(np.asarray(plus_one(x)), expected + 1)
+    for on, device in ((on_1, on_device_1), (on_2, on_device_2)):
+        np.testing.assert_allclose(np.asarray(on(device)), expected)
+        assert on(device).devices() == device.devices()
