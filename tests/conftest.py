@@ -4,6 +4,10 @@
   and XLA:CPU's backend optimizations off (the suite checks values, not speed).
 - programs lowered in a shared MLIR context, a new one every 256 lowerings, where JAX makes
   one per lowering (``_share_mlir_contexts``: a quarter of the suite's time, most of its memory);
+- a program compiled again in the same process (the same text, compile options and devices,
+  reached through a new function object) gets the executable compiled the first time
+  (``_share_compiled_programs``), and an xdist worker that has sent its reports exits without
+  JAX's exit handler (``pytest_sessionfinish``);
 - 64-bit types on, so exactness of int64/uint64/float64 is tested; tests of the x64-off
   policy switch it off locally with ``jax.enable_x64(False)``.
 - numpy-style rank promotion and implicit dtype promotion are errors.
