@@ -127,7 +127,6 @@ def _share_compiled_programs(programs: int = 1024) -> None:
         return executable
 
     shared_compile_and_load.compile_and_load = compile_and_load  # type: ignore[attr-defined]  # for the test
-    shared_compile_and_load.executables = executables  # type: ignore[attr-defined]
     compiler.backend_compile_and_load = shared_compile_and_load
 
 
