@@ -62,3 +62,26 @@ def test_a_program_compiled_again_gets_the_executable_compiled_first(monkeypatch
     for on, device in ((on_1, on_device_1), (on_2, on_device_2)):
         np.testing.assert_allclose(np.asarray(on(device)), expected)
         assert on(device).devices() == device.devices()
+
+
+def test_the_collector_still_frees_a_cycle_made_by_a_test():
+    """conftest freezes what collection made and raises the collector's thresholds
+    (``pytest_collection_finish``): a reference cycle a test drops is still freed as the test
+    allocates, without an explicit ``gc.collect()``."""
+    import gc
+    import weakref
+
+    class Node:
+        pass
+
+    node = Node()
+    node.self = node  # a cycle: only the collector frees it
+    freed = weakref.ref(node)
+    del node
+    assert freed() is not None
+    # Enough allocations for a collection of the two young generations, in case one of the
+    # youngest ran just before `del` and moved the cycle on.
+    young, middle, _ = gc.get_threshold()
+    kept = [[] for _ in range(young * (middle + 1) + 1)]
+    assert freed() is None, f"a dropped cycle outlived {len(kept)} allocations (thresholds {gc.get_threshold()})"
+    assert gc.isenabled()
