@@ -91,11 +91,9 @@ def _share_compiled_programs(programs: int = 1024) -> None:
     JAX caches an executable by the function and the arguments' types, so the same program
     reached through a new function object is compiled again: a model file loaded by several
     tests (each load a new ``Model``), a ``jax.jit`` of a fresh lambda, the same op under
-    another test's wrapper. In one full run, 9 % of each worker's compilations were of a
-    program it had compiled before, for 88 of its 675 s of XLA compilation (programs hashed
-    by their text; the two workers shared only 11 s). The key is the whole program as
-    MLIR text without source locations (its constants, types, attributes and the functions it
-    calls), its module name left out, the serialized ``CompileOptions`` (replicas, partitions,
+    another test's wrapper (measured in benchmarks/suite_time.md, session 6). The key is the
+    whole program as MLIR text without source locations (its constants, types, attributes and
+    the functions it calls), its module name left out, the serialized ``CompileOptions`` (replicas, partitions,
     the device assignment, XLA's debug options) and the devices; a program with host
     callbacks is compiled anew, as their addresses belong to one lowering. The most recent
     ``programs`` executables are kept. Only the jaxlib measured gets this, and
@@ -172,11 +170,10 @@ def pytest_collection_finish(session):
 
     After collection a process holds a few hundred thousand long-lived objects (onnx's
     schemas, the registry, every test's parameters), and each test allocates heavily (JAX's
-    tracers and jaxprs), so CPython's default thresholds ran thousands of collections that
-    traversed them again and again: 5.4 s of a 131 s run of two model files, which ran 6-11 %
-    faster with the collected objects frozen (``gc.freeze``) and the thresholds at
-    :data:`GC_THRESHOLDS` (0.8 s of collections, 50 MB more peak memory; see
-    benchmarks/suite_time.md, session 7). ``JAXONNX_TEST_DEFAULT_GC=1`` keeps Python's own."""
+    tracers and jaxprs), so CPython's default thresholds run thousands of collections that
+    traverse them again and again. The collected objects are frozen (``gc.freeze``) and the
+    thresholds raised to :data:`GC_THRESHOLDS` (measured in benchmarks/suite_time.md,
+    session 7). ``JAXONNX_TEST_DEFAULT_GC=1`` keeps Python's own."""
     if os.environ.get("JAXONNX_TEST_DEFAULT_GC"):
         return
     gc.collect()
