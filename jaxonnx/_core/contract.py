@@ -60,10 +60,12 @@ class OpContract:
             stay exact numpy. Ops written with ``jax.lax`` only set ``folds=False``: their
             inputs always arrive as JAX arrays.
         padding: the rule the graph runner follows when a size hint's padding reaches the
-            op (see :mod:`jaxonnx._core.padding`, which lists them): ``"elementwise"``,
-            ``"moves"``, ``"concat"``, the gathers, ``"scatter"``, the reductions (``"sum"``,
-            ``"prod"``, ``"max"``, ``"min"``, ``"mean"``), ``"top_k"``, ``"shape"``...;
-            ``""``: a padded input is refused with an error naming the node.
+            op (:mod:`jaxonnx._core.padding`): a rule shared by many ops, by name
+            (``"elementwise"``, ``"moves"``, or a reduction: ``"sum"``, ``"prod"``,
+            ``"max"``, ``"min"``, ``"mean"``), or a function of the op's own, written beside
+            it, that takes a :class:`~jaxonnx._core.padding.Call` and returns the outputs and
+            their marks (Gather's, TopK's); ``""``: a padded input is refused with an error
+            naming the node.
         weights: the inputs (by their onnx formal names) that hold a layer's learned weights
             (Gemm's ``B`` and ``C``, Conv's ``W`` and ``B``): a one-element tensor read there is
             a trainable param, where elsewhere it is an exporter's constant (0.5, an exponent).
@@ -126,7 +128,7 @@ class OpContract:
     checked: tuple[str, ...] | None = None
     size_hint: bool | str | tuple[str, ...] = False
     folds: bool = True
-    padding: str = ""
+    padding: str | Callable[[Any], tuple[tuple, list]] = ""
     weights: tuple[str, ...] = ()
     linear: bool = False
     adds: bool = False

@@ -197,8 +197,11 @@ class Registry:
                 "of the op's function, see jaxonnx._core.contract)."
             )
         padding = declared.get("padding", "")
-        if padding not in PADDING_KINDS:
-            raise ValueError(f"{op_type}: `padding` is one of {', '.join(map(repr, PADDING_KINDS))}, got {padding!r}.")
+        if not callable(padding) and padding not in PADDING_KINDS:
+            raise ValueError(
+                f"{op_type}: `padding` is one of {', '.join(map(repr, PADDING_KINDS))} or a rule of the op's own "
+                f"(a function of a jaxonnx._core.padding.Call), got {padding!r}."
+            )
         declared_contract = OpContract(**declared)
 
         def decorate(fn):

@@ -7,7 +7,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxonnx._core.padding import Call, Marks, as_tuple, real_mask
 from jaxonnx._errors import OnnxValidationError
+from jaxonnx.ops._helpers.bounds import refuse_at_run_time_if
 from jaxonnx.ops._helpers.common import is_traced, namespace, normalize_axis
 
 
@@ -182,3 +184,42 @@ def _scatter_mul(data, index, updates):
         where = tuple(i[chosen] for i in flat_index)
         out = out.at[where].multiply(flat_updates[chosen], unique_indices=True)
     return out
+
+
+def scattered_on_padding(call: Call, nd: bool = False):
+    """The scatters' rule on padding: marked indices or updates write nothing (a row of
+    indices per update where ``nd``, ScatterND's, a single index otherwise); the output
+    keeps the data's marks."""
+    data, indices, updates = call.args[:3]
+    call.no_lengths()
+    rows = indices.shape[:-1] if nd else indices.shape
+    keep = jnp.ones(rows, bool)
+    for i in (1, 2):
+        for a, mark in call.axis_marks(i).items():
+            if a >= len(rows):
+                call.refuse("marks a part of each update as padding, not whole updates")
+            keep = keep & real_mask(rows, {a: mark})
+    indices = jnp.asarray(indices)
+    if nd and updates.ndim and 0 < len(rows) == 1 and updates.shape[0] < rows[0] and 0 in call.axis_marks(1):
+        # `x.masked_scatter(mask, src)`: the updates are `src` cut to the padded length of the
+        # selection (Slice(src, 0, n)), so no longer than `src`; the rows past them are marked
+        # (there are never more real rows than `src` has entries, which torch requires).
+        count = call.axis_marks(1)[0].count
+        refuse_at_run_time_if(
+            count > updates.shape[0],
+            lambda found: (
+                f"Node {call.node.path!r} ({call.node.op.name}) scatters {int(found)} selected positions but has "
+                f"only {updates.shape[0]} updates."
+            ),
+            count,
+        )
+        updates = jnp.pad(jnp.asarray(updates), [(0, rows[0] - updates.shape[0])] + [(0, 0)] * (updates.ndim - 1))
+    if nd:
+        beyond = jnp.asarray(np.array(data.shape[: indices.shape[-1]]), indices.dtype)
+        dropped = jnp.where(keep[..., None], indices, beyond)
+    else:
+        dropped = jnp.where(keep, indices, data.shape[call.attributes.get("axis", 0)])
+    # Traced, out-of-range indices write nothing (the op's rule); eagerly too, run under jit.
+    results = as_tuple(jax.jit(lambda d, i, u: call.run([d, i, u, *call.args[3:]]))(data, dropped, updates))
+    axes = call.axis_marks(0)
+    return results, [Marks(dict(axes)) if axes else None for _ in results]

@@ -3,14 +3,47 @@
 from __future__ import annotations
 
 import jax.numpy as jnp
+import numpy as np
 
+from jaxonnx._core.padding import Call, Mark, as_tuple, combine, length_marks, merge, real_mask
 from jaxonnx._core.registry import register
 from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.common import namespace, normalize_axis
 from jaxonnx.ops._helpers.indexing import in_bounds_indices
 
 
-@register("Gather", 1, 11, 13, concrete=("indices",), padding="gather")
+def _on_padding(call: Call):
+    """Gather's rule on padding: marked indices read zeros (the output is marked at their
+    positions); data marked along an axis that is not gathered keeps its marks."""
+    data, indices = call.args[0], call.args[1]
+    axis = call.attributes.get("axis", 0)
+    axis = axis + data.ndim if axis < 0 else axis
+    index_axes = call.axis_marks(1)
+    if call.length_flags(1) is not None:
+        call.refuse("takes a padded length as indices")
+    args = list(call.args)
+    if index_axes:
+        mask = real_mask(indices.shape, index_axes)
+        args[1] = jnp.where(mask, indices, 0)
+    results = as_tuple(call.run(args))
+    out = results[0]
+    axes: dict[int, Mark] = {}
+    if index_axes:
+        shaped = mask.reshape((1,) * axis + mask.shape + (1,) * (data.ndim - axis - 1))
+        out = jnp.where(shaped, out, 0)
+        for a, mark in index_axes.items():
+            merge(axes, axis + a, mark)
+    for a, mark in call.axis_marks(0).items():
+        if a != axis:  # a gathered axis: the indices name real positions
+            merge(axes, a if a < axis else a + indices.ndim - 1, mark)
+    lengths = None
+    if call.length_flags(0) is not None:
+        flags = np.take(call.length_flags(0), np.asarray(indices), axis=axis)
+        lengths = length_marks(flags, as_tuple(call.run(call.reals()))[0], call.length_origin())
+    return (out,), [combine(axes, lengths)]
+
+
+@register("Gather", 1, 11, 13, concrete=("indices",), padding=_on_padding)
 def gather(data, indices, *, axis: int = 0, checks=None):
     """Implements ONNX Gather: the slices of ``data`` along ``axis`` picked by ``indices``.
 

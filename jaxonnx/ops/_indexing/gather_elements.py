@@ -2,13 +2,40 @@
 
 from __future__ import annotations
 
+import jax.numpy as jnp
+
+from jaxonnx._core.padding import Call, Marks, as_tuple, merge, real_mask
 from jaxonnx._core.registry import register
 from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.common import namespace, normalize_axis
 from jaxonnx.ops._helpers.indexing import check_indices_fit, in_bounds_indices
 
 
-@register("GatherElements", 11, 13, concrete=("indices",), padding="gather_elements")
+def _on_padding(call: Call):
+    """GatherElements' rule on padding: marked indices read zeros and stay marked; data marked
+    along another axis keeps its marks where the indices span that axis whole."""
+    data, indices = call.args[0], call.args[1]
+    axis = call.attributes.get("axis", 0)
+    axis = axis + data.ndim if axis < 0 else axis
+    call.no_lengths()
+    index_axes = call.axis_marks(1)
+    args = list(call.args)
+    mask = real_mask(indices.shape, index_axes)
+    if index_axes:
+        args[1] = jnp.where(mask, indices, 0)
+    out = as_tuple(call.run(args))[0]
+    if index_axes:
+        out = jnp.where(mask, out, 0)
+    axes = dict(index_axes)
+    for a, mark in call.axis_marks(0).items():
+        if a != axis and indices.shape[a] == data.shape[a]:
+            merge(axes, a, mark)
+        elif a != axis:
+            call.refuse(f"reads a part of the padded axis {a}")
+    return (out,), [Marks(axes) if axes else None]
+
+
+@register("GatherElements", 11, 13, concrete=("indices",), padding=_on_padding)
 def gather_elements(data, indices, *, axis: int = 0, checks=None):
     """Implements ONNX GatherElements: ``out[i][j] = data[indices[i][j]][j]`` for ``axis=0``.
 

@@ -7,13 +7,40 @@ import math
 import jax.numpy as jnp
 import numpy as np
 
+from jaxonnx._core.padding import Call, Marks, as_tuple, merge, real_mask
 from jaxonnx._core.registry import register
 from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.common import namespace
 from jaxonnx.ops._helpers.indexing import nd_indices
 
 
-@register("GatherND", 12, 13, concrete=("indices",), padding="gather_nd")
+def _on_padding(call: Call):
+    """GatherND's rule on padding: marked index rows read zeros and stay marked; data marked
+    along a batch axis or an axis the rows do not index keeps its marks."""
+    indices = call.args[1]
+    batch = call.attributes.get("batch_dims", 0) or 0
+    call.no_lengths()
+    index_axes = call.axis_marks(1)
+    if indices.ndim - 1 in index_axes:
+        call.refuse("marks the coordinates of its index rows as padding")
+    args = list(call.args)
+    mask = real_mask(indices.shape[:-1], index_axes)
+    if index_axes:
+        args[1] = jnp.where(mask[..., None], indices, 0)
+    out = as_tuple(call.run(args))[0]
+    axes = dict(index_axes)
+    if index_axes:
+        out = jnp.where(mask.reshape(mask.shape + (1,) * (out.ndim - mask.ndim)), out, 0)
+    k = indices.shape[-1]
+    for a, mark in call.axis_marks(0).items():
+        if a < batch:
+            merge(axes, a, mark)
+        elif a >= batch + k:
+            merge(axes, indices.ndim - 1 + a - batch - k, mark)
+    return (out,), [Marks(axes) if axes else None]
+
+
+@register("GatherND", 12, 13, concrete=("indices",), padding=_on_padding)
 def gather_nd(data, indices, *, batch_dims: int = 0, checks=None):
     """Implements ONNX GatherND: slices of ``data`` addressed by the last axis of ``indices``.
 
@@ -80,7 +107,7 @@ def gather_nd(data, indices, *, batch_dims: int = 0, checks=None):
     return out.reshape(out_shape)
 
 
-@register("GatherND", 11, concrete=("indices",), padding="gather_nd")
+@register("GatherND", 11, concrete=("indices",), padding=_on_padding)
 def _gather_nd_11(data, indices, *, checks=None):
     return gather_nd(data, indices, batch_dims=0, checks=checks)
 

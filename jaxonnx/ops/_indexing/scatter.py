@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from jaxonnx._core.registry import register
-from jaxonnx.ops._helpers.indexing import scatter_elements_along
+from jaxonnx.ops._helpers.indexing import scatter_elements_along, scattered_on_padding
 
 
-@register("Scatter", 9, 11, concrete=("indices",), padding="scatter")
+@register("Scatter", 9, 11, concrete=("indices",), padding=scattered_on_padding)
 def scatter(data, indices, updates, *, axis: int = 0, checks=None):
     """Implements ONNX Scatter: ``out[indices[i][j]][j] = updates[i][j]`` for ``axis=0``.
 

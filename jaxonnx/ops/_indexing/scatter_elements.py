@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from jaxonnx._core.registry import register
 from jaxonnx._errors import OnnxValidationError
-from jaxonnx.ops._helpers.indexing import REDUCTIONS, checked_reduction, scatter_elements_along
+from jaxonnx.ops._helpers.indexing import REDUCTIONS, checked_reduction, scatter_elements_along, scattered_on_padding
 
 
-@register("ScatterElements", 18, concrete=("indices",), padding="scatter")
+@register("ScatterElements", 18, concrete=("indices",), padding=scattered_on_padding)
 def scatter_elements(data, indices, updates, *, axis: int = 0, reduction: str = "none", checks=None):
     """Implements ONNX ScatterElements: ``out[indices[i][j]][j] = updates[i][j]`` for ``axis=0``.
 
@@ -45,13 +45,13 @@ def scatter_elements(data, indices, updates, *, axis: int = 0, reduction: str = 
     return scatter_elements_along(data, indices, updates, axis, reduction, checks=checks)
 
 
-@register("ScatterElements", 16, concrete=("indices",), padding="scatter")
+@register("ScatterElements", 16, concrete=("indices",), padding=scattered_on_padding)
 def _scatter_elements_16(data, indices, updates, *, axis=0, reduction="none", checks=None):
     reduction = checked_reduction(reduction, REDUCTIONS[:3])
     return scatter_elements(data, indices, updates, axis=axis, reduction=reduction, checks=checks)
 
 
-@register("ScatterElements", 11, 13, concrete=("indices",), padding="scatter")
+@register("ScatterElements", 11, 13, concrete=("indices",), padding=scattered_on_padding)
 def _scatter_elements_11(data, indices, updates, *, axis=0, checks=None):
     return scatter_elements(data, indices, updates, axis=axis, checks=checks)
 

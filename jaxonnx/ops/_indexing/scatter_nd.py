@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+from jaxonnx._core.padding import Call
 from jaxonnx._core.registry import register
 from jaxonnx._errors import OnnxValidationError
-from jaxonnx.ops._helpers.indexing import REDUCTIONS, checked_reduction, nd_indices, scatter
+from jaxonnx.ops._helpers.indexing import REDUCTIONS, checked_reduction, nd_indices, scatter, scattered_on_padding
 
 
-@register("ScatterND", 18, concrete=("indices",), padding="scatter_nd")
+def _on_padding(call: Call):
+    """ScatterND's rule on padding: marked index rows or updates write nothing; the output keeps
+    the data's marks."""
+    return scattered_on_padding(call, nd=True)
+
+
+@register("ScatterND", 18, concrete=("indices",), padding=_on_padding)
 def scatter_nd(data, indices, updates, *, reduction: str = "none", checks=None):
     """Implements ONNX ScatterND: a copy of ``data`` with the slices that the rows of
     ``indices`` address replaced by (or combined with) ``updates``.
@@ -63,12 +70,12 @@ def scatter_nd(data, indices, updates, *, reduction: str = "none", checks=None):
     return scatter(data, address, updates, reduction)
 
 
-@register("ScatterND", 16, concrete=("indices",), padding="scatter_nd")
+@register("ScatterND", 16, concrete=("indices",), padding=_on_padding)
 def _scatter_nd_16(data, indices, updates, *, reduction="none", checks=None):
     return scatter_nd(data, indices, updates, reduction=checked_reduction(reduction, REDUCTIONS[:3]), checks=checks)
 
 
-@register("ScatterND", 11, 13, concrete=("indices",), padding="scatter_nd")
+@register("ScatterND", 11, 13, concrete=("indices",), padding=_on_padding)
 def _scatter_nd_11(data, indices, updates, *, checks=None):
     return scatter_nd(data, indices, updates, checks=checks)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
+from jaxonnx._core.padding import Call, Mark, Marks, as_tuple, filled, merge
 from jaxonnx._core.registry import register
 from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.broadcasting import matmul_operands
@@ -13,7 +14,47 @@ from jaxonnx.ops._helpers.common import namespace
 from jaxonnx.ops._helpers.schemas import attribute, contrib_schema
 
 
-@register("MatMul", 1, 9, 13, padding="matmul", weights=("B",), linear=True)
+def _on_padding(call: Call):
+    """MatMul's rule on padding: the rows of ``A``, the columns of ``B`` and (unbroadcast) batch
+    axes keep their marks in the product; along the contracted axis the marked entries of
+    either operand count as 0 (both operands are zeroed there, so padding's values never reach
+    a real entry). A Mixture-of-Experts layer as Optimum exports it runs each expert's MLP on
+    the rows that NonZero routed to it."""
+    a, b = call.args[0], call.args[1]
+    if call.has_lengths():
+        call.refuse("multiplies padded lengths")
+    rank_a, rank_b = np.ndim(a), np.ndim(b)
+    marks_a, marks_b = call.axis_marks(0), call.axis_marks(1)
+    inner_a, inner_b = rank_a - 1, max(rank_b - 2, 0)
+    # Entries padded along the contracted axis (in either operand) add nothing: both are 0 there.
+    inner = [m for m in (marks_a.get(inner_a), marks_b.get(inner_b)) if m is not None]
+    args = list(call.args)
+    for mark in inner:
+        args[0] = filled(args[0], {inner_a: mark}, 0)
+        args[1] = filled(args[1], {inner_b: mark}, 0)
+    results = as_tuple(call.run(args))
+    shape = np.shape(results[0])
+    rank = len(shape)
+    batch = rank - (rank_a >= 2) - (rank_b >= 2)
+    axes: dict[int, Mark] = {}
+    # By position, not identity: MatMul(X, X) passes one array twice.
+    for is_b, (operand, marks, operand_rank, inner_axis) in enumerate(
+        ((a, marks_a, rank_a, inner_a), (b, marks_b, rank_b, inner_b))
+    ):
+        for axis, mark in marks.items():
+            if axis == inner_axis:
+                continue
+            if axis >= operand_rank - 2:  # A's rows or B's columns
+                out_axis = rank - 1 if is_b or rank_b < 2 else rank - 2
+            else:
+                out_axis = axis + batch - (operand_rank - 2)
+                if shape[out_axis] != np.shape(operand)[axis]:
+                    call.refuse(f"broadcasts the padded axis {axis} to length {shape[out_axis]}")
+            merge(axes, out_axis, mark)
+    return results, [Marks(axes) if axes else None]
+
+
+@register("MatMul", 1, 9, 13, padding=_on_padding, weights=("B",), linear=True)
 def matmul(A, B):
     """Implements ONNX MatMul: the matrix product of ``A`` and ``B``, as ``numpy.matmul``.
 

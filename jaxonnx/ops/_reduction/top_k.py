@@ -6,12 +6,36 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxonnx._core.padding import Call, Marks, as_tuple, filled, merge, with_count
 from jaxonnx._core.registry import register
 from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.common import int_list, namespace, normalize_axis
 
 
-@register("TopK", 11, 24, static=("K",), padding="top_k")
+def _on_padding(call: Call):
+    """TopK's rule on padding: marked entries rank last, so the outputs are marked past
+    ``min(count, K)``; a ``K`` that is a padded length marks them at the real ``K``."""
+    data, k = call.args[0], call.args[1] if len(call.args) > 1 else None
+    axis = call.attributes.get("axis", -1)
+    axis = axis + data.ndim if axis < 0 else axis
+    largest = call.attributes.get("largest", 1)
+    if call.length_flags(0) is not None:
+        call.refuse("ranks padded lengths")
+    axes = dict(call.axis_marks(0))
+    args = list(call.args)
+    if axis in axes:  # marked entries rank last
+        args[0] = filled(data, {axis: axes[axis]}, "lowest" if largest else "highest")
+    results = as_tuple(call.run(args))
+    length = np.shape(results[0])[axis]
+    if axis in axes:
+        axes[axis] = with_count(axes[axis], jnp.minimum(axes[axis].count, length))
+    if k is not None and call.marks[1] is not None:
+        real_k = jnp.asarray(call.marks[1].real).reshape(-1)[0]
+        merge(axes, axis, with_count(call.length_origin(), real_k))
+    return results, [Marks(dict(axes)) if axes else None for _ in results]
+
+
+@register("TopK", 11, 24, static=("K",), padding=_on_padding)
 def top_k(X, K, *, axis: int = -1, largest: int = 1, sorted: int = 1):
     """Implements ONNX TopK (version 24): the ``K`` largest (or smallest) elements along ``axis``.
 
@@ -43,12 +67,12 @@ def top_k(X, K, *, axis: int = -1, largest: int = 1, sorted: int = 1):
     return _top_k(X, values[0], axis, largest=bool(largest))
 
 
-@register("TopK", 10, static=("K",), padding="top_k")
+@register("TopK", 10, static=("K",), padding=_on_padding)
 def _top_k_10(X, K, *, axis=-1):
     return top_k(X, K, axis=axis)
 
 
-@register("TopK", 1, padding="top_k")
+@register("TopK", 1, padding=_on_padding)
 def _top_k_1(X, *, k, axis=-1):
     return _top_k(X, k, axis, largest=True)
 

@@ -2,12 +2,53 @@
 
 from __future__ import annotations
 
+import jax.numpy as jnp
+import numpy as np
+
+from jaxonnx._core.padding import Call, Mark, as_tuple, combine, length_marks, merge, with_count
 from jaxonnx._core.registry import register
 from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.common import namespace, normalize_axis
 
 
-@register("Concat", 11, 13, padding="concat", layout="along_axis")
+def _on_padding(call: Call):
+    """Concat's rule on padding: along a marked axis, each input's real entries come first, in
+    order, then all the padding, as the exact concatenation of the real parts has them; the
+    other axes keep their marks."""
+    results = as_tuple(call.run(call.args))
+    out = results[0]
+    axis = call.attributes.get("axis", 0)
+    axis = axis + out.ndim if axis < 0 else axis
+    axes: dict[int, Mark] = {}
+    for marks in call.marks:
+        for a, mark in ({} if marks is None else marks.axes).items():
+            if a != axis:
+                merge(axes, a, mark)
+    along = [m.axes[axis] if m is not None and axis in m.axes else None for m in call.marks]
+    if any(along):
+        # The real entries of each input first, in order, then all the padding: as the exact
+        # concatenation of the real parts would have them.
+        masks = [
+            jnp.arange(a.shape[axis]) < (m.count if m is not None else a.shape[axis]) for a, m in zip(call.args, along)
+        ]
+        real = jnp.concatenate(masks)
+        order = jnp.argsort(~real, stable=True)
+        out = jnp.take(jnp.asarray(out), order, axis=axis)
+        count = sum(m.count if m is not None else a.shape[axis] for a, m in zip(call.args, along))
+        axes[axis] = with_count(next(m for m in along if m is not None), count)
+    lengths = None
+    if call.has_lengths():
+        flags = [
+            np.zeros(np.shape(a), bool) if call.length_flags(i) is None else call.length_flags(i)
+            for i, a in enumerate(call.args)
+        ]
+        lengths = length_marks(
+            np.concatenate(flags, axis=axis), as_tuple(call.run(call.reals()))[0], call.length_origin()
+        )
+    return (out,), [combine(axes, lengths)]
+
+
+@register("Concat", 11, 13, padding=_on_padding, layout="along_axis")
 def concat(*inputs, axis: int):
     """Implements ONNX Concat: ``inputs`` joined along ``axis``.
 
@@ -26,12 +67,12 @@ def concat(*inputs, axis: int):
     return _concat(inputs, axis, allow_negative=True)
 
 
-@register("Concat", 4, padding="concat", layout="along_axis")
+@register("Concat", 4, padding=_on_padding, layout="along_axis")
 def _concat_4(*inputs, axis):
     return _concat(inputs, axis, allow_negative=False)
 
 
-@register("Concat", 1, padding="concat")
+@register("Concat", 1, padding=_on_padding)
 def _concat_1(*inputs, axis=None):
     # Concat-1's schema has no default, but its text says "Default value is 1".
     return _concat(inputs, 1 if axis is None else axis, allow_negative=False)

@@ -2,16 +2,31 @@
 
 from __future__ import annotations
 
+import jax.numpy as jnp
 import numpy as np
 
 from jaxonnx._core.dtypes import onnx_type_name
+from jaxonnx._core.padding import Call, Marks, as_tuple, with_count
 from jaxonnx._core.registry import register
 from jaxonnx._errors import OnnxTypeError, OnnxValidationError
 from jaxonnx.ops._helpers.casting import schema_types
 from jaxonnx.ops._helpers.common import int_list
 
 
-@register("ConstantOfShape", 25, static=("input",), padding="constant_of_shape")
+def _on_padding(call: Call):
+    """ConstantOfShape's rule on padding: a shape that holds padded lengths gives a value marked
+    at the real lengths."""
+    results = as_tuple(call.run(call.args))
+    shape_marks = call.marks[0]
+    if shape_marks is None or shape_marks.lengths is None:
+        call.refuse("takes it as its value")
+    flags = shape_marks.lengths
+    real = jnp.asarray(shape_marks.real).reshape(-1)
+    axes = {int(i): with_count(call.length_origin(), real[i]) for i in np.flatnonzero(flags.reshape(-1))}
+    return results, [Marks(axes)]
+
+
+@register("ConstantOfShape", 25, static=("input",), padding=_on_padding)
 def constant_of_shape(input, *, value=None):
     """Implements ONNX ConstantOfShape: an array of shape ``input`` filled with ``value``.
 
@@ -52,7 +67,7 @@ def _constant_of_shape(input, value, *, version: int):
 
 
 def _older(version: int):
-    @register("ConstantOfShape", version, static=("input",), padding="constant_of_shape")
+    @register("ConstantOfShape", version, static=("input",), padding=_on_padding)
     def constant_of_shape_before_25(input, *, value=None):
         return _constant_of_shape(input, value, version=version)
 

@@ -5,12 +5,20 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
+from jaxonnx._core.padding import Call, moves
 from jaxonnx._core.registry import register
 from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.common import int_list, namespace
 
 
-@register("Expand", 8, 13, static=("shape",), padding="expand")
+def _on_padding(call: Call):
+    """Expand's rule on padding: the values move (``"moves"``), and a padded length in the
+    broadcast shape (aligned to the output's last axes) marks the axis it sizes at the real
+    length."""
+    return moves(call, lengths_as="broadcast_shape")
+
+
+@register("Expand", 8, 13, static=("shape",), padding=_on_padding)
 def expand(input, shape):
     """Implements ONNX Expand: ``input`` broadcast with ``shape`` (numpy's rules, both ways).
 

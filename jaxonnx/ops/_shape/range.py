@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import math
 
+import jax.numpy as jnp
 import numpy as np
 import onnx
 
+from jaxonnx._core.padding import Call, Marks, as_tuple, with_count
 from jaxonnx._core.registry import register
 from jaxonnx._errors import OnnxValidationError
 
@@ -14,7 +16,18 @@ _MAX_LENGTH = 2**31 - 1
 _STASH_TYPES = {onnx.TensorProto.FLOAT: np.float32, onnx.TensorProto.DOUBLE: np.float64}
 
 
-@register("Range", 27, static=("start", "limit", "delta"), padding="range")
+def _on_padding(call: Call):
+    """Range's rule on padding: bounds that are padded lengths give a range marked at its real
+    length."""
+    results = as_tuple(call.run(call.args))
+    if any(m is not None and m.lengths is None for m in call.marks):
+        call.refuse("takes a padded value as a bound")
+    start, limit, delta = (jnp.asarray(r).reshape(()) for r in call.reals()[:3])
+    count = jnp.maximum(jnp.ceil((limit - start) / delta), 0).astype(jnp.int32)
+    return results, [Marks({0: with_count(call.length_origin(), jnp.minimum(count, np.shape(results[0])[0]))})]
+
+
+@register("Range", 27, static=("start", "limit", "delta"), padding=_on_padding)
 def range(start, limit, delta, *, stash_type: int = onnx.TensorProto.FLOAT):
     """Implements ONNX Range: ``start, start + delta, ...`` up to ``limit`` (exclusive).
 
@@ -58,7 +71,7 @@ def range(start, limit, delta, *, stash_type: int = onnx.TensorProto.FLOAT):
     return (compute(first) + np.arange(count, dtype=compute) * compute(step)).astype(dtype)
 
 
-@register("Range", 11, static=("start", "limit", "delta"), padding="range")
+@register("Range", 11, static=("start", "limit", "delta"), padding=_on_padding)
 def _range_11(start, limit, delta):
     return range(start, limit, delta)
 

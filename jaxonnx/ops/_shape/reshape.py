@@ -6,12 +6,19 @@ import math
 
 import numpy as np
 
+from jaxonnx._core.padding import Call, moves
 from jaxonnx._core.registry import register
 from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.common import int_list
 
 
-@register("Reshape", 14, 19, 21, 23, 24, 25, static=("shape",), padding="reshape", keeps_non_zeros=True)
+def _on_padding(call: Call):
+    """Reshape's rule on padding: the values move (``"moves"``), and a padded length in the
+    target shape marks the axis it sizes at the real length."""
+    return moves(call, lengths_as="shape")
+
+
+@register("Reshape", 14, 19, 21, 23, 24, 25, static=("shape",), padding=_on_padding, keeps_non_zeros=True)
 def reshape(data, shape, *, allowzero: int = 0):
     """Implements ONNX Reshape: ``data`` with the dims of ``shape``.
 
@@ -36,12 +43,12 @@ def reshape(data, shape, *, allowzero: int = 0):
     return _reshape(data, _shape_list(shape), allowzero=bool(allowzero))
 
 
-@register("Reshape", 5, 13, static=("shape",), padding="reshape", keeps_non_zeros=True)
+@register("Reshape", 5, 13, static=("shape",), padding=_on_padding, keeps_non_zeros=True)
 def _reshape_5(data, shape):
     return _reshape(data, _shape_list(shape), allowzero=False)
 
 
-@register("Reshape", 1, padding="reshape", keeps_non_zeros=True)
+@register("Reshape", 1, padding=_on_padding, keeps_non_zeros=True)
 def _reshape_1(data, *, shape=None, consumed_inputs=None):
     # Reshape-1 takes `shape` as an attribute; `consumed_inputs` is a legacy hint with no effect.
     if shape is None:

@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxonnx._core.padding import RealLength
+from jaxonnx._core.padding import Call, RealLength, moves
 from jaxonnx._core.registry import register
 from jaxonnx._errors import OnnxValidationError, StaticValueError
 from jaxonnx.ops._helpers.bounds import refuse_at_run_time_if
@@ -49,7 +49,13 @@ def slice_bounds(dim: int, start: int, end: int, step: int) -> builtins.slice:
     return builtins.slice(start, stop if stop >= 0 else None, step)
 
 
-@register("Slice", 11, 13, static=_BOUNDS, size_hint="own_length", padding="slice")
+def _on_padding(call: Call):
+    """Slice's rule on padding: the values move (``"moves"``), and ``Slice(x, 0, n)`` with ``n``
+    a padded length (``x[:len(y)]``) marks the axis at the real length."""
+    return moves(call, lengths_as="ends")
+
+
+@register("Slice", 11, 13, static=_BOUNDS, size_hint="own_length", padding=_on_padding)
 def slice(
     data, starts, ends, axes=None, steps=None, *, size: int | None = None, fill_value=None, real_length: bool = False
 ):
@@ -94,14 +100,14 @@ def slice(
     )
 
 
-@register("Slice", 10, static=_BOUNDS, size_hint="own_length", padding="slice")
+@register("Slice", 10, static=_BOUNDS, size_hint="own_length", padding=_on_padding)
 def _slice_10(data, starts, ends, axes=None, steps=None, *, size=None, fill_value=None, real_length=False):
     return _slice(
         data, starts, ends, axes, steps, negative_axes=False, size=size, fill_value=fill_value, real_length=real_length
     )
 
 
-@register("Slice", 1, padding="slice")
+@register("Slice", 1, padding=_on_padding)
 def _slice_1(data, *, starts, ends, axes=None):
     # Slice-1's bounds are attributes, and it has no steps.
     return _slice(data, starts, ends, axes, _NO_STEPS, negative_axes=False)

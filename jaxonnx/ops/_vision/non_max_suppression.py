@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxonnx._core.padding import RealLength
+from jaxonnx._core.padding import Call, Mark, RealLength, as_tuple, filled
 from jaxonnx._core.registry import register
 from jaxonnx._errors import OnnxValidationError, StaticValueError
 from jaxonnx.ops._helpers.bounds import refuse_at_run_time_if
@@ -15,7 +15,48 @@ from jaxonnx.ops._helpers.common import is_traced
 _INPUTS = ("boxes", "scores", "max_output_boxes_per_class", "iou_threshold", "score_threshold")
 
 
-@register("NonMaxSuppression", 10, 11, concrete=_INPUTS, size_hint=True, padding="non_max_suppression")
+def _on_padding(call: Call):
+    """NonMaxSuppression's rule on padding: marked boxes (the box axis of ``boxes`` and
+    ``scores``) are never selected: they rank last, so they neither take a real box's place
+    nor suppress one, and the rows that name them are dropped (the real rows first, as the
+    exact result has them)."""
+    scores = call.args[1]
+    call.only_inputs((0, 1), "takes it as a parameter")
+    if call.has_lengths():
+        call.refuse("takes a padded length as boxes or scores")
+    marks = [
+        *call.axis_marks(0).items(),
+        *((a - 1 if a == 2 else -a - 1, m) for a, m in call.axis_marks(1).items()),
+    ]
+    if any(axis != 1 for axis, _ in marks):  # boxes' axis 1 and scores' axis 2 are the boxes
+        call.refuse("pads an axis other than the boxes (a batch, a class or a coordinate)")
+    count = marks[0][1].count
+    for _, mark in marks[1:]:
+        count = jnp.minimum(count, mark.count)
+    args = list(call.args)
+    # Visited after every real box, a marked box can neither take a real one's place under
+    # max_output_boxes_per_class nor suppress one: the real rows are the exact result's.
+    args[1] = filled(scores, {2: Mark(count, "", "")}, "lowest")
+    results = as_tuple(call.run(args))
+    rows = jnp.asarray(results[0])
+    real = results[-1] if isinstance(results[-1], RealLength) else None
+    keep = rows[:, 2] < count.astype(rows.dtype)
+    if real is not None:
+        keep = keep & (jnp.arange(rows.shape[0]) < jnp.asarray(real.count))
+    if real is None and not isinstance(keep, jax.core.Tracer):  # exact rows: drop those that name a marked box
+        selected = rows[np.asarray(keep)]
+        return (selected if isinstance(results[0], jax.Array) else np.asarray(selected),), [None]
+    # Padded rows: the real ones first, then the op's own padding ([batches, classes, boxes]).
+    pads = jnp.asarray(np.array(scores.shape), rows.dtype)
+    order = jnp.argsort(~keep, stable=True)
+    kept = keep[order]
+    selected = jnp.where(kept[:, None], rows[order], pads)
+    if real is None:
+        return (selected,), [None]
+    return (selected, RealLength(jnp.count_nonzero(keep), real.axes)), [None, None]
+
+
+@register("NonMaxSuppression", 10, 11, concrete=_INPUTS, size_hint=True, padding=_on_padding)
 def non_max_suppression(
     boxes,
     scores,
