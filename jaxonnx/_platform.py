@@ -8,7 +8,8 @@ forced: ``JAXONNX_PLATFORM_BRANCH=gpu`` (or ``tpu``, or ``default``) in the envi
 ``with jaxonnx._platform.forced_branch("gpu"):``, makes every such choice take that
 platform's branch (the ``default`` one where the op has none of its own) on any machine.
 So what a GPU or TPU computes is checked on a CPU: the test suite runs the op table and
-the model fixtures through it (``tests/test_platform_branches.py``).
+the model fixtures through it (``tests/test_op_table.py``, ``tests/test_real_models.py``;
+the switch itself is tested in ``tests/test_platform_branches.py``).
 
 The choice is made when a function is traced: an executable compiled before the switch
 keeps the branch it was compiled with (``jax.jit`` caches by its arguments, not by this

@@ -77,3 +77,26 @@ def test_gpu_branch_equals_cpu_branch(name):
     for index, (c, g) in enumerate(zip(cpu_grads, gpu_grads)):
         scale = max(1.0, float(np.abs(c).max()))
         np.testing.assert_allclose(g, c, rtol=2e-3, atol=2e-4 * scale, err_msg=f"gradient of param {index}")
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_precision_attention_takes_the_fused_path_and_equals_the_float32_one(dtype):
+    """Half-precision attention on a GPU takes jax's fused formulation (cuDNN where it takes
+    the shapes), which XLA:CPU cannot compile and the platform switch therefore cannot reach
+    on a CPU: its values against the explicit float32 formulation on the CPU."""
+    from jaxonnx.ops._helpers.attention import grouped_attention
+
+    rng = np.random.default_rng(0)
+    q, k, v = (rng.standard_normal((2, 8, 16, 64)).astype(np.float32) for _ in range(3))
+    k, v = k[:, :2], v[:, :2]  # grouped: 8 query heads over 2 key-value heads
+    allowed = np.tril(np.ones((16, 16), bool))[None, None]
+    scale = 64**-0.5
+
+    def attend(q, k, v):
+        return grouped_attention(q, k, v, scale=scale, allowed=allowed)
+
+    want = jax.jit(attend)(*(jax.device_put(x, jax.devices("cpu")[0]) for x in (q, k, v)))
+    half = [jax.device_put(x.astype(dtype), _gpu()) for x in (q, k, v)]
+    got = jax.jit(attend)(*half)
+    assert got.dtype == np.dtype(dtype) and {d.platform for d in got.devices()} == {"gpu"}
+    np.testing.assert_allclose(np.asarray(got, np.float32), np.asarray(want), atol=3e-2 if dtype == "float16" else 6e-2)

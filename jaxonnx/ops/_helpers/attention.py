@@ -134,7 +134,9 @@ def grouped_attention(q, k, v, *, scale, allowed=None, bias=None, softcap=0.0, s
     groups = heads // kv_heads
     dtype = q.dtype
     # (XLA:CPU has no half-precision product with a float32 result, which jax's formulation
-    # asks for: half precision on a CPU takes the explicit path below.)
+    # asks for: half precision on a CPU takes the explicit path below. The choice reads the
+    # backend, not jaxonnx._platform's switch: a forced GPU branch could not compile on a CPU,
+    # so this one path is checked only where a GPU is, by tests/test_gpu.py.)
     half = dtype in (jnp.float16, jnp.bfloat16)
     if (
         not probabilities
