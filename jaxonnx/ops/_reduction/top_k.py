@@ -96,8 +96,8 @@ def _top_k(x, k: int, axis: int, *, largest: bool):
             indices = np.argsort(keys, axis=axis, stable=True)
         indices = indices[(slice(None),) * axis + (slice(0, k),)]
     else:
-        # lax.top_k (largest first, ties by lower index) is ~100x faster than a full sort on
-        # CPU. The smallest are the largest of an order-reversing key: -x for floats (NaN
+        # lax.top_k (largest first, ties by lower index) selects without sorting the whole axis,
+        # which a sort on CPU does. The smallest are the largest of an order-reversing key: -x for floats (NaN
         # stays the largest, as in numpy's sort), ~x for integers (no overflow).
         if not largest:
             keys = -keys if x.dtype.kind == "f" else ~keys
