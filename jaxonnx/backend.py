@@ -34,10 +34,10 @@ _PLATFORMS = {"CPU": ("cpu",), "CUDA": ("gpu", "cuda"), "GPU": ("gpu", "cuda", "
 def _jax_device(device: str):
     """The JAX device for an ONNX device string such as ``"CPU"`` or ``"CUDA:1"``; None if
     there is none here or the string does not parse."""
-    kind, colon, index = str(device).partition(":")
-    if colon and not (index.isascii() and index.isdecimal()):
+    kind, colon, digits = str(device).partition(":")
+    if colon and not (digits.isascii() and digits.isdecimal()):
         return None
-    index = int(index) if colon else 0
+    index = int(digits) if colon else 0
     for platform in _PLATFORMS.get(kind.upper(), ()):
         try:
             devices = jax.devices(platform)
@@ -131,8 +131,8 @@ def _node_arguments(node, op, inputs) -> list:
             raise OnnxValidationError(
                 f"{where} names {len(given)} inputs ({', '.join(given) or 'none'}){note}, got {len(values)} values."
             )
-    values = iter(values)
-    return [_to_jax(next(values), name) if name else None for name in node.input]
+    remaining = iter(values)
+    return [_to_jax(next(remaining), name) if name else None for name in node.input]
 
 
 class JaxOnnxBackend(onnx_backend.Backend):

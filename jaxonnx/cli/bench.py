@@ -68,7 +68,7 @@ def _bench(args) -> int:
         options = runtime.SessionOptions()
         options.log_severity_level = 3  # errors only: its warnings are about the model, not the timing
         session = runtime.InferenceSession(args.model, options, providers=providers)
-    except Exception as error:  # noqa: BLE001  (onnxruntime's own errors, e.g. an op it lacks)
+    except Exception as error:  # onnxruntime's own errors, e.g. an op it lacks
         print(f"onnxruntime {runtime.__version__}: cannot load the model: {str(error).strip().splitlines()[0]}")
         _print_outputs(outputs, hinted)
         return 0
@@ -76,7 +76,7 @@ def _bench(args) -> int:
     ort_feed = dict(feed)  # initializers given with --input too: onnxruntime takes them by name
     try:
         ort_times, ort_outputs = _timed(lambda: session.run(None, ort_feed), args.warmup, args.repeat)
-    except Exception as error:  # noqa: BLE001
+    except Exception as error:  # onnxruntime's own errors, as at the load
         print(f"onnxruntime {runtime.__version__}: cannot run the model: {str(error).strip().splitlines()[0]}")
         _print_outputs(outputs, hinted)
         return 0

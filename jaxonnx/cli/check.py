@@ -57,7 +57,8 @@ def _function_body(op_type: str, opset, domain: str):
         schema = onnx.defs.get_schema(op_type, opset, domain)
     except onnx.defs.SchemaError:
         return None
-    if schema.has_function or schema.has_context_dependent_function:
+    # onnx's stub of OpSchema lacks these two properties, which the compiled class has.
+    if schema.has_function or schema.has_context_dependent_function:  # type: ignore[attr-defined]
         return f"{op_type}-{schema.since_version} (body)"
     return None
 
@@ -72,9 +73,9 @@ def _check(args) -> int:
     # As `load` does (and onnxruntime): a top-level node's domain the file imports no version of
     # runs at the newest registered one (convert_generation's T5 BeamSearch files, for one).
     for domain in sorted({canonical_domain(n.domain) for n in proto.graph.node} - set(opsets) - {""}):
-        known = [v for versions in jaxonnx.supported_ops(domain).values() for v in versions]
-        if known:
-            opsets[domain] = max(known)
+        registered = [v for versions in jaxonnx.supported_ops(domain).values() for v in versions]
+        if registered:
+            opsets[domain] = max(registered)
     rows = []  # (path, op, resolved, status)
     in_subgraphs = 0
     op_counts: dict[str, int] = {}

@@ -7,10 +7,16 @@ import argparse
 import dataclasses
 import os
 import time
+from typing import TYPE_CHECKING, NoReturn
 
 import numpy as np
 
 from jaxonnx.cli.errors import _UsageError
+
+if TYPE_CHECKING:  # the CLI imports jaxonnx and onnx only when a command runs
+    import onnx
+
+    from jaxonnx._core.model import Model
 
 _DIM_ADVICE = "set them with `--dim NAME=N`, or whole shapes with `--shape INPUT=D1,D2,...`"
 
@@ -53,7 +59,7 @@ def _add_input_options(command: argparse.ArgumentParser) -> None:
 # --------------------------------------------------------------------------- the model and its inputs
 
 
-def _read_model(path: str):
+def _read_model(path: str) -> onnx.ModelProto:
     """The model's protobuf, read once (``run`` and ``bench`` load it from this, and read
     their node details from it)."""
     from jaxonnx._core.loading import parse_model
@@ -70,8 +76,8 @@ def _read_model(path: str):
 class _Prepared:
     """A loaded model, the proto it came from, and the feed the command made for it."""
 
-    model: object
-    proto: object
+    model: Model
+    proto: onnx.ModelProto
     hints: dict[str, int]
     feed: dict[str, np.ndarray]
     random: list[str]  # the inputs that were made up
@@ -183,18 +189,19 @@ def _prepare(args) -> _Prepared:
                 if isinstance(dim, str):
                     bind(dim, length, f"--shape {name}")
     random_names = [name for name in model.input_names if name not in given]
-    made_shapes: dict[str, list[int | str | None]] = {
-        name: list(declared[name].shape) if declared[name].shape is not None else None for name in random_names
-    }
+    made_shapes: dict[str, list[int | str | None] | None] = {}
+    for name in random_names:
+        declared_shape = declared[name].shape
+        made_shapes[name] = list(declared_shape) if declared_shape is not None else None
     if args.batch is not None:
         for name in random_names:
-            shape = made_shapes[name]
-            if name in shapes or not shape or isinstance(shape[0], int):
+            made = made_shapes[name]
+            if name in shapes or not made or isinstance(made[0], int):
                 continue
-            if isinstance(shape[0], str):
-                bind(shape[0], args.batch, "--batch")
+            if isinstance(made[0], str):
+                bind(made[0], args.batch, "--batch")
             else:
-                shape[0] = args.batch
+                made[0] = args.batch
     unknown_dims = []
     rng = np.random.default_rng(args.seed)
     feed = {}
@@ -203,29 +210,31 @@ def _prepare(args) -> _Prepared:
             feed[name] = given[name]
             continue
         info = declared[name]
+        lengths: tuple[int, ...] | list[int]
         if name in shapes:
-            shape = shapes[name]
+            lengths = shapes[name]
         else:
-            if made_shapes[name] is None:
+            made = made_shapes[name]
+            if made is None:
                 _no_random_value(info)
-            shape = []
-            for axis, dim in enumerate(made_shapes[name]):
+            lengths = []
+            for axis, dim in enumerate(made):
                 if isinstance(dim, str):
                     dims.setdefault(dim, (1, "default"))
-                    shape.append(dims[dim][0])
+                    lengths.append(dims[dim][0])
                 elif dim is None:
                     unknown_dims.append(f"input {name!r} dim {axis}")
-                    shape.append(1)
+                    lengths.append(1)
                 else:
-                    shape.append(dim)
+                    lengths.append(dim)
         if info.dtype is None:
             _no_random_value(info, shape_known=True)
-        feed[name] = _random_value(tuple(shape), info.dtype, rng)
+        feed[name] = _random_value(tuple(lengths), info.dtype, rng)
     feed.update({name: value for name, value in given.items() if name not in feed})
     return _Prepared(model, proto, hints, feed, random_names, dims, unknown_dims, model_dir, load_s)
 
 
-def _no_random_value(info, shape_known: bool = False):
+def _no_random_value(info, shape_known: bool = False) -> NoReturn:
     """A usage error: the input's declaration lacks what a random value needs."""
     missing = [
         what for what, known in (("a shape", shape_known), ("an element type", info.dtype is not None)) if not known

@@ -143,14 +143,16 @@ class LoraModel(Model):
         so that they reach the ops as arrays rather than as constants of a trace (the graph
         runner makes numpy values beside traced ones constants of the trace), and the ops'
         wrapper reads them at run time (:func:`_rematerialized`)."""
+        # Graph declares its initializers numpy arrays; these become device arrays on purpose.
+        initializers: dict[str, Any] = self.graph.initializers
         for node in self.graph.nodes:
             if (getattr(node.op, "domain", None), getattr(node.op, "op_type", None)) not in _DEQUANTIZING:
                 continue
             for name in node.inputs[1:4] if node.op.op_type == "MatMulNBits" else node.inputs[1:3]:
-                value = self.graph.initializers.get(name)
+                value = initializers.get(name)
                 if isinstance(value, np.ndarray):
                     with jax.ensure_compile_time_eval():
-                        self.graph.initializers[name] = jnp.asarray(value)
+                        initializers[name] = jnp.asarray(value)
 
     def _find_weights(self) -> None:
         super()._find_weights()
@@ -433,7 +435,8 @@ def _add_adapters(proto: onnx.ModelProto, chosen: list[Product], rank: int, alph
 
     by_node = {p.node: p for p in chosen}
     by_output = {p.output: p for p in chosen}
-    table, nodes = [], []
+    table: list[Adapter] = []
+    nodes: list[onnx.NodeProto] = []
     for node in graph.node:
         nodes.append(node)
         product = by_node.get(node.name) if node.name else None
@@ -544,7 +547,7 @@ def _read_table(proto: onnx.ModelProto) -> tuple[Adapter, ...]:
 
 def _merged(proto: onnx.ModelProto, adapters: tuple[Adapter, ...]) -> onnx.ModelProto:
     """The base graph with ``scale * A @ B`` folded into each adapted weight."""
-    from jaxonnx.finetuning.requantize import fold  # noqa: PLC0415  (numpy work only a merge needs)
+    from jaxonnx.finetuning.requantize import fold  # imported here: numpy work only a merge needs
 
     graph = proto.graph
     initializers = {t.name: t for t in graph.initializer}
@@ -595,7 +598,7 @@ def _rematerializing_registry() -> Registry:
     """jaxonnx's ops, with the dequantizing products rematerialized (:func:`_rematerialized`)."""
     registry = REGISTRY.copy()
     for domain_op in _DEQUANTIZING:
-        versions = registry._versions.get(domain_op, {})  # noqa: SLF001  (a copy of ours, replaced in place)
+        versions = registry._versions.get(domain_op, {})  # a copy of ours, replaced in place
         for since, op in list(versions.items()):
             versions[since] = dataclasses.replace(op, fn=_rematerialized(op.fn))
     return registry
@@ -677,7 +680,7 @@ def _dense_weight(op: str, inputs, keywords):
             return None
         k_blocks = -(-k // block)
         mask = np.uint8((1 << bits) - 1)
-        unpack = lambda v: jnp.stack([(v >> np.uint8(bits * p)) & mask for p in range(8 // bits)], -1)  # noqa: E731
+        unpack = lambda v: jnp.stack([(v >> np.uint8(bits * p)) & mask for p in range(8 // bits)], -1)
         q = unpack(codes.reshape(n, k_blocks, -1)).reshape(n, k_blocks, block).astype(jnp.float32)
         zero = (
             np.float32(1 << (bits - 1))
@@ -687,7 +690,7 @@ def _dense_weight(op: str, inputs, keywords):
         weight = (q - zero) * scales.reshape(n, k_blocks).astype(jnp.float32)[..., None]
         return weight.reshape(n, k_blocks * block)[:, :k]
     if op == "matmul_bnb4":
-        from jaxonnx.ops._quantization.matmul_bnb4 import CODE_VALUES  # noqa: PLC0415  (the op's own table)
+        from jaxonnx.ops._quantization.matmul_bnb4 import CODE_VALUES  # imported here: only MatMulBnb4 needs it
 
         _, codes, absmax = inputs[:3]
         k, n, block = keywords["K"], keywords["N"], keywords["block_size"]

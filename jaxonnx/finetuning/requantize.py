@@ -76,7 +76,7 @@ def fold(
 def _fold_nbits(node, inputs, attributes, values, delta):
     k, n, block = int(attributes["K"]), int(attributes["N"]), int(attributes["block_size"])
     bits = int(attributes.get("bits", 4))
-    present = lambda i: len(inputs) > i and inputs[i] != ""  # noqa: E731
+    present = lambda i: len(inputs) > i and inputs[i] != ""
     for i, name in ((2, "scales"), (3, "zero_points"), (4, "g_idx")):
         if present(i) and inputs[i] not in values:
             raise OnnxValidationError(
@@ -126,6 +126,7 @@ def dequantize_nbits(codes, scales, zero_points, *, k: int, n: int, block_size: 
     k_blocks = -(-k // block_size)
     q = _unpack(codes.reshape(n, k_blocks, -1), bits).reshape(n, k_blocks, block_size).astype(np.float32)
     scale = scales.reshape(n, k_blocks).astype(np.float32)[..., None]
+    zero: np.float32 | np.ndarray
     if zero_points is None:
         zero = np.float32(1 << (bits - 1))
     else:
@@ -175,7 +176,7 @@ def _round_half_away(x: np.ndarray) -> np.ndarray:
 
 def dequantize_bnb4(codes, absmax, *, k: int, n: int, block_size: int, quant_type: int) -> np.ndarray:
     """MatMulBnb4's float32 ``(N, K)`` weight (codes first in the high nibble)."""
-    from jaxonnx.ops._quantization.matmul_bnb4 import CODE_VALUES  # noqa: PLC0415  (the op's own table)
+    from jaxonnx.ops._quantization.matmul_bnb4 import CODE_VALUES  # imported here: only MatMulBnb4 needs it
 
     size = n * k
     values = np.stack([codes >> np.uint8(4), codes & np.uint8(15)], axis=-1).reshape(-1)[:size]

@@ -116,7 +116,9 @@ def find_cache(
             f"{graph} has no KV-cache inputs (its inputs are {list(inputs)}); `generate` needs a model exported "
             "with its past key values as inputs (Optimum's `text-generation-with-past`)."
         )
-    axes, shapes, dtypes = set(), [], []
+    axes: set[int] = set()
+    shapes: list[tuple[int, ...]] = []
+    dtypes: list[np.dtype] = []
     for past, _present in pairs:
         info = inputs[past]
         if info.shape is None or len(info.shape) < 3:
@@ -127,7 +129,7 @@ def find_cache(
         symbolic = [axis for axis, dim in enumerate(info.shape) if axis and not isinstance(dim, int)]
         axis = symbolic[0] if len(symbolic) == 1 else len(info.shape) - 2
         shape = [
-            dim if isinstance(dim, int) or a in (0, axis) else (dims or {}).get(dim, dim)
+            dim if isinstance(dim, int) or dim is None or a in (0, axis) else (dims or {}).get(dim, dim)
             for a, dim in enumerate(info.shape)
         ]
         if not all(isinstance(dim, int) for a, dim in enumerate(shape) if a not in (0, axis)):
@@ -136,14 +138,20 @@ def find_cache(
             heads = _attention_heads(model) if len(shape) == 4 and axis == 2 else None
             if heads is not None:
                 shape = [dim if isinstance(dim, int) or a in (0, axis) else heads[a - 1] for a, dim in enumerate(shape)]
-        if not all(isinstance(dim, int) for a, dim in enumerate(shape) if a not in (0, axis)):
-            raise OnnxValidationError(
-                f"The cache input {past!r} of {graph} is declared {info.shape}; `generate` needs every dim but the "
-                "batch and the sequence known, to build the empty cache of the first step: give the others with "
-                "`jaxonnx.generation.find_cache(model, dims={name: length})` and pass its layout as `generate(..., cache=layout)`."
-            )
+        empty: list[int] = []  # the empty cache's shape, batch as -1
+        for a, dim in enumerate(shape):
+            if a in (0, axis):
+                empty.append(-1 if a == 0 else 0)
+            elif isinstance(dim, int):
+                empty.append(dim)
+            else:
+                raise OnnxValidationError(
+                    f"The cache input {past!r} of {graph} is declared {info.shape}; `generate` needs every dim but the "
+                    "batch and the sequence known, to build the empty cache of the first step: give the others with "
+                    "`jaxonnx.generation.find_cache(model, dims={name: length})` and pass its layout as `generate(..., cache=layout)`."
+                )
         axes.add(axis)
-        shapes.append(tuple(-1 if a == 0 else 0 if a == axis else dim for a, dim in enumerate(shape)))
+        shapes.append(tuple(empty))
         dtypes.append(np.dtype(info.dtype))
     if len(axes) != 1:
         raise OnnxValidationError(f"The cache inputs of {graph} grow along different axes {sorted(axes)}.")
