@@ -409,9 +409,9 @@ def moves(call: Call, lengths_as: str = ""):
     lengths: list[Marks | None] = [None] * len(results)
     first = call.marks[0]
     if first is not None and first.lengths is not None:
-        flags = as_tuple(call.run([np.asarray(first.lengths, np.int64), *call.args[1:]]))
-        real = as_tuple(call.run([first.real, *call.args[1:]]))
-        lengths = [length_marks(np.asarray(f) != 0, r, call.length_origin()) for f, r in zip(flags, real)]
+        moved_flags = as_tuple(call.run([np.asarray(first.lengths, np.int64), *call.args[1:]]))
+        moved_real = as_tuple(call.run([first.real, *call.args[1:]]))
+        lengths = [length_marks(np.asarray(f) != 0, r, call.length_origin()) for f, r in zip(moved_flags, moved_real)]
     for i in range(1, len(call.args)):
         flags = call.length_flags(i)
         marks = call.marks[i]
