@@ -3,12 +3,11 @@
 Every XLA CPU output, and each call's temporary buffer (all of a computation's intermediate
 values), is a fresh ``malloc`` block. glibc serves blocks above its mmap threshold (which
 adapts, but never past 32 MiB) with ``mmap`` and unmaps them on ``free``, so each call
-page-faults them in again: 32,768 faults for a 128 MiB output, which cost 2-5x the copy
-itself. onnxruntime avoids this with its own arena. A convolutional network at batch 8 has
-tens of MiB of intermediates: MobileNetV3-large's 52 MiB took 12,660 page faults and about
-20 ms of system time per call (31-33 ms in all, onnxruntime 14). One malloc arena that never
-unmaps or trims lets the freed buffers be reused: applied on import, 1,266 faults and 2.3-2.6
-ms of system time per call, 20-21 ms in all.
+page-faults them in again, which costs more than the copy itself. onnxruntime avoids this
+with its own arena. A convolutional network at batch 8 has tens of MiB of intermediates. One
+malloc arena that never unmaps or trims lets the freed buffers be reused: a tenth of the page
+faults and much less system time per call (measured: ``benchmarks/results.md`` and
+``benchmarks/cpu_formulations_results.md``, section 8).
 
 So ``import jaxonnx`` applies :func:`tune_cpu_allocator` (Linux with glibc), unless
 ``JAXONNX_KEEP_ALLOCATOR`` is set to anything but ``0`` or the empty string. The cost: it is
@@ -38,9 +37,9 @@ def tune_cpu_allocator() -> bool:
 
     ``import jaxonnx`` calls it (see the module docstring; ``JAXONNX_KEEP_ALLOCATOR=1`` opts
     out). Called at the start of a program, before JAX allocates, large jitted CPU outputs
-    and temporaries are then written into memory that is already mapped. Measured on a 2-core VM (see
-    ``benchmarks/results.md``): Compress of a 4096x8192 float32 array went from 0.5x to
-    1.8x onnxruntime's speed, Flatten from 0.25x to 1.1x. The environment-variable form,
+    and temporaries are then written into memory that is already mapped, which made large
+    copies such as Compress and Flatten much faster (measured: ``benchmarks/results.md``,
+    ``benchmarks/cpu_formulations_results.md``). The environment-variable form,
     ``GLIBC_TUNABLES=glibc.malloc.arena_max=1:glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=17179869184``,
     does the same from the start of the process.
 

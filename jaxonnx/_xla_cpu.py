@@ -1,54 +1,24 @@
 """XLA:CPU's convolutions on every core, wide vectors where they run at full speed, and CPU
 computations on the calling thread: what ``import jaxonnx`` sets.
 
-jaxlib 0.10's XLA:CPU hands each convolution to YNNPACK (the default of
-``--xla_cpu_experimental_ynn_fusion_type`` there is ``individual_dot,individual_convolution,
-reduce``, read off the HLO it compiles), and YNNPACK runs it on one core: on a 2-core
-machine a 64-channel 3x3 convolution on 56x56 took 4.3 ms on both cores and 4.6 pinned to
-one. Without YNNPACK's convolutions XLA runs them through Eigen on every core: 2.0 ms (a 7x7
-stride-2 stem 5.0 -> 3.4 ms, a strided 3x3 one 1.6 -> 1.05, a chain of four 512-channel 3x3
-convolutions on 7x7 29 -> 15 ms). onnxruntime's convolutions use every core too. YNNPACK's
-dots use every core and stay.
+- ``--xla_cpu_experimental_ynn_fusion_type=individual_dot,reduce`` is appended to
+  ``XLA_FLAGS``: jaxlib 0.10's default less ``individual_convolution``, so that XLA:CPU runs
+  convolutions through Eigen on every core instead of YNNPACK on one
+  (:data:`TOOK_CONVOLUTIONS_OUT`; :func:`ynn_convolutions` says which one this process runs,
+  and ``ops/_helpers/conv_cpu.py`` picks its CPU formulations by it);
+- ``--xla_cpu_prefer_vector_width=512`` on cores that run 512-bit vectors at full speed
+  (:func:`wide_vectors_run_fast`, :data:`PREFERS_WIDE_VECTORS`);
+- ``jax_cpu_enable_async_dispatch=False``, unless the environment sets
+  ``JAX_CPU_ENABLE_ASYNC_DISPATCH`` (:data:`DISPATCHES_INLINE`).
 
-So ``import jaxonnx`` appends that default less convolutions,
-``--xla_cpu_experimental_ynn_fusion_type=individual_dot,reduce``, to ``XLA_FLAGS``, unless
-- jaxlib is not 0.10 (the version whose default was read; others are left as they are),
-- ``XLA_FLAGS`` already sets that flag (the user's choice stands),
-- ``JAXONNX_KEEP_XLA_FLAGS`` is set to anything but ``0`` or the empty string, or
-- a JAX backend has already started: XLA reads ``XLA_FLAGS`` once, when the first backend
-  starts, so import jaxonnx before running JAX code.
+A flag is appended only where jaxlib is 0.10 (the version whose default was read) and
+``XLA_FLAGS`` does not set it already (the user's choice stands); all three only where
+``JAXONNX_KEEP_XLA_FLAGS`` is unset, ``0`` or empty, and no JAX backend has started: XLA reads
+``XLA_FLAGS`` once, when the first backend starts, so import jaxonnx before running JAX code.
+All three are process-wide, and the flags pass to child processes with the environment.
 
-The flag is process-wide (other JAX code's convolutions run through Eigen too) and passes to
-child processes with the environment. :func:`ynn_convolutions` says which convolution this
-process runs; ``ops/_helpers/conv_cpu.py`` picks its CPU formulations by it.
-
-Second, XLA:CPU compiles its fused loops for 256-bit vectors unless told otherwise
-(``--xla_cpu_prefer_vector_width``, default 256: on Intel's first AVX-512 cores, Skylake-SP and
-Cascade Lake, 512-bit instructions lower the clock). On cores that run them at full speed
-(every AVX-512 core of AMD's, Zen 4 on, and Intel's from Ice Lake, which added ``avx512_vbmi2``)
-``import jaxonnx`` appends ``--xla_cpu_prefer_vector_width=512``, under the same conditions as
-above. Measured on a 2-core AMD Zen 5 (EPYC), one process, compiled both ways and timed
-interleaved in warm blocks, 256 -> 512 at batch 1: EfficientNet-B0 7.3 -> 6.0 ms,
-MobileNetV3-large 6.2 -> 5.4, a YOLOv8n-like detector 13.0 -> 11.6, ResNet-18 unchanged
-(its time is in Eigen's convolutions); at batch 8 3-11% faster. :data:`PREFERS_WIDE_VECTORS`
-says whether it did.
-
-Third, ``import jaxonnx`` has JAX run CPU computations on the calling thread
-(``jax_cpu_enable_async_dispatch=False``), under the same conditions as above (less the
-jaxlib version: the option means the same in every version that has it) and unless the
-environment sets ``JAX_CPU_ENABLE_ASYNC_DISPATCH``. With JAX's default, a call hands its
-computation to a worker thread and the caller then sleeps until it is done: two thread
-wakes per call. On a VM that halts idle vCPUs (this project's 2-core machine does) a wake
-costs tens of microseconds, more than a small model's arithmetic. Measured there, warm,
-interleaved with onnxruntime in one process, one process per setting, ``jax.jit(model)`` at
-batch 1: the tiny ViT fixture 0.181 -> 0.092 ms, GPT-2 0.195 -> 0.069, BERT 0.20-0.34 ->
-0.12-0.16, the small CNN fixture 0.200 -> 0.096, a 3-layer MLP at batch 8 0.130 -> 0.058;
-a YOLOv8n-like detector at 320x320 (10-30 ms) within noise. What it costs: a call returns
-when its result is ready, so Python no longer runs ahead of the CPU; on CPU that overlap
-competes for the same cores the computation uses. The option is read when the CPU backend
-starts: set it back (``jax.config.update("jax_cpu_enable_async_dispatch", True)``) after
-``import jaxonnx`` and before the first computation to keep JAX's default.
-:data:`DISPATCHES_INLINE` says whether jaxonnx set it.
+Why each, in full: the docs page ``docs/design/cpu-formulations.md``; the measurements:
+``benchmarks/cpu_formulations_results.md`` (sections 1-4).
 """
 
 from __future__ import annotations
@@ -175,13 +145,9 @@ def compiler_options(lowered) -> dict:
 
     Why: such a model's products take a few microseconds each, less than handing them to
     another core costs on a VM that halts idle vCPUs, and YNNPACK's products of a few rows
-    ran slower than Eigen's. Measured on this project's 2-core AMD EPYC (jaxlib 0.10, warm,
-    interleaved with onnxruntime in one process, batch 1): the tiny GPT-2 fixture 0.107 ->
-    0.069 ms (onnxruntime 0.179), BERT 0.086 -> 0.060, ViT 0.079 -> 0.064, the small
-    MobileNetV3 fixture 0.28 -> 0.16-0.20, the MLP fixture 0.031 -> 0.015 (onnxruntime
-    0.019). Past a million flops it stopped paying: a 64-256-256-10 MLP at batch 8 (1.4
-    million) ran 0.046 ms with the defaults against 0.049, and the transformer fixtures at
-    batch 8 (2-3 million) 5-20% slower. Only where ``import jaxonnx`` set XLA:CPU's library
+    ran slower than Eigen's; past a million flops it stopped paying (measured on the tiny
+    transformer, MobileNetV3 and MLP fixtures: ``benchmarks/cpu_formulations_results.md``,
+    section 4). Only where ``import jaxonnx`` set XLA:CPU's library
     flags (:data:`TOOK_CONVOLUTIONS_OUT`): the YNNPACK option names jaxlib 0.10's fusions.
 
     Example:

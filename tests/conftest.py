@@ -3,7 +3,7 @@
 - 8 virtual CPU devices, so sharding tests run on any machine (must precede jax's start),
   and XLA:CPU's backend optimizations off (the suite checks values, not speed).
 - programs lowered in a shared MLIR context, a new one every 256 lowerings, where JAX makes
-  one per lowering (``_share_mlir_contexts``: a quarter of the suite's time, most of its memory);
+  one per lowering (``_share_mlir_contexts``; measured in benchmarks/suite_time.md, session 4);
 - a program compiled again in the same process (the same text, compile options and devices,
   reached through a new function object) gets the executable compiled the first time
   (``_share_compiled_programs``), and an xdist worker that has sent its reports exits without
@@ -27,11 +27,11 @@ import gc
 import os
 import sys
 
-# The suite checks values, not speed, and most of its time is XLA:CPU compiling (about 50 ms
-# for one eager primitive). So XLA:CPU compiles without LLVM's optimizations
-# (`--xla_backend_optimization_level=0`: a third less wall time) and emits fusions with its
-# classic LLVM IR emitters instead of the MLIR fusion emitters (`--xla_cpu_use_fusion_emitters=false`:
-# 31 instead of 49 ms per primitive; op-table gradients 56 -> 31 s, real models 127 -> 93 s).
+# The suite checks values, not speed, and most of its time is XLA:CPU compiling. So XLA:CPU
+# compiles without LLVM's optimizations (`--xla_backend_optimization_level=0`) and emits
+# fusions with its classic LLVM IR emitters instead of the MLIR fusion emitters
+# (`--xla_cpu_use_fusion_emitters=false`); both compile faster (measured:
+# benchmarks/suite_settings_results.md).
 # XLA uses no fast math at any level; a transcendental's last bit may differ (gelu's erf at
 # -1 by one float32 ulp), within every test's tolerance. benchmarks/ and users keep XLA's
 # defaults. One program is known to compile wrongly with both flags and right with either
@@ -57,17 +57,16 @@ from hypothesis import HealthCheck, settings  # noqa: E402
 def _share_mlir_contexts(lowerings_per_context: int = 256) -> None:
     """Lowers up to ``lowerings_per_context`` programs in one MLIR context, then starts another.
 
-    JAX makes a fresh MLIR context for every lowering (``mlir.make_ir_context``): 5-7 ms to
-    load and register its dialects, and each compiled program JAX caches keeps its own context
-    alive. The suite compiles tens of thousands of small programs (a test costs the programs it
-    compiles), so in jaxlib 0.10 sharing a context takes a quarter to a half of a test file's
-    time and most of its memory: the op table's arithmetic cases 40 -> 30 s, the docstring
-    examples and com.microsoft attention 107 -> 59 s, peak memory 3.4 -> 0.95 GB (one
-    process). A context only gains the types and attributes of the programs lowered in it;
-    starting a new one every few hundred lowerings bounds that growth, and a program lowered
-    in a shared context is the program a fresh one gives
-    (test_xla_cpu.py::test_the_suites_shared_mlir_context_lowers_as_a_fresh_one). The lowering
-    is JAX's private API, so only the jaxlib measured gets this, and
+    JAX makes a fresh MLIR context for every lowering (``mlir.make_ir_context``), which loads
+    and registers its dialects, and each compiled program JAX caches keeps its own context
+    alive. The suite compiles tens of thousands of small programs (a test costs the programs
+    it compiles), so in jaxlib 0.10 sharing a context saves much of a test file's time and
+    most of its memory (measured: benchmarks/suite_time.md, session 4). A context only gains
+    the types and attributes of the programs lowered in it; starting a new one every few
+    hundred lowerings bounds that growth, and a program lowered in a shared context is the
+    program a fresh one gives
+    (test_xla_cpu.py::test_the_suites_shared_mlir_context_lowers_as_a_fresh_one). The
+    lowering is JAX's private API, so only the jaxlib measured gets this, and
     ``JAXONNX_TEST_FRESH_MLIR_CONTEXTS=1`` runs the suite with JAX's own contexts."""
     from jax._src.interpreters import mlir
 
@@ -151,9 +150,10 @@ def pytest_configure(config):
     tests/_node_cases.py); xdist's workers inherit the variable or set the same folder.
 
     Under xdist (``-n 2``), tests are handed out by work stealing instead of xdist's default
-    fixed shares (``--dist load``): test durations range from a millisecond to 20 s, and with
-    fixed shares one worker could be left with a queue of slow tests while the other idles.
-    The option cannot go into pyproject's addopts, which ``-p no:xdist`` runs would refuse."""
+    fixed shares (``--dist load``): test durations range over four orders of magnitude
+    (benchmarks/suite_time.md), and with fixed shares one worker could be left with a queue
+    of slow tests while the other idles. The option cannot go into pyproject's addopts,
+    which ``-p no:xdist`` runs would refuse."""
     cache = getattr(config, "cache", None)  # None under `-p no:cacheprovider`: the temporary folder
     if cache is not None:
         os.environ.setdefault("JAXONNX_TEST_CACHE_DIR", str(cache.mkdir("jaxonnx")))
@@ -184,10 +184,11 @@ def pytest_collection_finish(session):
 def pytest_sessionfinish(session, exitstatus):
     """An xdist worker that ran its tests leaves at once when its Python exits.
 
-    By then the worker has sent its reports and closed its channel; what is left is JAX's
-    exit handler, which frees every cached executable and backend one by one (about 5 s after
-    a full run's 10,000 compilations), then the interpreter's own teardown, while the main
-    process waits for it. A worker stopped by an internal error exits as Python does."""
+    By then the worker has sent its reports and closed its channel; what is left is JAX's exit
+    handler, which frees every cached executable and backend one by one (measured after a
+    full run's 10,000 compilations: benchmarks/suite_time.md, session 6), then the
+    interpreter's own teardown, while the main process waits for it. A worker stopped by an
+    internal error exits as Python does."""
     if os.environ.get("PYTEST_XDIST_WORKER") and exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
         atexit.register(_exit_now)  # atexit runs the last registered first: before JAX's
 

@@ -4,10 +4,11 @@ compiles a whole graph and still raises on an index out of range.
 An op such as Gather reads its indices at trace time where they are known, to raise on one
 out of range; traced (under ``jax.jit``) it clamps them, as XLA does. An eager call of a
 model whose indices come from its inputs (an embedding's token ids) used to run op by op to
-keep that error, 27-35 ms a call for the tiny GPT-2 and BERT fixtures against 0.05-0.13 ms
-compiled. Instead the eager call compiles the graph with a :class:`DeferredChecks` in each
-node's :class:`~jaxonnx._core.context.OpContext` (ops whose contract sets ``checks``): the
-op appends, at trace time, a traced flag of the positions that fail, with the values and a
+keep that error, far slower than compiled (measured:
+``benchmarks/cpu_formulations_results.md``, section 10). Instead the eager call compiles the
+graph with a :class:`DeferredChecks` in each node's
+:class:`~jaxonnx._core.context.OpContext` (ops whose contract sets ``checks``): the op
+appends, at trace time, a traced flag of the positions that fail, with the values and a
 message; the executable returns the flags beside the graph's outputs, and the call raises
 the first failing check's error after the computation: the error a run of the node on the
 known values raises, naming the node and its inputs, with the op's own error as its cause.

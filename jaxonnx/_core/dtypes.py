@@ -165,9 +165,10 @@ def to_device(x: np.ndarray) -> Array:
     """``x`` as a JAX array, as ``jnp.asarray`` makes it (64-bit types canonicalized).
 
     Outside a trace it is copied to the device: jax 0.10's ``jnp.asarray`` of a numpy array
-    compiles an identity program for each new shape and dtype (about 15 ms on CPU, a third
-    of an eager op call), where ``jax.device_put`` only copies. Inside a trace the value
-    becomes a constant of the computation, as ``jnp.asarray`` makes it.
+    compiles an identity program for each new shape and dtype (a large part of an eager op
+    call; measured: ``benchmarks/suite_time.md``), where ``jax.device_put`` only copies.
+    Inside a trace the value becomes a constant of the computation, as ``jnp.asarray`` makes
+    it.
 
     Example:
         >>> to_device(np.arange(3, dtype=np.int32))
@@ -178,8 +179,8 @@ def to_device(x: np.ndarray) -> Array:
 
 def trace_in_progress() -> bool:
     """Whether a JAX transformation (``jit``, ``grad``, ``vmap``) is tracing now, even where
-    no value at hand is a tracer. JAX's trace state says so in a fraction of a microsecond
-    (there is no public spelling of it in jax 0.10); without it, whether an array made now
-    comes out a tracer, which runs a small computation (about 150 us on CPU)."""
+    no value at hand is a tracer. JAX's trace state says so at once (there is no public
+    spelling of it in jax 0.10); without it, whether an array made now comes out a tracer,
+    which runs a small computation (measured: ``benchmarks/cpu_formulations_results.md``)."""
     clean = getattr(jax._src.core, "trace_state_clean", None)
     return not clean() if clean is not None else isinstance(jax.numpy.zeros(()), jax.core.Tracer)

@@ -48,8 +48,8 @@ def true_divide(A, B):
     divisor inside ``jax.jit``, e.g. an initializer), into a multiplication by its
     reciprocal, which is up to about 1.5 ulp off (and inf where ``1 / B`` overflows). A
     divisor materialized at the output shape behind an optimization barrier stays a true
-    division; on 2 CPU cores, 4096x8192 float32 divided by a (4096, 1) column took no
-    longer than the rewritten form (220-245 ms vs 285-315 ms, both dominated by memory).
+    division, which took no longer than the rewritten form on CPU, both dominated by memory
+    (measured: ``benchmarks/cpu_formulations_results.md``, section 9).
     Inside ``jax.jit`` a constant is a tracer like any other value, so every JAX divisor
     goes behind the barrier.
     """

@@ -1,48 +1,20 @@
-"""Grouped and depthwise convolutions as XLA:CPU runs them fast: shifted multiply-adds.
+"""Grouped, depthwise and stem convolutions as XLA:CPU runs them fast: shifted multiply-adds.
 Registers no op.
 
-XLA:CPU lowers ``lax.conv_general_dilated`` to a library convolution (YNNPACK by default in
-jax 0.10) behind layout transposes; for depthwise convolutions (one input channel per
-group) that is 10-60x slower than onnxruntime (JAX issues #23713 and #12868), and grouped
-convolutions with a few channels per group are 2-4x slower than the sum below. On CPU such
-a convolution is written as a sum over kernel taps (and a group's input channels) of a
-strided slice of the padded input times a weight broadcast over the group's output
-channels: one elementwise loop that XLA fuses. XLA:CPU runs that loop, like its dots, on
-every core, but its convolution on one (2 cores: a 64-channel 3x3 convolution on 56x56 took
-4.3 ms on both and 4.6 pinned to one, a 1024-square dot 18 and 36 ms); two independent
-convolutions in one computation ran one after the other. So a standard convolution over
-the image's few colour channels (a stem) is a sum too. Convolutions with more input channels
-per group keep XLA's convolution: a patch matrix and one dot, one dot per tap or per kernel
-row were 0.5-1.3x its speed on CPU (the dots are slow for few rows or a short contraction)
-and compiled 2-5x slower. GPUs and TPUs keep XLA's convolution (cuDNN): the choice is made
-per platform at lowering time with ``jax.lax.platform_dependent``.
+XLA:CPU's convolution (a library call behind layout transposes, on one core where it is
+YNNPACK's) is slow for depthwise and narrow grouped convolutions (JAX issues #23713 and
+#12868). On CPU, :func:`cpu_convolve` writes such a convolution, and a stem over the image's
+few colour channels, as a sum over kernel taps of a strided slice of the padded input times a
+broadcast weight: one elementwise loop that XLA fuses and runs on every core, channels-last,
+into a few partial sums. 3x3 convolutions with many channels run as Winograd's F(2x2, 3x3)
+(``conv_winograd``), 1x1 ones and patch embeddings as one dot, the rest as XLA's convolution;
+which ones depends on whether XLA:CPU's convolution is YNNPACK's (``jaxonnx._xla_cpu``). GPUs
+and TPUs keep XLA's convolution: the choice is made per platform at lowering time. The sums
+have their own derivatives (custom JVPs) so that a gradient's program stays small; float16 and
+bfloat16 compute in float32 and round once.
 
-That convolution on one core is YNNPACK's. On import jaxonnx takes XLA:CPU's convolutions
-out of YNNPACK (``jaxonnx._xla_cpu``; jaxlib 0.10), and XLA runs them through Eigen on every
-core: then 1x1 convolutions stay XLA's instead of one dot, and Winograd takes 3x3 ones only
-from 256 channels (``conv_winograd.winograd_wins``). Where the flag is not in effect (a
-backend started before ``import jaxonnx``, or ``XLA_FLAGS`` sets it otherwise), the
-formulations are those measured against YNNPACK's convolution.
-
-The sum runs channels-last: XLA's own convolutions and dots run channels-last
-(``(N, D..., C)``) behind transposes, so in a model the transposes around the sum cancel
-against theirs, the fused loop runs along the channels (contiguous, a multiple of 8 in most
-networks) instead of along a short image row (7, 14 or 28 wide, which vectorizes 4-wide or
-not at all), and the padded input is read without striding. Against the same sum in
-``(N, C, D...)`` with one chain of adds, this ran MobileNetV3-large 1.5x, EfficientNet-B0
-1.3x and an OCR detector 1.8x faster (2-core CPU, interleaved); ResNeXt-50 ran 2.2x faster
-than with that sum for up to 16 channels per group. The price: a convolution whose neighbours are channels-first (alone, or feeding only
-elementwise ops and reductions) gets the transpose back fused into its loop, which then
-reads the input strided, 1.0-2x slower than channels-first. XLA's grouped convolution is
-kept from 16 input channels per group on (``_MAX_GROUP_CHANNELS``).
-
-The terms are added into a few independent partial sums (then summed pairwise) rather than
-one chain, so that the loop is not bound by the latency of one long add chain.
-
-The sum is plain ``jax.numpy``, and the result is the convolution's up to float32
-reassociation. Its derivative is its own (a custom JVP: :func:`_stem_sum_jvp`), so that a
-gradient's program stays small; vmap and higher derivatives go through both. float16 and bfloat16 compute in float32 and round
-once, as XLA:CPU's convolution does.
+Why each choice, in full: the docs page ``docs/design/cpu-formulations.md``; the
+measurements: ``benchmarks/cpu_formulations_results.md``.
 """
 
 from __future__ import annotations
@@ -62,35 +34,32 @@ from jaxonnx.ops._helpers.common import is_traced
 from jaxonnx.ops._helpers.conv_winograd import winograd_convolve, winograd_wins
 from jaxonnx.ops._helpers.window import onnx_shape
 
+# The thresholds below were measured (benchmarks/cpu_formulations_results.md, section 5).
 # One term per (kernel tap, input channel of a group). A depthwise 9x9 kernel (81 terms)
-# ran 20x faster than XLA's convolution alone; past this the fused loop compiles slowly and
-# XLA's convolution is used.
+# still ran far faster than XLA's convolution alone; past this the fused loop compiles slowly
+# and XLA's convolution is used.
 _MAX_TERMS = 160
 # At most this many input channels per group are a sum. On the 2-core AVX2 machine XLA's
 # grouped convolution beat the sum from 8 on (ResNeXt-50 in a model). On the AMD Zen 5 with
-# 512-bit vectors the sum wins at 8: alone, 2-6x faster (3x3, 64 channels in groups of 8 on
-# 56x56: 0.35 against 0.72 ms; 1x1 in groups of 8: 0.045 against 0.14), and in a model, warm
-# and interleaved, RegNetY-400MF 10.2 -> 6.5 ms at batch 1 and 56.7 -> 37.6 at batch 8,
-# ResNeXt-50 40.9 -> 32.4 and 303 -> 266. At 16 per group the sum compiled to a loop 3-6x
-# slower than XLA's convolution (RegNetX-400MF 10.2 -> 28 ms), so 16 keep XLA's.
+# 512-bit vectors the sum wins at 8, alone and in a model (RegNetY-400MF, ResNeXt-50). At 16
+# per group the sum compiled to a loop slower than XLA's convolution (RegNetX-400MF), so 16
+# keep XLA's.
 _MAX_GROUP_CHANNELS = 8
 
 # A standard convolution (``group=1``) over at most this many input channels, onto at least
 # _MIN_STEM_OUTPUTS, with at most _MAX_STEM_TERMS terms, is a sum too: a network's stem on
-# the image's 3 colour channels. XLA's convolution runs on one core (a 3x3 stride-2 stem, 3 ->
-# 16 channels on 224x224: 0.79 ms; the fused sum, on both: 0.38). Interleaved in a model:
-# MobileNetV3-large 12.6 -> 10.4 ms and EfficientNet-B0 21.1 -> 18.2 at batch 1,
-# MobileNetV3-small 0.31 -> 0.25 ms at batch 1 and 0.71 -> 0.41 at batch 8. ResNet-18's 7x7
-# stem (147 terms) ran 3% slower as a sum, and a stem onto 4 channels (half a vector wide
-# channels-last) 2x slower at batch 8: both keep XLA's convolution. Only 2-D 3x3 stems were
-# timed; 1-D and 3-D ones are taken by the same counts.
+# the image's 3 colour channels. XLA's (YNNPACK's) convolution runs on one core, the fused
+# sum on every core: the sum was faster alone and in MobileNetV3 and EfficientNet-B0.
+# ResNet-18's 7x7 stem (147 terms) ran slower as a sum, and so did a stem onto 4 channels
+# (half a vector wide channels-last) at batch 8: both keep XLA's convolution. Only 2-D 3x3
+# stems were timed; 1-D and 3-D ones are taken by the same counts.
 _MAX_STEM_CHANNELS = 4
 _MIN_STEM_OUTPUTS = 8
 _MAX_STEM_TERMS = 36
 
 # Independent partial sums the terms are spread over (round robin), added pairwise at the
 # end: one chain of 25 dependent adds per output vector left the loop waiting on the add
-# latency; 4 ran MobileNetV3 and EfficientNet ~5% faster than 1 (2 and 8: no better).
+# latency; 4 ran MobileNetV3 and EfficientNet faster than 1 (2 and 8: no better).
 _PARTIAL_SUMS = 4
 
 
@@ -115,7 +84,8 @@ def convolve(x, w, strides, padding, dilations, group, *, channels_last=False):
     if not is_traced(w):
         # Weights known at trace time (an initializer under jax.jit) stay numpy, out of the
         # branches' operands: Winograd then transforms them once in numpy, where XLA's
-        # constant folding of the same transform took 0.3-1 s per convolution to compile.
+        # constant folding of the same transform was slow to compile (measured:
+        # benchmarks/cpu_formulations_results.md).
         w = np.asarray(w)
         return platform_dependent(
             x, cpu=partial(cpu_convolve, w=w, **geometry), default=partial(xla_convolve, w=w, **geometry)
@@ -132,8 +102,8 @@ def _cpu_formulation(x_shape, w_shape, strides, padding, dilations, group, *, yn
     if winograd_wins(x_shape, w_shape, strides, dilations, group, ynn=ynn):
         return "winograd"
     # Eigen's 1x1 convolution beat YNNPACK's dot (which runs with Eigen's threads contending
-    # under that flag): MobileNetV3-large 13.0 -> 9.6 ms, EfficientNet-B0 20.6 -> 17.1, the
-    # OCR-like detector 26.5 -> 20.6 at batch 1, in a model, interleaved.
+    # under that flag) in MobileNetV3-large, EfficientNet-B0 and the OCR-like detector
+    # (measured: benchmarks/cpu_formulations_results.md).
     if pointwise(w_shape, padding, group) and ynn:
         return "dot"
     if patches(w_shape, strides, padding, dilations, group):
@@ -153,8 +123,8 @@ def patches(w_shape, strides, padding, dilations, group) -> bool:
     """Whether the CPU runs a convolution as one dot over non-overlapping patches: a kernel
     larger than 1x1 that moves by its own size (a ViT's or ConvNeXt's patch embedding), no
     padding or dilation, ``group=1``. The patches are a reshape of the input, so the dot
-    reads it once. With Eigen's convolution for its 16x16 patch embedding the ViT fixture ran
-    0.17-0.19 ms at batch 1 (two interleaved runs), with this dot 0.14 (as with YNNPACK's)."""
+    reads it once: the ViT fixture ran faster with this dot for its 16x16 patch embedding
+    than with Eigen's convolution (measured: ``benchmarks/cpu_formulations_results.md``)."""
     kernel = tuple(w_shape[2:])
     return (
         group == 1
@@ -196,7 +166,8 @@ def cpu_convolve(x, w, *, strides, padding, dilations, group, channels_last=Fals
     narrow grouped convolutions and for stems over a few input channels, Winograd's
     F(2x2, 3x3) for 3x3 ones with 64 or more channels (256 with Eigen's convolutions;
     ``ops/_helpers/conv_winograd.py``), one dot for 1x1 ones (with YNNPACK's convolutions),
-    XLA's convolution for the others (see the module docstring).
+    XLA's convolution for the others (see the module docstring and
+    ``docs/design/cpu-formulations.md``).
     ``channels_last``: ``x`` and the result are ``(N, D..., C)``; ``ynn``: as for
     :func:`_cpu_formulation`."""
     formulation = _cpu_formulation(
@@ -245,7 +216,7 @@ def cpu_convolve(x, w, *, strides, padding, dilations, group, channels_last=Fals
         static = (tuple(taps), tuple(pads), tuple(strides), tuple(dilations), tuple(sizes))
         y = _stem_sum(x if not channels_last else jnp.moveaxis(x, -1, 1), w, *static)
         return (y if channels_last else jnp.moveaxis(y, -1, 1)).astype(dtype)
-    # Channels-last (see the module docstring): the channel axis last.
+    # Channels-last (why: docs/design/cpu-formulations.md): the channel axis last.
     x = jax.lax.pad(x if channels_last else jnp.moveaxis(x, 1, -1), jnp.zeros((), x.dtype), pads + [(0, 0, 0)])
     # Without the barrier XLA reads a tap that lies inside the unpadded input straight from
     # ``x`` (channels first), through the transpose: one load per lane.
@@ -307,8 +278,8 @@ def _stem_sum(x, w, taps, pads, strides, dilations, sizes):
 
     An image comes channels-first, and a plane of it is contiguous, so the input is padded
     in place rather than first moved channels-last: with the channel axis last (3 wide) the
-    copy and the loop that reads it ran 2x slower (MobileNetV3's 3x3 stride-2 stem on
-    224x224, and a 3 -> 8 channel 3x3 stem on 32x32). A channels-last input (the layout pass
+    copy and the loop that reads it ran slower (measured on MobileNetV3's stem:
+    ``benchmarks/cpu_formulations_results.md``). A channels-last input (the layout pass
     moves the image so) is moved back, which XLA cancels against that move. The terms are
     those of :func:`_multiply_adds` in its order (tap, then channel), so the sum is the same.
     """
@@ -325,16 +296,17 @@ def _stem_sum_jvp(taps, pads, strides, dilations, sizes, primals, tangents):
     """The stem's value and its weights' tangent as dots of the stacked planes, its input's
     tangent as the sum (linear in ``x``).
 
-    Differentiated as the sum, the weights' gradient is one reduction per weight, and XLA
-    fuses an elementwise producer into each of its consumers: the sum, and what follows it
-    up to the cotangent (a normalization, a max pool's selection), was computed again in
-    each reduction. The test fixtures' two-convolution CNN's gradient was 25,298 HLO
-    instructions and 8.9 s to compile; with the dots, which read their operands from memory,
-    it is 2,284 instructions and 3.4-3.8 s (``benchmarks/conv_gradients_results.md``). Without differentiation the sum runs as before, fused into the
-    next op. Under ``jax.grad`` the value comes from the dot, the same sum in another order.
-    The input's tangent stays the sum: written as a dot too, its transpose compiled wrongly
-    under the test suite's XLA flags (``tests/conftest.py``; a batch normalization's
-    gradient off by 0.5), and as the sum it transposes to one fusion of pads."""
+    Differentiated as the sum, the weights' gradient is one reduction per weight, and XLA fuses
+    an elementwise producer into each of its consumers: the sum, and what follows it up to
+    the cotangent (a normalization, a max pool's selection), was computed again in each
+    reduction. With the dots, which read their operands from memory, the test fixtures'
+    two-convolution CNN's gradient program is much smaller and compiles much faster
+    (measured: ``benchmarks/conv_gradients_results.md``). Without differentiation the sum
+    runs as before, fused into the next op. Under ``jax.grad`` the value comes from the dot,
+    the same sum in another order. The input's tangent stays the sum: written as a dot too,
+    its transpose compiled wrongly under the test suite's XLA flags (``tests/conftest.py``;
+    a batch normalization's gradient off by 0.5), and as the sum it transposes to one fusion
+    of pads."""
     x, w = primals
     dx, dw = tangents
     static = (taps, pads, strides, dilations, sizes)
@@ -354,10 +326,10 @@ def _stem_sum_jvp(taps, pads, strides, dilations, sizes, primals, tangents):
 
 
 def _pointwise(x, w, strides, channels_last):
-    """A 1x1 convolution as one dot over channels: XLA:CPU's dot ran the 1x1 convolutions
-    of MobileNetV3 1.5-2x faster than its convolution (e.g. 112x112x16 -> 64: 0.22 ms
-    against 0.43; onnxruntime 0.37), channels-last ``(pixels, C) @ (C, M)`` or channels-first
-    ``(M, C) @ (C, pixels)``. A stride slices the input first."""
+    """A 1x1 convolution as one dot over channels: XLA:CPU's dot ran the 1x1 convolutions of
+    MobileNetV3 faster than its (YNNPACK's) convolution (measured:
+    ``benchmarks/cpu_formulations_results.md``), channels-last ``(pixels, C) @ (C, M)`` or
+    channels-first ``(M, C) @ (C, pixels)``. A stride slices the input first."""
     if any(s > 1 for s in strides):
         step = (1, *strides, 1) if channels_last else (1, 1, *strides)
         x = jax.lax.slice(x, (0,) * x.ndim, x.shape, step)

@@ -1,52 +1,21 @@
 """Winograd F(2x2, 3x3) for standard 3x3 convolutions on XLA:CPU. Registers no op.
 
-XLA:CPU runs a standard (``group=1``) 3x3 convolution at about 70 GFLOP/s on the 2-core AVX2
-machine, where onnxruntime reaches about 180 and XLA's own dot about 155 (3136x576 @ 576x64;
-numpy 160, onnxruntime's MatMul 177). Winograd's F(2x2, 3x3) (Lavin and Gray, 2015) computes
-each 2x2 output tile from a 4x4 input tile with 16 products instead of 36: the input tiles
-are transformed (``B^T d B``), each of the 16 tile positions becomes one dot over channels
-(``(tiles, C) @ (C, M)``), and the products are transformed back (``A^T m A``). The dots do
-2.25x fewer multiply-adds, but the transforms read and write 4x the input and output, so
-it pays where the dots dominate: many channels on small maps.
-
-What was measured (``benchmarks/conv_standard.py``; interleaved in one process on a busy
-2-core machine, so ratios are rough and single rows flipped between runs). A single
-convolution, NCHW in and out, against ``lax.conv_general_dilated``: 256 channels on 14x14
-1.2-1.5x faster, 512 on 7x7 at batch 8 1.8x, 128 on 28x28 0.9-1.3x, 64 on 56x56 1.1-1.3x at
-batch 1 but 0.7x at batch 8, 512 on 7x7 at batch 1 0.8-1.0x. In a model the layout transposes
-around consecutive Winograd convolutions partly cancel: chains of four convolutions with
-bias and ReLU ran 0.97-1.9x as fast at the eight ResNet-18 sizes in the last run. ResNet-18 with
-every 3x3 stride-1 convolution as Winograd ran 1.56x faster at batch 1 (71 -> 46 ms) and 1.21x
-at batch 8 (334 -> 276 ms), faster than with Winograd only where the single convolutions won
-(63 and 307 ms); it compiled in 4.9 s instead of 1.4 (3.9 s instead of 1.3 at batch 8).
-:func:`winograd_wins` takes every such convolution with at least 64 channels.
-
-- Layout: the dots run fastest channels-last (``(tiles, C) @ (C, M)``, 66 GFLOP/s on one
-  core, against 30-45 for ``(M, C) @ (C, tiles)``; at batch 8 on 56x56, 11 ms against 30-55),
-  so the input is transposed to ``(N, H, W, C)`` first and the result back at the end; an
-  NCHW version was slower at every size. Without those two transposes (channels-last in and
-  out) the same computation beat XLA's channels-last convolution at every size but 512x7x7
-  batch 1 (64 channels on 56x56: 1.5 ms against 2.8), so a model kept channels-last would
-  gain more.
-- Structure: 16 separate dots on 16 separately transformed inputs ran up to 10% faster at
-  batch 8 but compiled 1.3-3x slower than one fused input transform and one batched dot.
-- Compile time: 0.2-1.1 s per convolution against 0.1-0.5 s for XLA's. Weights known at
-  trace time (an initializer under ``jax.jit``) reach this function as numpy
-  (``conv_cpu.convolve`` keeps them out of the platform branches' operands) and are
-  transformed once in numpy. Traced weights are transformed with one dot (which XLA also
-  folds quickly when they turn out constant: 0.4 s for 512x512 channels where 16 sums of
-  taps took 4-6 s); weights that are arguments of the jitted function (training) are
-  transformed at every call: 16·C·M values, a few ms at 512 channels, which the rule above
-  does not count.
-- Accuracy: every coefficient is 0, +-1 or +-1/2, and the error against a float64
-  convolution stays within 0.5-1.9x the direct float32 convolution's. F(4x4, 3x3) (36
-  products per 4x4 tile, 4x fewer multiply-adds) was rejected: its error is 4-25x the
-  direct one (about 5e-6 relative against 1e-6), its weights 4x the direct ones, and it
-  compiled and ran slower here.
+XLA:CPU runs a standard (``group=1``) 3x3 convolution well below the rate of its own dot.
+Winograd's F(2x2, 3x3) (Lavin and Gray, 2015) computes each 2x2 output tile from a 4x4 input
+tile with 16 products instead of 36: the input tiles are transformed (``B^T d B``), each of
+the 16 tile positions becomes one dot over channels (``(tiles, C) @ (C, M)``, channels-last,
+the layout XLA:CPU's dot runs fastest), and the products are transformed back (``A^T m A``).
+The transforms read and write more than the input and output, so it pays where the dots
+dominate: many channels on small maps (:func:`winograd_wins`). Every coefficient is 0, +-1 or
++-1/2, so it rounds about as the direct convolution does.
 
 Everything is plain ``jax.numpy``: autodiff, vmap and jit go through it. Weights given as a
 numpy array are transformed in float64 at trace time. float16 and bfloat16 compute in
 float32 and round once, as XLA:CPU's convolution does.
+
+Why each choice, in full: the docs page ``docs/design/cpu-formulations.md``; the
+measurements: ``benchmarks/cpu_formulations_results.md`` (section 6) and
+``benchmarks/conv_standard_results.md``.
 """
 
 from __future__ import annotations
@@ -69,17 +38,16 @@ _BB = np.einsum("ia,jb->ijab", _BT, _BT).reshape(_TILE * _TILE, _TILE, _TILE)
 _AA = np.kron(_AT, _AT)
 
 # Winograd needs at least this many input and output channels: the CNN fixture's 3-8
-# channels tied with XLA's convolution and compiled 2x slower. Single convolutions and
+# channels tied with XLA's convolution and compiled slower. Single convolutions and
 # chains also suggested limits on size (512 channels on 7x7 at batch 1, 64 on 56x56 at batch
 # 8), but those flipped between runs on the busy machine, and in ResNet-18 Winograd for
 # every 3x3 stride-1 convolution beat every narrower choice at batch 1 and 8.
 _MIN_CHANNELS = 64
 # With XLA:CPU's convolutions on Eigen instead of YNNPACK (``jaxonnx._xla_cpu``), they run on
 # every core and Winograd pays only from 256 channels: under that flag, interleaved in a
-# model, ResNet-18 ran 60.9 -> 53.5 ms at batch 1 and 300 -> 253 at batch 8 with Winograd from
-# 256 channels instead of 64 (from 128: 53.5 and 279), a YOLOv8n-like detector 31.3 -> 28.9
-# and 235 -> 209 (the 1x1 convolutions as XLA's in all of these); with no Winograd at all,
-# ResNet-18 ran 82 ms.
+# model, ResNet-18 and a YOLOv8n-like detector ran faster with Winograd from 256 channels
+# than from 64 or 128, and slower still with no Winograd at all (measured:
+# benchmarks/cpu_formulations_results.md, section 6).
 _MIN_CHANNELS_EIGEN = 256
 
 
@@ -88,8 +56,8 @@ def winograd_wins(x_shape, w_shape, strides, dilations, group, *, ynn=True) -> b
 
     It applies to 2-D, stride-1, dilation-1, 3x3 convolutions with ``group=1`` and at least
     64 input and output channels where XLA:CPU's convolution is YNNPACK's (on one core), 256
-    where it is Eigen's (on every core; see ``jaxonnx._xla_cpu``). The module docstring has
-    the measurements.
+    where it is Eigen's (on every core; see ``jaxonnx._xla_cpu``). The measurements:
+    ``benchmarks/cpu_formulations_results.md``.
 
     Args:
         x_shape: the input's shape ``(N, C, H, W)``.
@@ -193,8 +161,9 @@ def _transform_weights(w, dtype):
     m, c = w.shape[:2]
     if isinstance(w, np.ndarray):
         return np.einsum("mct,kt->kcm", w.reshape(m, c, 9).astype(np.float64), _GG).astype(dtype)
-    # One dot, not 16 sums of taps: XLA folds it for constant weights (an ONNX initializer
-    # inside jax.jit) in 0.4 s for 512x512 channels, where folding the sums took 4-6 s.
+    # One dot, not 16 sums of taps: XLA folds it quickly for constant weights (an ONNX
+    # initializer inside jax.jit), where folding the sums was slow (measured:
+    # benchmarks/cpu_formulations_results.md).
     gg = _GG.astype(dtype)
     return jnp.einsum("mct,kt->kcm", w.reshape(m, c, 9).astype(dtype), gg, precision=jax.lax.Precision.HIGHEST)
 
@@ -204,10 +173,11 @@ def _transform_input(x, tiles_h, tiles_w):
     ``(16, N, th, tw, C)``: tile position first."""
     n, _, _, c = x.shape
     # Tiles overlap by 2: rows 0-1 of tile t are block t and rows 2-3 block t + 1 of the
-    # input cut into 2x2 blocks (a reshape and plain slices, 10-20% faster than stride-2
-    # slices). All 16 positions come out of one sum over the 16 tile elements, each times
-    # its column of B^T (x) B^T: one fusion writing the stacked array, where 16 separate
-    # sums made 16 fusions (and 16 dots, or a stacking copy) and compiled 1.3-3x slower.
+    # input cut into 2x2 blocks (a reshape and plain slices, faster than stride-2 slices).
+    # All 16 positions come out of one sum over the 16 tile elements, each times its column
+    # of B^T (x) B^T: one fusion writing the stacked array, where 16 separate sums made 16
+    # fusions (and 16 dots, or a stacking copy) and compiled slower (measured:
+    # benchmarks/cpu_formulations_results.md).
     blocks = x.reshape(n, tiles_h + 1, _OUT, tiles_w + 1, _OUT, c)
     total = None
     for i in range(_TILE):

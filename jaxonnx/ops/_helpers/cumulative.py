@@ -40,10 +40,11 @@ def running(x, axis, *, exclusive: int, reverse: int, product: bool):
 
 
 def _jax_running(x, axis: int, product: bool):
-    # XLA:CPU runs lax.cumsum as a reduce_window over the whole axis, O(n^2) work: 2.9x
-    # slower than a log-depth associative scan on a 1024x2048 float32 axis of 2048 (and
-    # lax.cumprod likewise). Other platforms keep lax's, which their compilers rewrite
-    # into a scan. Both give exact gradients, also at zeros of a product (no division).
+    # XLA:CPU runs lax.cumsum as a reduce_window over the whole axis, O(n^2) work: slower
+    # than a log-depth associative scan on long axes (and lax.cumprod likewise; measured:
+    # benchmarks/cpu_formulations_results.md, section 9). Other platforms keep lax's, which
+    # their compilers rewrite into a scan. Both give exact gradients, also at zeros of a
+    # product (no division).
     combine, default = (jax.lax.mul, jax.lax.cumprod) if product else (jax.lax.add, jax.lax.cumsum)
     return platform_dependent(
         x,

@@ -2,12 +2,12 @@
 Registers no op.
 
 XLA:CPU lowers ``lax.reduce_window`` to a loop over the window inside a loop over the
-outputs, which it does not vectorize. On a 2-core AMD Zen 5, warm: ResNet-18's 3x3 stride-2
-max pool on a 112x112x64 map took 0.51 ms, and an Inception-style 3x3 stride-1 average pool
-on 28x28x192 0.29 ms (1.65 ms at batch 8). Written as the maximum or the sum of the window's
-strided slices of the padded input, each is one loop that XLA fuses and vectorizes along the
-contiguous last axis (the channels, in a model kept channels-last): 0.25, 0.13 and 0.63 ms. GPUs and TPUs keep ``reduce_window``; the choice
-is made per platform at lowering time with ``jax.lax.platform_dependent``.
+outputs, which it does not vectorize. Written as the maximum or the sum of the window's
+strided slices of the padded input, a pool is one loop that XLA fuses and vectorizes along
+the contiguous last axis (the channels, in a model kept channels-last), and runs faster
+(measured: ``benchmarks/cpu_formulations_results.md``, section 7). GPUs and TPUs keep
+``reduce_window``; the choice is made per platform at lowering time with
+``jax.lax.platform_dependent``.
 
 The maximum combines the slices as ``where(s > m or s is NaN, s, m)`` in the window's
 row-major order, so it is ``reduce_window``'s exactly (a NaN wins, as with ``lax.max``) and

@@ -206,7 +206,7 @@ def lstm_cell(gates_of, hidden: int, activations, *, peepholes=None, clip_fn, in
             # `f` of the i, o and f gates as one array, apart from the update of `c`:
             # XLA:CPU then computes the activations in a vectorized loop of their own.
             # Fused into the update of `c` they compiled to a scalar loop, and the LSTM
-            # of benchmarks/recurrent.py took 1.4x as long.
+            # of benchmarks/recurrent.py ran slower (measured: benchmarks/recurrent_results.md).
             i, o, forget = jnp.split(f(clip_fn(gates[:, : 3 * hidden])), 3, axis=-1)
             forget = 1 - i if input_forget else forget
             c = forget * c_prev + i * g(clip_fn(gates[:, 3 * hidden :]))

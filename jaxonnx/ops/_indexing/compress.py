@@ -74,7 +74,8 @@ def _with_real_length(out, condition, axis, size, real_length):
 
 
 # Above this many contiguous runs of selected slices, one gather beats many slices (and
-# compiles faster: ~1,000 static slices took 38 s to compile).
+# compiles much faster than a thousand static slices; measured: benchmarks/results.md,
+# notes on Compress).
 _MAX_SLICED_RUNS = 16
 
 

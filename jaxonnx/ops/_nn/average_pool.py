@@ -58,8 +58,8 @@ def average_pool(
     full_padding = around_spatial(
         [(low, high + extra) for (low, high), extra in zip(padding, extras)], (0, 0), channels_last
     )
-    # On CPU a sum of strided slices (ops/_helpers/pool_cpu.py), 2-2.6x faster than reduce_window
-    # there for a 3x3 window.
+    # On CPU a sum of strided slices (ops/_helpers/pool_cpu.py), faster than reduce_window
+    # there (measured: benchmarks/cpu_formulations_results.md).
     sums = pool_cpu.window_sum(X.astype(work), *window, full_padding)
     # The divisor of each window, known at trace time: its input elements, plus its explicit
     # padding if counted.

@@ -56,8 +56,9 @@ def max_pool(
     lowest = -np.inf if jnp.issubdtype(X.dtype, jnp.floating) else jnp.iinfo(X.dtype).min
     lowest = np.asarray(lowest).astype(X.dtype)
     if channels_last and max(dilations) == 1:
-        # On CPU the maximum of strided slices (ops/_helpers/pool_cpu.py), 2x faster than
-        # reduce_window there; the same values and gradients.
+        # On CPU the maximum of strided slices (ops/_helpers/pool_cpu.py), faster than
+        # reduce_window there (measured: benchmarks/cpu_formulations_results.md); the same
+        # values and gradients.
         padding = [(low, high + extra) for (low, high), extra in zip(padding, extras)]
         window = (
             around_spatial(kernel, 1, True),

@@ -297,8 +297,8 @@ def _resample(data, axis, n, source, scale, xp, *, mode, nearest_mode, a, antial
         if xp is not np and repeats > 1 and np.array_equal(index, np.repeat(np.arange(n), repeats)):
             # Each input row `repeats` times (upsampling by an integer factor): a broadcast,
             # no index arithmetic; its gradient, a sum, adds the same terms as the gather's.
-            # On XLA:CPU, warm on an idle 2-core machine, 8x80x80x96 -> 160x160 took 1.19 ms
-            # against the gather's 1.24 (3.6 against 5.5 on a loaded one).
+            # On XLA:CPU it runs a little faster than the gather, more so on a loaded machine
+            # (measured: benchmarks/cpu_formulations_results.md, section 9).
             data = xp.expand_dims(data, axis + 1)
             data = xp.broadcast_to(data, data.shape[: axis + 1] + (repeats,) + data.shape[axis + 2 :])
             return data.reshape(data.shape[:axis] + (n * repeats,) + data.shape[axis + 2 :])

@@ -58,8 +58,8 @@ _SCHEMA = contrib_schema(
 
 #: The float weights dequantized at once, in bytes: the weight matrix is taken in chunks of
 #: rows of ``W`` this large, each dequantized into the cache and multiplied at once (a
-#: ``lax.map``), instead of the whole float matrix being written out and read back. At
-#: decode shapes that is 5x faster (see benchmarks/matmul_nbits_results.md).
+#: ``lax.map``), instead of the whole float matrix being written out and read back, which
+#: is much faster at decode shapes (measured: benchmarks/matmul_nbits_results.md).
 CHUNK_BYTES = 1 << 20
 
 

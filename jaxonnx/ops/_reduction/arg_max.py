@@ -86,9 +86,10 @@ def _arg(data, axis, keepdims, select_last_index, *, largest, allow_negative=Tru
             return dim - 1 - search(np.flip(data, axis), axis=axis, keepdims=keepdims)
         return search(data, axis=axis, keepdims=keepdims)
     # The extreme, then the first (or last) position that holds it, or holds a NaN (a NaN is
-    # the extreme, as in numpy): two plain reductions, which XLA:CPU runs 3-5x faster than
+    # the extreme, as in numpy): two plain reductions, which XLA:CPU runs faster than
     # jnp.argmax's variadic (value, index) reduction. Positions count in float32 where it
-    # holds them exactly: XLA:CPU's float min is ~3x faster than its integer min.
+    # holds them exactly: XLA:CPU's float min is faster than its integer min
+    # (measured: benchmarks/cpu_formulations_results.md, section 9).
     extreme = (jnp.max if largest else jnp.min)(data, axis=axis, keepdims=True)
     hit = (data == extreme) | (data != data) if data.dtype.kind == "f" else data == extreme
     index_type = jax.dtypes.canonicalize_dtype(np.int64)
