@@ -3,8 +3,12 @@ references and any warning fail), its generated pages match the registry, every 
 name has a reference entry with an example, and the code of its pages runs.
 
 Code blocks fenced ```python run, page by page in order, each page in one fresh namespace
-from the repository root; blocks fenced ```py are sketches (a file that is not there, a
-registration with `...` for its body) and are not run.
+and from an empty temporary folder (a page reaches its files through jaxonnx or makes
+them); a page's ```bash blocks that run the `jaxonnx` command run after them, in that same
+folder. Pages are read as mkdocs reads them, snippet includes resolved, so CONTRIBUTING.md's
+blocks run as docs/contributing.md. Blocks fenced ```py are sketches (a file that is not
+there, a registration with `...` for its body) and are not run, nor are other shell blocks
+(installs, the suite, serving the site).
 """
 
 from __future__ import annotations
@@ -13,8 +17,10 @@ import html
 import os
 import pathlib
 import re
+import shlex
 import subprocess
 import sys
+import textwrap
 import urllib.parse
 
 import pytest
@@ -30,15 +36,40 @@ RUN_ELSEWHERE = {
 }
 
 
+def _page_text(page: str) -> str:
+    """The page as mkdocs reads it: each `--8<-- "FILE"` line (pymdownx.snippets, its base
+    path the repository root) replaced by that file."""
+    text = (DOCS / page).read_text(encoding="utf-8")
+    return re.sub(r'^--8<-- "([^"]+)"$', lambda m: (ROOT / m.group(1)).read_text(encoding="utf-8"), text, flags=re.M)
+
+
+def _blocks(text: str, language: str) -> list[str]:
+    """The blocks fenced ```language, a list item's indented ones too, dedented."""
+    return [
+        textwrap.dedent(body) for body in re.findall(rf"^[ \t]*```{language}\n(.*?)^[ \t]*```", text, flags=re.S | re.M)
+    ]
+
+
 def _python_blocks(text: str) -> list[str]:
-    return re.findall(r"^```python\n(.*?)^```", text, flags=re.S | re.M)
+    return _blocks(text, "python")
+
+
+def _command_blocks(text: str) -> list[str]:
+    """The ```bash blocks that run the jaxonnx command (not installs, the suite or mkdocs)."""
+    return [b for b in _blocks(text, "bash") if re.search(r"^jaxonnx ", b, flags=re.M)]
 
 
 def _pages_with_code() -> list[str]:
-    pages = sorted(
-        str(p.relative_to(DOCS)) for p in DOCS.rglob("*.md") if _python_blocks(p.read_text(encoding="utf-8"))
-    )
-    return [p for p in pages if p not in RUN_ELSEWHERE]
+    pages = sorted(str(p.relative_to(DOCS)) for p in DOCS.rglob("*.md"))
+    return [
+        p for p in pages if p not in RUN_ELSEWHERE and (_python_blocks(_page_text(p)) or _command_blocks(_page_text(p)))
+    ]
+
+
+def test_the_pages_with_code_include_contributing_and_the_commands():
+    pages = _pages_with_code()
+    assert {"contributing.md", "guide/cli.md", "guide/generation.md"} <= set(pages)
+    assert _command_blocks(_page_text("guide/cli.md")) and _python_blocks(_page_text("contributing.md"))
 
 
 def test_the_site_builds_strictly(tmp_path):
@@ -121,11 +152,40 @@ def test_every_public_name_has_a_reference_entry_with_an_example():
 def test_the_code_of_the_page_runs(page, monkeypatch, tmp_path):
     # From an empty folder, as a reader runs it: a page names the files it reads through
     # jaxonnx (`example_path`, `demo_model_path`) or makes them, never relative to a checkout.
-    monkeypatch.chdir(tmp_path)
+    folder = tmp_path / "reader"
+    folder.mkdir()
+    monkeypatch.chdir(folder)
+    text = _page_text(page)
     namespace: dict = {}
     exec("import jax, jax.numpy as jnp, numpy as np, jaxonnx", namespace)  # what the API page says it starts with
-    for number, block in enumerate(_python_blocks((DOCS / page).read_text(encoding="utf-8")), 1):
+    for number, block in enumerate(_python_blocks(text), 1):
         exec(compile(block, f"docs/{page} (block {number})", "exec"), namespace)
+    commands = _command_blocks(text)
+    if commands:
+        env = _command_environment(tmp_path / "bin")
+        for number, block in enumerate(commands, 1):
+            result = subprocess.run(
+                ["bash", "-e", "-o", "pipefail", "-c", block],
+                cwd=folder,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=300,
+                check=False,
+            )
+            assert result.returncode == 0, f"docs/{page} (bash block {number}):\n{block}\n{result.stderr[-3000:]}"
+
+
+def _command_environment(bin_folder: pathlib.Path) -> dict[str, str]:
+    """An environment whose `python` and `jaxonnx` are this interpreter and this checkout's
+    package, whatever the PATH holds."""
+    bin_folder.mkdir()
+    for name, command in (("python", ""), ("jaxonnx", " -m jaxonnx")):
+        script = bin_folder / name
+        script.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)}{command} "$@"\n')
+        script.chmod(0o755)
+    python_path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    return dict(os.environ, PATH=f"{bin_folder}{os.pathsep}{os.environ['PATH']}", PYTHONPATH=python_path)
 
 
 def test_getting_started_states_no_figure_the_readme_contradicts():
@@ -137,21 +197,45 @@ def test_getting_started_states_no_figure_the_readme_contradicts():
     assert [f for f in figures if " ".join(f) not in readme] == []
 
 
+def _map_sections(block: str) -> dict[str, set[str]]:
+    """The names in each folder's part of CONTRIBUTING's map: a line indented two spaces
+    names an entry of the package ("" for the package itself) and, when it is a folder,
+    opens that folder's part, which runs over the lines indented deeper below it."""
+    sections: dict[str, set[str]] = {"": set()}
+    folder = ""
+    for line in block.splitlines()[1:]:  # below "jaxonnx/"
+        names = set(re.findall(r"[\w.]+/?", line))
+        if line.startswith("  ") and not line.startswith("   "):
+            head = line.split()[0]
+            sections[""] |= names
+            folder = head.rstrip("/") if head.endswith("/") else ""
+            if folder:
+                sections[folder] = set()
+        elif folder:
+            sections[folder] |= names
+    return sections
+
+
 def test_contributing_map_matches_the_tree():
-    # The layout map in CONTRIBUTING.md names every module and folder of the package, of
-    # its core and every op family, and nothing that is not there.
+    # The layout map in CONTRIBUTING.md names every module and folder of the package and of
+    # each of its subpackages (the op families as folders), each in its own folder's part,
+    # and nothing that is not there. An empty __init__.py only marks a package.
     text = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
     block = text.split("## The layout", 1)[1].split("```text\n", 1)[1].split("```", 1)[0]
-    named = set(re.findall(r"[\w.]+/?", block))
+    sections = _map_sections(block)
     package = ROOT / "jaxonnx"
-    present = {
-        p.name + ("/" if p.is_dir() else "")
-        for folder in (package, package / "_core", package / "ops", package / "generation")
-        for p in folder.iterdir()
-        if p.name != "__pycache__" and not (folder.name == "ops" and p.name == "__init__.py")
-    }
-    assert present - named == set(), f"CONTRIBUTING's map leaves out {sorted(present - named)}"
-    files = {n for n in named if n.endswith((".py", ".pyi", "/")) or n == "py.typed"}
-    places = (ROOT, package, package / "_core", package / "ops", package / "cli", package / "generation")
-    missing = {n for n in files if not any((f / n.rstrip("/")).exists() for f in places)}
-    assert missing == set(), f"CONTRIBUTING's map names {sorted(missing)}, which are not in the tree"
+    folders = {"": package} | {p.name: p for p in package.iterdir() if (p / "__init__.py").is_file()}
+    assert set(folders) == set(sections), f"CONTRIBUTING's map has parts for {sorted(sections)}"
+    for name, folder in folders.items():
+        present = {
+            p.name + ("/" if p.is_dir() else "")
+            for p in folder.iterdir()
+            if p.name != "__pycache__" and not (name and p.name == "__init__.py" and p.stat().st_size == 0)
+        }
+        where = f"jaxonnx/{name}/" if name else "jaxonnx/"
+        assert present - sections[name] == set(), (
+            f"CONTRIBUTING's map of {where} leaves out {sorted(present - sections[name])}"
+        )
+        files = {n for n in sections[name] if n.endswith((".py", ".pyi", "/")) or n == "py.typed"}
+        missing = {n for n in files if not (folder / n.rstrip("/")).exists()}
+        assert missing == set(), f"CONTRIBUTING's map of {where} names {sorted(missing)}, which are not there"

@@ -1,16 +1,20 @@
 """Draws docs/assets/architecture.svg, the picture on docs/design.md.
 
-The boxes name the modules of the tree as it is; ``tests/test_docs.py`` checks that every
-``jaxonnx/...`` path the picture names exists, so a move that leaves the picture stale
-fails. Run ``python tools/draw_architecture.py`` after changing the boxes below.
+The boxes name the modules of the tree as it is: a box names a module by its path
+(``jaxonnx/_core/model.py``) or, after a path, by its name in that path's folder
+(``planning.py``). ``tests/test_design_picture.py`` checks that every module the picture
+names exists and that every module of the package is named (the op families by
+``jaxonnx/ops/_family/``), so a move or a new module that leaves the picture stale fails.
+Run ``python tools/draw_architecture.py`` after changing the boxes below.
 """
 
 from __future__ import annotations
 
 import html
 import pathlib
+import re
 
-WIDTH, HEIGHT = 1100, 640
+WIDTH, HEIGHT = 1100, 740
 INK = "#455a64"
 NOTE = "#37474f"
 FILLS = {
@@ -28,20 +32,21 @@ BOXES = {
         20,
         40,
         300,
-        74,
+        90,
         "op",
         "jaxonnx/ops/_family/op.py",
         [
             '@register("Op", 13, 18, static=..., padding=...,',
             "layout=..., weights=...): one pure function;",
             "its contract and traits, beside it",
+            "shared code: jaxonnx/ops/_helpers/",
         ],
     ),
     "registry": (
         400,
         40,
         300,
-        74,
+        90,
         "op",
         "Registry: jaxonnx/_core/registry.py",
         [
@@ -50,16 +55,16 @@ BOXES = {
             "needs read off the function's signature",
         ],
     ),
-    "file": (20, 190, 150, 60, "user", "an .onnx file,", ["bytes or ModelProto"]),
-    "load": (200, 190, 200, 60, "load", "load()", ["jaxonnx/_core/loading.py,", "jaxonnx/_core/preparation.py"]),
+    "file": (20, 185, 130, 70, "user", "an .onnx file,", ["bytes or", "ModelProto"]),
+    "load": (170, 185, 200, 70, "load", "load()", ["jaxonnx/_core/loading.py,", "preparation.py"]),
     "prepare": (
-        430,
-        190,
-        200,
-        60,
+        390,
+        185,
+        250,
+        70,
         "load",
         "Graph.prepare",
-        ["jaxonnx/_core/graph.py: ops", "resolved, subgraphs, initializers"],
+        ["jaxonnx/_core/graph.py: ops resolved,", "subgraphs, initializers; types.py,", "dtypes.py: declared types"],
     ),
     "model": (
         660,
@@ -93,17 +98,86 @@ BOXES = {
         "call",
         "OpVersion(...)",
         [
-            "conversion.py: static inputs → numpy",
+            "jaxonnx/_core/conversion.py: static → numpy",
             "schema_checks.py: types, attributes",
         ],
     ),
-    "function": (20, 350, 250, 66, "op", "the op function", ["jax.numpy / lax / numpy,", "its needs as parameters"]),
+    "function": (
+        20,
+        350,
+        250,
+        66,
+        "op",
+        "the op function",
+        ["jax.numpy / lax / numpy, its needs as", "parameters; jaxonnx/_platform.py", "picks a platform's formulation"],
+    ),
+    "checks": (340, 450, 230, 52, "beside", "deferred checks", ["jaxonnx/_core/checks.py (checked=)"]),
     "padding": (600, 450, 230, 52, "beside", "padding marks", ["jaxonnx/_core/padding.py (padding=)"]),
     "layout": (860, 450, 220, 52, "beside", "channels-last values", ["jaxonnx/_core/layout.py (layout=)"]),
-    "generation": (20, 560, 250, 60, "user", "jaxonnx/generation/", ["cache, sampling, decode, prompts"]),
-    "finetuning": (290, 560, 250, 60, "user", "jaxonnx/finetuning/", ["lora adapters, loss, requantize"]),
-    "cli": (560, 560, 250, 60, "user", "jaxonnx/cli/", ["run, check, bench, generate, demo"]),
-    "backend": (830, 560, 250, 60, "user", "jaxonnx/backend.py", ["onnx.backend on run_node"]),
+    "generation": (
+        20,
+        555,
+        250,
+        66,
+        "user",
+        "jaxonnx/generation/",
+        ["cache.py, sampling.py, decode.py,", "prompts.py, loading.py"],
+    ),
+    "finetuning": (
+        290,
+        555,
+        250,
+        66,
+        "user",
+        "jaxonnx/finetuning/",
+        ["adapters.py (lora), loss.py,", "requantize.py"],
+    ),
+    "cli": (
+        560,
+        555,
+        250,
+        66,
+        "user",
+        "jaxonnx/cli/",
+        ["run.py, check.py, bench.py, generate.py,", "demo.py, inputs.py, hints.py, errors.py"],
+    ),
+    "backend": (830, 555, 250, 66, "user", "jaxonnx/backend.py", ["onnx.backend on run_node"]),
+    "api": (
+        20,
+        665,
+        250,
+        62,
+        "user",
+        "jaxonnx/__init__.py",
+        ["the public API, re-exported", "__main__.py: python -m jaxonnx", "_errors.py: the errors and warnings"],
+    ),
+    "tuning": (
+        290,
+        665,
+        250,
+        62,
+        "user",
+        "set at import",
+        ["jaxonnx/_xla_cpu.py: XLA:CPU's flags", "_tuning.py: glibc's allocator"],
+    ),
+    "docs": (
+        560,
+        665,
+        250,
+        62,
+        "user",
+        "jaxonnx/_docs.py",
+        ["the op table, op reference and", "ops stub, from the registry"],
+    ),
+    "examples": (
+        830,
+        665,
+        250,
+        62,
+        "user",
+        "bundled models",
+        ["jaxonnx/_demo.py, _examples.py,", "data/: the demo and examples"],
+    ),
 }
 
 # (from, to, label, side of from, side of to)
@@ -118,7 +192,7 @@ ARROWS = [
     ("context", "contract", "", "left", "right"),
     ("contract", "function", "", "left", "right"),
 ]
-DASHED = [("run", "padding"), ("run", "layout")]
+DASHED = [("run", "checks"), ("run", "padding"), ("run", "layout")]
 
 
 def _anchor(name: str, side: str) -> tuple[float, float]:
@@ -160,8 +234,11 @@ def svg() -> str:
         f'<text x="20" y="24" font-size="12" fill="{NOTE}">at import and at load: prepared once</text>',
         f'<line x1="10" y1="300" x2="{WIDTH - 10}" y2="300" stroke="#b0bec5" stroke-dasharray="6 4"/>',
         f'<text x="20" y="330" font-size="12" fill="{NOTE}">at each call (eager, or traced under jax.jit)</text>',
-        f'<line x1="10" y1="525" x2="{WIDTH - 10}" y2="525" stroke="#b0bec5" stroke-dasharray="6 4"/>',
-        f'<text x="20" y="548" font-size="12" fill="{NOTE}">built on Model and run_node</text>',
+        f'<line x1="10" y1="522" x2="{WIDTH - 10}" y2="522" stroke="#b0bec5" stroke-dasharray="6 4"/>',
+        f'<text x="20" y="545" font-size="12" fill="{NOTE}">built on Model and run_node</text>',
+        f'<line x1="10" y1="635" x2="{WIDTH - 10}" y2="635" stroke="#b0bec5" stroke-dasharray="6 4"/>',
+        f'<text x="20" y="655" font-size="12" fill="{NOTE}">around them: the package\'s face, its settings at import, '
+        "its generated docs and bundled models</text>",
     ]
     for x, y, w, h, fill, title, lines in BOXES.values():
         parts += _box(x, y, w, h, fill, title, lines)
@@ -186,9 +263,21 @@ def svg() -> str:
 
 
 def named_paths() -> list[str]:
-    """Every ``jaxonnx/...`` path the picture names (checked to exist by the docs tests)."""
-    words = [w.rstrip(",:") for box in BOXES.values() for text in (box[5], *box[6]) for w in text.split()]
-    return sorted({w for w in words if w.startswith("jaxonnx/")})
+    """Every path the picture names, as ``jaxonnx/...``: a box's full paths, and the bare
+    names (``planning.py``, ``data/``) after one, in the folder of the path before them
+    (checked by tests/test_design_picture.py)."""
+    paths = set()
+    for name, box in BOXES.items():
+        folder = None
+        for word in (w.strip(",:;()") for text in (box[5], *box[6]) for w in text.split()):
+            if word.startswith("jaxonnx/"):
+                paths.add(word)
+                folder = word if word.endswith("/") else word.rsplit("/", 1)[0] + "/"
+            elif re.fullmatch(r"[\w.]+\.py|\w+/", word):
+                if folder is None:
+                    raise ValueError(f"box {name!r} names {word!r} before any jaxonnx/... path to place it in")
+                paths.add(folder + word)
+    return sorted(paths)
 
 
 if __name__ == "__main__":
