@@ -94,7 +94,7 @@ def wide_vectors_run_fast(cpuinfo: str | None = None) -> bool:
                 cpuinfo = file.read(1 << 16)
         except OSError:
             return False
-    fields = {}
+    fields: dict[str, str] = {}
     for line in cpuinfo.splitlines():
         name, _, value = line.partition(":")
         fields.setdefault(name.strip(), value.strip())  # the first core's
