@@ -10,9 +10,8 @@ import onnx.helper
 from jaxonnx._core.registry import register
 from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.attention import stacked_self_attention
-from jaxonnx.ops._helpers.schemas import contrib_schema
+from jaxonnx.ops._helpers.schemas import attribute, attribute_without_default, contrib_schema
 
-_Attribute = onnx.defs.OpSchema.Attribute
 _INT = onnx.defs.OpSchema.AttrType.INT
 _FLOAT = onnx.defs.OpSchema.AttrType.FLOAT
 _SCHEMA = contrib_schema(
@@ -30,14 +29,14 @@ _SCHEMA = contrib_schema(
     outputs=[("output", "T"), ("present", "T", "optional")],
     type_constraints=[("T", ["tensor(float)", "tensor(float16)", "tensor(bfloat16)"]), ("M", ["tensor(int32)"])],
     attributes=[
-        _Attribute("num_heads", _INT, "Number of attention heads."),
-        _Attribute("qkv_hidden_sizes", onnx.defs.OpSchema.AttrType.INTS, "Hidden sizes of Q, K and V.", required=False),
-        _Attribute("unidirectional", onnx.helper.make_attribute("unidirectional", 0), "Causal attention."),
-        _Attribute("scale", _FLOAT, "Scale of Q K^T (default 1 / sqrt(head_size)).", required=False),
-        _Attribute("mask_filter_value", _FLOAT, "Added to masked scores (default -10000).", required=False),
-        _Attribute("do_rotary", _INT, "Rotary embedding (not supported).", required=False),
-        _Attribute("rotary_embedding_dim", _INT, "Rotary embedding dimension.", required=False),
-        _Attribute("past_present_share_buffer", _INT, "past and present are one maximal buffer.", required=False),
+        attribute_without_default("num_heads", _INT, "Number of attention heads.", required=True),
+        attribute_without_default("qkv_hidden_sizes", onnx.defs.OpSchema.AttrType.INTS, "Hidden sizes of Q, K and V."),
+        attribute("unidirectional", 0, "Causal attention."),
+        attribute_without_default("scale", _FLOAT, "Scale of Q K^T (default 1 / sqrt(head_size))."),
+        attribute_without_default("mask_filter_value", _FLOAT, "Added to masked scores (default -10000)."),
+        attribute_without_default("do_rotary", _INT, "Rotary embedding (not supported)."),
+        attribute_without_default("rotary_embedding_dim", _INT, "Rotary embedding dimension."),
+        attribute_without_default("past_present_share_buffer", _INT, "past and present are one maximal buffer."),
     ],
     differentiable=("input", "weights", "bias", "past", "attention_bias"),
 )

@@ -13,14 +13,9 @@ import onnx.helper
 from jaxonnx._core.registry import register
 from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.common import is_traced
-from jaxonnx.ops._helpers.schemas import contrib_schema
+from jaxonnx.ops._helpers.schemas import attribute, attribute_without_default, contrib_schema
 
-_Attribute = onnx.defs.OpSchema.Attribute
 _INT = onnx.defs.OpSchema.AttrType.INT
-
-
-def _default(name, value, doc):
-    return _Attribute(name, onnx.helper.make_attribute(name, value), doc)
 
 
 _SCHEMA = contrib_schema(
@@ -51,11 +46,13 @@ _SCHEMA = contrib_schema(
         ("M", ["tensor(int32)"]),
     ],
     attributes=[
-        _Attribute("num_heads", _INT, "Number of attention heads."),
-        _default("past_present_share_buffer", 0, "past_key/past_value are the max_length buffers present writes into."),
-        _default("scale", 0.0, "Scale of Q K^T (0: 1 / sqrt(head_size))."),
-        _default("mask_filter_value", -10000.0, "Added to the scores of masked keys."),
-        _default("output_qk", 0, "Output the scaled scores (not supported)."),
+        attribute_without_default("num_heads", _INT, "Number of attention heads.", required=True),
+        attribute(
+            "past_present_share_buffer", 0, "past_key/past_value are the max_length buffers present writes into."
+        ),
+        attribute("scale", 0.0, "Scale of Q K^T (0: 1 / sqrt(head_size))."),
+        attribute("mask_filter_value", -10000.0, "Added to the scores of masked keys."),
+        attribute("output_qk", 0, "Output the scaled scores (not supported)."),
     ],
     differentiable=("query", "key", "value", "attention_bias", "past_key", "past_value", "bias"),
 )

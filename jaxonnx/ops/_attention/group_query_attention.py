@@ -33,16 +33,11 @@ from jaxonnx.ops._helpers.attention import (
     split_heads,
 )
 from jaxonnx.ops._helpers.common import is_traced
-from jaxonnx.ops._helpers.schemas import contrib_schema
+from jaxonnx.ops._helpers.schemas import attribute, attribute_without_default, contrib_schema
 
-_Attribute = onnx.defs.OpSchema.Attribute
 _INT = onnx.defs.OpSchema.AttrType.INT
 _FLOAT = onnx.defs.OpSchema.AttrType.FLOAT
 _FLOATS = ["tensor(float16)", "tensor(bfloat16)", "tensor(float)"]
-
-
-def _default(name, value, doc):
-    return _Attribute(name, onnx.helper.make_attribute(name, value), doc)
 
 
 _SCHEMA = contrib_schema(
@@ -81,23 +76,23 @@ _SCHEMA = contrib_schema(
         ("M", ["tensor(int32)"]),
     ],
     attributes=[
-        _Attribute("num_heads", _INT, "Number of query heads."),
-        _Attribute("kv_num_heads", _INT, "Number of key/value heads."),
-        _Attribute("scale", _FLOAT, "Scale of Q K^T (default 1 / sqrt(head_size)).", required=False),
-        _Attribute("softcap", _FLOAT, "Soft cap of the scores (0: none).", required=False),
-        _default("local_window_size", -1, "Keys a query attends behind it (-1: all)."),
-        _Attribute("do_rotary", _INT, "Rotary embedding of Q and K from the caches.", required=False),
-        _Attribute("rotary_interleaved", _INT, "Interleaved rotary pairs.", required=False),
-        _default("smooth_softmax", -1, "A zero logit in every softmax denominator."),
-        _default("qk_output", 0, "output_qk holds the scores (1) or the probabilities (2)."),
-        _default("causal", 1, "Causal attention (0: bidirectional)."),
-        _default("sliding_window_cache", 0, "Window-sized past/present buffers (not supported)."),
-        _Attribute("kv_cache_bit_width", _INT, "Bit width of a quantized cache (not supported).", required=False),
-        _default("k_quant_type", "NONE", "Quantization of the key cache (only NONE is supported)."),
-        _default("v_quant_type", "NONE", "Quantization of the value cache (only NONE is supported)."),
-        _default("qk_norm_epsilon", 1e-6, "Epsilon of the per-head Q/K RMS norms."),
-        _Attribute("q_norm_epsilon", _FLOAT, "Epsilon of the Q norm (overrides qk_norm_epsilon).", required=False),
-        _Attribute("k_norm_epsilon", _FLOAT, "Epsilon of the K norm (overrides qk_norm_epsilon).", required=False),
+        attribute_without_default("num_heads", _INT, "Number of query heads.", required=True),
+        attribute_without_default("kv_num_heads", _INT, "Number of key/value heads.", required=True),
+        attribute_without_default("scale", _FLOAT, "Scale of Q K^T (default 1 / sqrt(head_size))."),
+        attribute_without_default("softcap", _FLOAT, "Soft cap of the scores (0: none)."),
+        attribute("local_window_size", -1, "Keys a query attends behind it (-1: all)."),
+        attribute_without_default("do_rotary", _INT, "Rotary embedding of Q and K from the caches."),
+        attribute_without_default("rotary_interleaved", _INT, "Interleaved rotary pairs."),
+        attribute("smooth_softmax", -1, "A zero logit in every softmax denominator."),
+        attribute("qk_output", 0, "output_qk holds the scores (1) or the probabilities (2)."),
+        attribute("causal", 1, "Causal attention (0: bidirectional)."),
+        attribute("sliding_window_cache", 0, "Window-sized past/present buffers (not supported)."),
+        attribute_without_default("kv_cache_bit_width", _INT, "Bit width of a quantized cache (not supported)."),
+        attribute("k_quant_type", "NONE", "Quantization of the key cache (only NONE is supported)."),
+        attribute("v_quant_type", "NONE", "Quantization of the value cache (only NONE is supported)."),
+        attribute("qk_norm_epsilon", 1e-6, "Epsilon of the per-head Q/K RMS norms."),
+        attribute_without_default("q_norm_epsilon", _FLOAT, "Epsilon of the Q norm (overrides qk_norm_epsilon)."),
+        attribute_without_default("k_norm_epsilon", _FLOAT, "Epsilon of the K norm (overrides qk_norm_epsilon)."),
     ],
     differentiable=(
         "query",

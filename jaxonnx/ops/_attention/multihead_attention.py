@@ -20,9 +20,8 @@ from jaxonnx.ops._helpers.attention import (
     split_heads,
 )
 from jaxonnx.ops._helpers.common import is_traced
-from jaxonnx.ops._helpers.schemas import contrib_schema
+from jaxonnx.ops._helpers.schemas import attribute, attribute_without_default, contrib_schema
 
-_Attribute = onnx.defs.OpSchema.Attribute
 _INT = onnx.defs.OpSchema.AttrType.INT
 _FLOAT = onnx.defs.OpSchema.AttrType.FLOAT
 _FLOATS = ["tensor(float)", "tensor(float16)", "tensor(bfloat16)"]
@@ -49,10 +48,10 @@ _SCHEMA = contrib_schema(
     ],
     type_constraints=[("T", _FLOATS), ("QK", _FLOATS), ("M", ["tensor(int32)"])],
     attributes=[
-        _Attribute("num_heads", _INT, "Number of attention heads."),
-        _Attribute("unidirectional", onnx.helper.make_attribute("unidirectional", 0), "Causal attention."),
-        _Attribute("scale", _FLOAT, "Scale of Q K^T (default 1 / sqrt(head_size)).", required=False),
-        _Attribute("mask_filter_value", _FLOAT, "Added to masked scores (default -10000).", required=False),
+        attribute_without_default("num_heads", _INT, "Number of attention heads.", required=True),
+        attribute("unidirectional", 0, "Causal attention."),
+        attribute_without_default("scale", _FLOAT, "Scale of Q K^T (default 1 / sqrt(head_size))."),
+        attribute_without_default("mask_filter_value", _FLOAT, "Added to masked scores (default -10000)."),
     ],
     differentiable=("query", "key", "value", "bias", "attention_bias", "past_key", "past_value"),
 )

@@ -16,9 +16,8 @@ from jaxonnx.ops._helpers.quantization import (
     row_and_column_layout,
     zero_points_apart,
 )
-from jaxonnx.ops._helpers.schemas import contrib_schema
+from jaxonnx.ops._helpers.schemas import attribute, attribute_without_default, contrib_schema
 
-_Attribute = onnx.defs.OpSchema.Attribute
 _INT = onnx.defs.OpSchema.AttrType.INT
 _FLOAT = onnx.defs.OpSchema.AttrType.FLOAT
 _SCHEMA = contrib_schema(
@@ -43,12 +42,12 @@ _SCHEMA = contrib_schema(
         ("T4", ["tensor(int32)"]),
     ],
     attributes=[
-        _Attribute("num_heads", _INT, "Number of attention heads."),
-        _Attribute("unidirectional", onnx.helper.make_attribute("unidirectional", 0), "Causal attention."),
-        _Attribute("scale", _FLOAT, "Scale of Q K^T (default 1 / sqrt(head_size)).", required=False),
-        _Attribute("mask_filter_value", _FLOAT, "Added to masked scores (default -10000).", required=False),
-        _Attribute("do_rotary", _INT, "Rotary embedding (not supported).", required=False),
-        _Attribute("past_present_share_buffer", _INT, "Not supported.", required=False),
+        attribute_without_default("num_heads", _INT, "Number of attention heads.", required=True),
+        attribute("unidirectional", 0, "Causal attention."),
+        attribute_without_default("scale", _FLOAT, "Scale of Q K^T (default 1 / sqrt(head_size))."),
+        attribute_without_default("mask_filter_value", _FLOAT, "Added to masked scores (default -10000)."),
+        attribute_without_default("do_rotary", _INT, "Rotary embedding (not supported)."),
+        attribute_without_default("past_present_share_buffer", _INT, "Not supported."),
     ],
     differentiable=("bias", "input_scale", "weight_scale", "past"),
 )

@@ -15,9 +15,8 @@ from jaxonnx._core.registry import register
 from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.attention import rotate
 from jaxonnx.ops._helpers.common import is_traced
-from jaxonnx.ops._helpers.schemas import contrib_schema
+from jaxonnx.ops._helpers.schemas import attribute, attribute_without_default, contrib_schema
 
-_Attribute = onnx.defs.OpSchema.Attribute
 _INT = onnx.defs.OpSchema.AttrType.INT
 _FLOAT = onnx.defs.OpSchema.AttrType.FLOAT
 _SCHEMA = contrib_schema(
@@ -27,18 +26,18 @@ _SCHEMA = contrib_schema(
     outputs=[("output", "T")],
     type_constraints=[("T", ["tensor(float)", "tensor(float16)", "tensor(bfloat16)"]), ("M", ["tensor(int64)"])],
     attributes=[
-        _Attribute("num_heads", _INT, "Number of heads; needed with rotary_embedding_dim.", required=False),
-        _Attribute(
-            "rotary_embedding_dim", _INT, "How many features of each head rotate (0: the head size).", required=False
+        attribute_without_default("num_heads", _INT, "Number of heads; needed with rotary_embedding_dim."),
+        attribute_without_default(
+            "rotary_embedding_dim", _INT, "How many features of each head rotate (0: the head size)."
         ),
-        _Attribute("interleaved", onnx.helper.make_attribute("interleaved", 0), "Pairs are neighbours (2i, 2i+1)."),
-        _Attribute(
+        attribute("interleaved", 0, "Pairs are neighbours (2i, 2i+1)."),
+        attribute(
             "is_packed_batching",
-            onnx.helper.make_attribute("is_packed_batching", 0),
+            0,
             "Ragged batches packed into the sequence (the computation is per token, so the same).",
         ),
-        _Attribute(
-            "scale", _FLOAT, "Scale of the caches' frequencies when they are rebuilt (not used).", required=False
+        attribute_without_default(
+            "scale", _FLOAT, "Scale of the caches' frequencies when they are rebuilt (not used)."
         ),
     ],
     differentiable=("input", "cos_cache", "sin_cache"),

@@ -18,9 +18,8 @@ import onnx
 from jaxonnx._core.registry import register
 from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers import search
-from jaxonnx.ops._helpers.schemas import attribute, contrib_schema
+from jaxonnx.ops._helpers.schemas import attribute, attribute_without_default, contrib_schema
 
-_Attribute = onnx.defs.OpSchema.Attribute
 _Kind = onnx.defs.OpSchema.AttrType
 
 
@@ -59,15 +58,15 @@ _SCHEMA = contrib_schema(
         ("V", ["tensor(float)"]),
     ],
     attributes=[
-        _Attribute("eos_token_id", _Kind.INT, "The end-of-sequence token."),
-        _Attribute("pad_token_id", _Kind.INT, "The pad token."),
+        attribute_without_default("eos_token_id", _Kind.INT, "The end-of-sequence token.", required=True),
+        attribute_without_default("pad_token_id", _Kind.INT, "The pad token.", required=True),
         attribute("decoder_start_token_id", -1, "The decoder's first token (T5)."),
         attribute("no_repeat_ngram_size", 0, "No n-gram of this size occurs twice (0: off)."),
         attribute("early_stopping", 0, "An entry is done once it has num_beams hypotheses."),
         attribute("model_type", 0, "0: GPT-2, 1: T5, 2: Whisper (not supported)."),
-        _Attribute("encoder", _Kind.GRAPH, "The encoder (T5).", required=False),
-        _Attribute("init_decoder", _Kind.GRAPH, "The decoder of the first step (GPT-2).", required=False),
-        _Attribute("decoder", _Kind.GRAPH, "The decoder."),
+        attribute_without_default("encoder", _Kind.GRAPH, "The encoder (T5)."),
+        attribute_without_default("init_decoder", _Kind.GRAPH, "The decoder of the first step (GPT-2)."),
+        attribute_without_default("decoder", _Kind.GRAPH, "The decoder.", required=True),
         attribute("vocab_size", -1, "The vocabulary size where the logits are padded past it (-1: theirs)."),
         attribute("decoder_output_cross_qk", 0, "Whisper's cross attention output (not supported)."),
         attribute("no_speech_token", -1, "Whisper's no-speech token (not supported)."),

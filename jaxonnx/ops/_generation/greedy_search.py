@@ -14,9 +14,8 @@ import onnx
 
 from jaxonnx._core.registry import register
 from jaxonnx.ops._helpers import search
-from jaxonnx.ops._helpers.schemas import attribute, contrib_schema
+from jaxonnx.ops._helpers.schemas import attribute, attribute_without_default, contrib_schema
 
-_Attribute = onnx.defs.OpSchema.Attribute
 _Kind = onnx.defs.OpSchema.AttrType
 
 
@@ -35,14 +34,14 @@ _SCHEMA = contrib_schema(
     outputs=[("sequences", "I")],
     type_constraints=[("T", ["tensor(float)"]), ("I", ["tensor(int32)"])],
     attributes=[
-        _Attribute("eos_token_id", _Kind.INT, "The end-of-sequence token."),
-        _Attribute("pad_token_id", _Kind.INT, "The pad token."),
+        attribute_without_default("eos_token_id", _Kind.INT, "The end-of-sequence token.", required=True),
+        attribute_without_default("pad_token_id", _Kind.INT, "The pad token.", required=True),
         attribute("decoder_start_token_id", -1, "The decoder's first token (encoder-decoder models)."),
         attribute("no_repeat_ngram_size", 0, "No n-gram of this size occurs twice (0: off)."),
         attribute("model_type", 0, "0: GPT-2 (the only one onnxruntime's greedy search runs)."),
-        _Attribute("encoder", _Kind.GRAPH, "The encoder (not used by GPT-2).", required=False),
-        _Attribute("init_decoder", _Kind.GRAPH, "The decoder of the first step.", required=False),
-        _Attribute("decoder", _Kind.GRAPH, "The decoder."),
+        attribute_without_default("encoder", _Kind.GRAPH, "The encoder (not used by GPT-2)."),
+        attribute_without_default("init_decoder", _Kind.GRAPH, "The decoder of the first step."),
+        attribute_without_default("decoder", _Kind.GRAPH, "The decoder.", required=True),
         attribute("vocab_size", -1, "The vocabulary size where the logits are padded past it (-1: theirs)."),
     ],
     differentiable=(),

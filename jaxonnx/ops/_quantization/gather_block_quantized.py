@@ -6,17 +6,14 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 import numpy as np
-import onnx.defs
-import onnx.helper
 
 from jaxonnx._core.dtypes import onnx_type_name
 from jaxonnx._core.registry import register
 from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.common import namespace, normalize_axis
 from jaxonnx.ops._helpers.quantization import unpack_low_bits_first
-from jaxonnx.ops._helpers.schemas import contrib_schema
+from jaxonnx.ops._helpers.schemas import attribute, contrib_schema
 
-_Attribute = onnx.defs.OpSchema.Attribute
 _FLOAT_CODES = [
     "tensor(float8e4m3fn)",
     "tensor(float8e4m3fnuz)",
@@ -37,14 +34,12 @@ _SCHEMA = contrib_schema(
     ],
     differentiable=("scales",),
     attributes=[
-        _Attribute("bits", onnx.helper.make_attribute("bits", 4), "Bits per value of uint8 `data` (2, 4 or 8)."),
-        _Attribute(
-            "block_size",
-            onnx.helper.make_attribute("block_size", 128),
-            "Block length along `quantize_axis` (0: the whole axis, float8 and float4 `data` only).",
+        attribute("bits", 4, "Bits per value of uint8 `data` (2, 4 or 8)."),
+        attribute(
+            "block_size", 128, "Block length along `quantize_axis` (0: the whole axis, float8 and float4 `data` only)."
         ),
-        _Attribute("quantize_axis", onnx.helper.make_attribute("quantize_axis", 1), "The axis quantized in blocks."),
-        _Attribute("gather_axis", onnx.helper.make_attribute("gather_axis", 0), "The axis gathered on."),
+        attribute("quantize_axis", 1, "The axis quantized in blocks."),
+        attribute("gather_axis", 0, "The axis gathered on."),
     ],
 )
 

@@ -12,9 +12,8 @@ import onnx.helper
 from jaxonnx._core.registry import register
 from jaxonnx._errors import OnnxValidationError
 from jaxonnx.ops._helpers.common import namespace
-from jaxonnx.ops._helpers.schemas import contrib_schema
+from jaxonnx.ops._helpers.schemas import attribute, attribute_without_default, contrib_schema
 
-_Attribute = onnx.defs.OpSchema.Attribute
 _INT = onnx.defs.OpSchema.AttrType.INT
 _SCHEMA = contrib_schema(
     "MatMulBnb4",
@@ -25,14 +24,14 @@ _SCHEMA = contrib_schema(
     type_constraints=[("T1", ["tensor(float)", "tensor(float16)", "tensor(bfloat16)"]), ("T2", ["tensor(uint8)"])],
     differentiable=("A", "absmax"),
     attributes=[
-        _Attribute("K", _INT, "Input feature count of the weight.", required=True),
-        _Attribute("N", _INT, "Output feature count of the weight.", required=True),
-        _Attribute("block_size", _INT, "Elements per absmax block of the flattened weight.", required=True),
-        _Attribute("quant_type", _INT, "0: FP4, 1: NF4.", required=True),
-        _Attribute("transB", onnx.helper.make_attribute("transB", 1), "Whether B is transposed before the product."),
-        _Attribute(
-            "training_mode", onnx.helper.make_attribute("training_mode", 0), "Whether the op runs in training mode."
+        attribute_without_default("K", _INT, "Input feature count of the weight.", required=True),
+        attribute_without_default("N", _INT, "Output feature count of the weight.", required=True),
+        attribute_without_default(
+            "block_size", _INT, "Elements per absmax block of the flattened weight.", required=True
         ),
+        attribute_without_default("quant_type", _INT, "0: FP4, 1: NF4.", required=True),
+        attribute("transB", 1, "Whether B is transposed before the product."),
+        attribute("training_mode", 0, "Whether the op runs in training mode."),
     ],
 )
 

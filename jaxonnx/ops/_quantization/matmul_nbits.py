@@ -14,9 +14,8 @@ from jaxonnx._core.registry import is_traced, register
 from jaxonnx._errors import OnnxTypeError, OnnxValidationError
 from jaxonnx.ops._helpers.common import namespace
 from jaxonnx.ops._helpers.quantization import unpack_low_bits_first
-from jaxonnx.ops._helpers.schemas import contrib_schema
+from jaxonnx.ops._helpers.schemas import attribute, attribute_without_default, contrib_schema
 
-_Attribute = onnx.defs.OpSchema.Attribute
 _INT = onnx.defs.OpSchema.AttrType.INT
 _FLOATS = ["tensor(float)", "tensor(float16)", "tensor(bfloat16)"]
 _SCHEMA = contrib_schema(
@@ -39,19 +38,15 @@ _SCHEMA = contrib_schema(
     ],
     differentiable=("A", "scales", "zero_points", "bias"),
     attributes=[
-        _Attribute("K", _INT, "Input feature dimension of the weight matrix.", required=True),
-        _Attribute("N", _INT, "Output feature dimension of the weight matrix.", required=True),
-        _Attribute("block_size", _INT, "Size of each quantization block along K.", required=True),
-        _Attribute("bits", onnx.helper.make_attribute("bits", 4), "Bit width of the quantized weights (2, 4 or 8)."),
-        _Attribute(
-            "accuracy_level",
-            onnx.helper.make_attribute("accuracy_level", 0),
-            "The lowest internal precision allowed for A: 0 unset, 1 fp32, 2 fp16, 3 bf16, 4 int8.",
+        attribute_without_default("K", _INT, "Input feature dimension of the weight matrix.", required=True),
+        attribute_without_default("N", _INT, "Output feature dimension of the weight matrix.", required=True),
+        attribute_without_default("block_size", _INT, "Size of each quantization block along K.", required=True),
+        attribute("bits", 4, "Bit width of the quantized weights (2, 4 or 8)."),
+        attribute(
+            "accuracy_level", 0, "The lowest internal precision allowed for A: 0 unset, 1 fp32, 2 fp16, 3 bf16, 4 int8."
         ),
-        _Attribute(
-            "weight_prepacked",
-            onnx.helper.make_attribute("weight_prepacked", 0),
-            "Whether B comes in an execution provider's prepacked layout (0: not prepacked).",
+        attribute(
+            "weight_prepacked", 0, "Whether B comes in an execution provider's prepacked layout (0: not prepacked)."
         ),
     ],
 )

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-import onnx.defs
-import onnx.helper
 
 from jaxonnx._core.dtypes import onnx_type_name
 from jaxonnx._core.registry import register
@@ -18,9 +16,8 @@ from jaxonnx.ops._helpers.quantization import (
     row_and_column_layout,
     zero_points_apart,
 )
-from jaxonnx.ops._helpers.schemas import contrib_schema
+from jaxonnx.ops._helpers.schemas import attribute, contrib_schema
 
-_Attribute = onnx.defs.OpSchema.Attribute
 _SCHEMA = contrib_schema(
     "QGemm",
     "Y = alpha * (A - a_zero_point)' (B - b_zero_point)' * a_scale * b_scale + C * a_scale * b_scale, "
@@ -46,9 +43,9 @@ _SCHEMA = contrib_schema(
         ("TY", ["tensor(float)", "tensor(uint8)", "tensor(int8)"]),
     ],
     attributes=[
-        _Attribute("alpha", onnx.helper.make_attribute("alpha", 1.0), "Scalar multiplier of the product."),
-        _Attribute("transA", onnx.helper.make_attribute("transA", 0), "Whether A is transposed."),
-        _Attribute("transB", onnx.helper.make_attribute("transB", 0), "Whether B is transposed."),
+        attribute("alpha", 1.0, "Scalar multiplier of the product."),
+        attribute("transA", 0, "Whether A is transposed."),
+        attribute("transB", 0, "Whether B is transposed."),
     ],
     differentiable=(),
 )

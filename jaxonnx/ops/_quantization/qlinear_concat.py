@@ -11,7 +11,7 @@ from jaxonnx._core.registry import register
 from jaxonnx._errors import OnnxTypeError, OnnxValidationError
 from jaxonnx.ops._helpers.common import namespace, normalize_axis
 from jaxonnx.ops._helpers.quantization import dequantize, per_tensor_value, quantize
-from jaxonnx.ops._helpers.schemas import contrib_schema
+from jaxonnx.ops._helpers.schemas import attribute_without_default, contrib_schema
 
 _PER_TENSOR = ("tensor", None)
 
@@ -25,7 +25,9 @@ _SCHEMA = contrib_schema(
         ("TF", ["tensor(float)"]),
         ("TV", ["tensor(uint8)", "tensor(int8)", "tensor(float)"]),
     ],
-    attributes=[onnx.defs.OpSchema.Attribute("axis", onnx.defs.OpSchema.AttrType.INT, "The axis to concatenate on.")],
+    attributes=[
+        attribute_without_default("axis", onnx.defs.OpSchema.AttrType.INT, "The axis to concatenate on.", required=True)
+    ],
     differentiable=(),
 )
 

@@ -20,11 +20,10 @@ from jaxonnx.ops._helpers.quantization import (
     requantize,
     saturate_rounded,
 )
-from jaxonnx.ops._helpers.schemas import contrib_schema
+from jaxonnx.ops._helpers.schemas import attribute, attribute_without_default, contrib_schema
 from jaxonnx.ops._helpers.window import output_geometry, window_attributes
 
 _PER_TENSOR = ("tensor", None)
-_Attribute = onnx.defs.OpSchema.Attribute
 _INTS = onnx.defs.OpSchema.AttrType.INTS
 
 
@@ -77,9 +76,7 @@ _GLOBAL_SCHEMA = contrib_schema(
     ],
     outputs=[("Y", "T")],
     type_constraints=[("T", ["tensor(uint8)", "tensor(int8)"])],
-    attributes=[
-        _Attribute("channels_last", onnx.helper.make_attribute("channels_last", 0), "Channels are the last axis.")
-    ],
+    attributes=[attribute("channels_last", 0, "Channels are the last axis.")],
     differentiable=(),
 )
 
@@ -125,13 +122,13 @@ _POOL_SCHEMA = contrib_schema(
     outputs=[("Y", "T")],
     type_constraints=[("T", ["tensor(uint8)", "tensor(int8)"])],
     attributes=[
-        _Attribute("auto_pad", onnx.helper.make_attribute("auto_pad", "NOTSET"), "As AveragePool's."),
-        _Attribute("ceil_mode", onnx.helper.make_attribute("ceil_mode", 0), "As AveragePool's."),
-        _Attribute("channels_last", onnx.helper.make_attribute("channels_last", 0), "Channels are the last axis."),
-        _Attribute("count_include_pad", onnx.helper.make_attribute("count_include_pad", 0), "As AveragePool's."),
-        _Attribute("kernel_shape", _INTS, "The window size per spatial axis."),
-        _Attribute("pads", _INTS, "As AveragePool's.", required=False),
-        _Attribute("strides", _INTS, "As AveragePool's.", required=False),
+        attribute("auto_pad", "NOTSET", "As AveragePool's."),
+        attribute("ceil_mode", 0, "As AveragePool's."),
+        attribute("channels_last", 0, "Channels are the last axis."),
+        attribute("count_include_pad", 0, "As AveragePool's."),
+        attribute_without_default("kernel_shape", _INTS, "The window size per spatial axis.", required=True),
+        attribute_without_default("pads", _INTS, "As AveragePool's."),
+        attribute_without_default("strides", _INTS, "As AveragePool's."),
     ],
     differentiable=(),
 )

@@ -18,7 +18,7 @@ from jaxonnx.ops._helpers.quantization import (
     round_half_to_even,
     saturate_rounded,
 )
-from jaxonnx.ops._helpers.schemas import contrib_schema
+from jaxonnx.ops._helpers.schemas import attribute, attribute_without_default, contrib_schema
 
 _SCHEMA = contrib_schema(
     "QLinearSoftmax",
@@ -33,10 +33,12 @@ _SCHEMA = contrib_schema(
     outputs=[("Y", "T")],
     type_constraints=[("T", ["tensor(uint8)", "tensor(int8)"])],
     attributes=[
-        onnx.defs.OpSchema.Attribute("opset", onnx.defs.OpSchema.AttrType.INT, "The opset of the Softmax it replaces."),
+        attribute_without_default(
+            "opset", onnx.defs.OpSchema.AttrType.INT, "The opset of the Softmax it replaces.", required=True
+        ),
         # -1 at every opset: onnxruntime's schema default, which its kernel then always sees
         # (its own fallback to 1 before opset 13 never applies).
-        onnx.defs.OpSchema.Attribute("axis", onnx.helper.make_attribute("axis", -1), "The softmax axis."),
+        attribute("axis", -1, "The softmax axis."),
     ],
     differentiable=(),
 )

@@ -5,8 +5,6 @@ which gives the same values)."""
 from __future__ import annotations
 
 import numpy as np
-import onnx.defs
-import onnx.helper
 
 from jaxonnx._core.dtypes import onnx_type_name
 from jaxonnx._core.registry import register
@@ -17,7 +15,7 @@ from jaxonnx.ops._helpers.quantization import (
     per_tensor_value,
     quantize,
 )
-from jaxonnx.ops._helpers.schemas import contrib_schema
+from jaxonnx.ops._helpers.schemas import attribute, contrib_schema
 
 _PER_TENSOR = ("tensor", None)
 # onnxruntime's logistic: Eigen's rational approximation on [-18, 18] (MlasLogisticConstants).
@@ -100,9 +98,7 @@ def qlinear_sigmoid(X, X_scale, X_zero_point, Y_scale, Y_zero_point=None):
     return _through(logistic, X, X_scale, X_zero_point, Y_scale, Y_zero_point)
 
 
-_ALPHA = onnx.defs.OpSchema.Attribute(
-    "alpha", onnx.helper.make_attribute("alpha", 0.01), "The slope for negative inputs."
-)
+_ALPHA = attribute("alpha", 0.01, "The slope for negative inputs.")
 _LEAKY_SCHEMA = _schema("QLinearLeakyRelu", "LeakyRelu", attributes=[_ALPHA])
 
 

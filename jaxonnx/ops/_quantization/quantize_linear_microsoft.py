@@ -11,15 +11,13 @@ import onnx.defs
 from jaxonnx._core.dtypes import onnx_type_name
 from jaxonnx._core.registry import register
 from jaxonnx.ops._helpers.quantization import dequantize, quantization_layout, quantize
-from jaxonnx.ops._helpers.schemas import contrib_schema
+from jaxonnx.ops._helpers.schemas import attribute_without_default, contrib_schema
 
-_Attribute = onnx.defs.OpSchema.Attribute
 _INTEGERS = ["tensor(int8)", "tensor(uint8)", "tensor(int16)", "tensor(uint16)", "tensor(int4)", "tensor(uint4)"]
-_AXIS = _Attribute(
+_AXIS = attribute_without_default(
     "axis",
     onnx.defs.OpSchema.AttrType.INT,
     "The axis of per-axis quantization; with scalar scales (per tensor) it is not read.",
-    required=False,
 )
 _QUANTIZE_SCHEMA = contrib_schema(
     "QuantizeLinear",

@@ -18,10 +18,9 @@ from jaxonnx.ops._helpers.quantization import (
     round_half_to_even,
     zero_points_apart,
 )
-from jaxonnx.ops._helpers.schemas import contrib_schema
+from jaxonnx.ops._helpers.schemas import attribute, attribute_without_default, contrib_schema
 
-_Attribute = onnx.defs.OpSchema.Attribute
-_UNDEFINED = onnx.defs.OpSchema.AttrType
+_Kind = onnx.defs.OpSchema.AttrType
 _SCHEMA = contrib_schema(
     "DynamicQuantizeLSTM",
     "LSTM with W and R quantized to 8 bits (per direction, per tensor or per output column); X and each step's "
@@ -44,15 +43,13 @@ _SCHEMA = contrib_schema(
     outputs=[("Y", "T", "optional"), ("Y_h", "T", "optional"), ("Y_c", "T", "optional")],
     type_constraints=[("T", ["tensor(float)"]), ("T1", ["tensor(int32)"]), ("T2", ["tensor(uint8)", "tensor(int8)"])],
     attributes=[
-        _Attribute("activation_alpha", _UNDEFINED.FLOATS, "Alpha values of the activations.", required=False),
-        _Attribute("activation_beta", _UNDEFINED.FLOATS, "Beta values of the activations.", required=False),
-        _Attribute("activations", _UNDEFINED.STRINGS, "The f, g, h activations per direction.", required=False),
-        _Attribute("clip", _UNDEFINED.FLOAT, "Cell clip threshold.", required=False),
-        _Attribute(
-            "direction", onnx.helper.make_attribute("direction", "forward"), "forward, reverse or bidirectional."
-        ),
-        _Attribute("hidden_size", _UNDEFINED.INT, "Number of neurons in the hidden layer.", required=False),
-        _Attribute("input_forget", onnx.helper.make_attribute("input_forget", 0), "Couple the input and forget gates."),
+        attribute_without_default("activation_alpha", _Kind.FLOATS, "Alpha values of the activations."),
+        attribute_without_default("activation_beta", _Kind.FLOATS, "Beta values of the activations."),
+        attribute_without_default("activations", _Kind.STRINGS, "The f, g, h activations per direction."),
+        attribute_without_default("clip", _Kind.FLOAT, "Cell clip threshold."),
+        attribute("direction", "forward", "forward, reverse or bidirectional."),
+        attribute_without_default("hidden_size", _Kind.INT, "Number of neurons in the hidden layer."),
+        attribute("input_forget", 0, "Couple the input and forget gates."),
     ],
     differentiable=("B", "initial_c", "P", "W_scale", "R_scale"),
 )
