@@ -780,3 +780,93 @@ def test_a_slice_with_known_bounds_compiles_whole_and_one_with_bounds_from_the_i
     from_inputs = jaxonnx.load(_slice_model(bounds_from_input=True))
     assert from_inputs.eager_mode.startswith("op by op: node 'cut' (Slice-13) reads the value of `ends`")
     np.testing.assert_array_equal(np.asarray(from_inputs(x, np.array([5]))[0]), x[1:5])
+
+
+def _lowerings(fn) -> int:
+    """How many programs JAX lowered to XLA while ``fn`` ran (each new trace is lowered once)."""
+    events: list[str] = []
+
+    def listen(event: str, duration: float, **_) -> None:
+        if event.endswith("jaxpr_to_mlir_module_duration"):
+            events.append(event)
+
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    try:
+        fn()
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listen)
+    return len(events)
+
+
+_SEARCH = pathlib.Path(__file__).parent / "fixtures" / "generation_ops" / "gpt2_greedy_search.onnx"
+
+
+def _greedy_feed(seed: int, max_length: int = 10) -> dict:
+    ids = np.random.default_rng(seed).integers(2, 90, (2, 4)).astype(np.int32)
+    return {
+        "input_ids": ids,
+        "max_length": np.array([max_length], np.int32),
+        "min_length": np.array([0], np.int32),
+        "repetition_penalty": np.array([1.0], np.float32),
+        "vocab_mask": np.ones(96, np.int32),
+        "prefix_vocab_mask": np.ones((2, 96), np.int32),
+        "attention_mask": np.ones_like(ids),
+    }
+
+
+def test_a_search_node_called_eagerly_again_reuses_its_program(run_onnxruntime):
+    """A GreedySearch file runs op by op (its node runs a decoder on the inputs), and the
+    search node compiles alone: a second eager call with new prompts of the same shape and
+    the same static inputs lowers nothing, a new `max_length` compiles its own program, and
+    every call equals onnxruntime."""
+    model = jaxonnx.load(_SEARCH)
+    assert model.eager_mode.startswith("op by op")
+    names = [i.name for i in model.inputs]
+    feeds = [_greedy_feed(0), _greedy_feed(1), _greedy_feed(2, max_length=12)]
+    proto = onnx.load(_SEARCH)
+    results = []
+    lowered = [_lowerings(lambda feed=feed: results.append(model(**{n: feed[n] for n in names}))) for feed in feeds]
+    assert lowered[0] > 0 and lowered[1] == 0 and lowered[2] > 0
+    for feed, result in zip(feeds, results):
+        expected = run_onnxruntime(proto, {n: feed[n] for n in names})
+        np.testing.assert_array_equal(np.asarray(result[0]), expected[0])
+
+
+def test_a_scan_whose_body_needs_a_value_computed_from_the_inputs_runs_on_known_values():
+    """A Scan node compiles alone, but its body here reshapes by an outer value that a
+    lax-only op (Exp) computed from the inputs: traced, it is unknown, so the node runs on
+    the known values instead, as before, and gives the exact result at every call."""
+    from onnx import TensorProto as T
+    from onnx import helper
+
+    body = helper.make_graph(
+        [
+            helper.make_node("Reshape", ["row", "shape"], ["reshaped"]),
+            helper.make_node("ReduceSum", ["reshaped"], ["total"], keepdims=0),
+            helper.make_node("Add", ["carry", "total"], ["carry_out"]),
+        ],
+        "body",
+        [helper.make_tensor_value_info("carry", T.FLOAT, []), helper.make_tensor_value_info("row", T.FLOAT, [4])],
+        [helper.make_tensor_value_info("carry_out", T.FLOAT, [])],
+    )
+    graph = helper.make_graph(
+        [
+            helper.make_node("Exp", ["zero"], ["one"]),  # a JAX value, though computed from numpy
+            helper.make_node("Add", ["one", "one"], ["two"]),
+            helper.make_node("Cast", ["two"], ["two_int"], to=T.INT64),
+            helper.make_node("Concat", ["two_int", "two_int"], ["shape"], axis=0),
+            helper.make_node("Scan", ["start", "x"], ["sum"], body=body, num_scan_inputs=1),
+        ],
+        "scan_reads_a_shape",
+        [
+            helper.make_tensor_value_info("start", T.FLOAT, []),
+            helper.make_tensor_value_info("x", T.FLOAT, [3, 4]),
+            helper.make_tensor_value_info("zero", T.FLOAT, [1]),
+        ],
+        [helper.make_tensor_value_info("sum", T.FLOAT, [])],
+    )
+    model = jaxonnx.load(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    for start in (0.0, 1.5):
+        (total,) = model(np.float32(start), x, np.zeros(1, np.float32))
+        np.testing.assert_allclose(np.asarray(total), start + x.sum(), rtol=1e-6)
