@@ -529,7 +529,9 @@ def _runs_compiled_alone(node: Node, values: Mapping[str, Any], padding: Mapping
     if any(name in padding for name in read):
         return False
     arrays = [values[name] for name in read]
-    if not all(isinstance(a, (np.ndarray, jax.Array)) and not is_traced(a) and a.dtype.kind not in "OUS" for a in arrays):
+    if not all(
+        isinstance(a, (np.ndarray, jax.Array)) and not is_traced(a) and a.dtype.kind not in "OUS" for a in arrays
+    ):
         return False
     return not trace_in_progress()
 
