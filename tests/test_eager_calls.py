@@ -870,3 +870,45 @@ def test_a_scan_whose_body_needs_a_value_computed_from_the_inputs_runs_on_known_
     for start in (0.0, 1.5):
         (total,) = model(np.float32(start), x, np.zeros(1, np.float32))
         np.testing.assert_allclose(np.asarray(total), start + x.sum(), rtol=1e-6)
+
+
+def test_a_sampling_node_compiled_alone_draws_anew_without_a_key_and_follows_a_key():
+    """Sampling compiles alone too (see above): without a key every eager call draws anew,
+    as onnxruntime does per run; with one, eager calls repeat the draw and equal jax.jit's."""
+    model = jaxonnx.load(_SEARCH.with_name("gpt2_sampling.onnx"))
+    names = [i.name for i in model.inputs]
+    feed = {n: v for n, v in _greedy_feed(5, max_length=16).items() if n in names}
+
+    def tokens(**extra):
+        return np.asarray(jax.tree.leaves(model(**feed, **extra))[0])
+
+    assert len({tokens().tobytes() for _ in range(4)}) > 1
+    keyed = tokens(rng=jax.random.key(3))
+    np.testing.assert_array_equal(tokens(rng=jax.random.key(3)), keyed)
+    static = {n: v for n, v in feed.items() if n != "input_ids"}
+    jitted = jax.jit(lambda ids: jax.tree.leaves(model(input_ids=ids, **static, rng=jax.random.key(3)))[0])
+    np.testing.assert_array_equal(np.asarray(jitted(feed["input_ids"])), keyed)
+
+
+def test_a_graph_compiled_whole_that_draws_gets_a_fresh_key_per_eager_call():
+    """A RandomNormal without a seed, reading no input, leaves the graph compiled whole; an
+    eager call without a key draws anew (a fresh key for the call), one with a key repeats."""
+    from onnx import TensorProto as T
+    from onnx import helper
+
+    graph = helper.make_graph(
+        [
+            helper.make_node("RandomNormal", [], ["noise"], shape=[3], dtype=T.FLOAT),
+            helper.make_node("Add", ["x", "noise"], ["y"]),
+        ],
+        "noisy",
+        [helper.make_tensor_value_info("x", T.FLOAT, [3])],
+        [helper.make_tensor_value_info("y", T.FLOAT, [3])],
+    )
+    model = jaxonnx.load(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
+    assert model.eager_mode == "whole graph compiled per input signature"
+    x = np.zeros(3, np.float32)
+    first, second = (np.asarray(model(x)[0]) for _ in range(2))
+    assert np.all(np.isfinite(first)) and not np.array_equal(first, second)
+    keyed = np.asarray(model(x, rng=jax.random.key(1))[0])
+    np.testing.assert_array_equal(np.asarray(model(x, rng=jax.random.key(1))[0]), keyed)

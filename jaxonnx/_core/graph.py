@@ -34,6 +34,7 @@ independently.
 from __future__ import annotations
 
 import dataclasses
+import secrets
 from collections.abc import Mapping
 from typing import Any, cast
 
@@ -549,6 +550,10 @@ def _run_compiled_alone(node: Node, values: dict[str, Any], *, rng, options) -> 
     values of its static inputs, the small numpy values its bodies read from the enclosing
     graph (as an eager run would know them) and the load-time options; jax's cache keeps one
     executable per signature of the rest."""
+    if rng is None and node.op.contract.takes("rng"):
+        # Eagerly, a node that draws without a key draws anew, as the op does outside a trace
+        # (ops/_helpers/random.py): its program takes a fresh key, as a traced argument.
+        rng = jax.random.PRNGKey(secrets.randbits(32))
     static = set(node.op.contract.static)
     formals = node.op.formal_names(len(node.inputs))
     outer = sorted({name for body in node.subgraphs for name in body.outer_names if name in values})

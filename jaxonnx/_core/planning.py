@@ -67,7 +67,7 @@ class EagerPlan:
         self.run_positional = run_positional
         self.input_count = len(input_names)
         self.trainable = frozenset(trainable)
-        self.draws = any(getattr(getattr(n.op, "contract", None), "rng", False) for n in graph.walk())
+        self.draws = any(isinstance(n.op, OpVersion) and n.op.contract.takes("rng") for n in graph.walk())
         strings = [t.name for t in (*graph.inputs, *graph.outputs) if t.dtype is not None and t.dtype.kind in "OUS"]
         strings += [name for name, value in initializers.items() if value.dtype.kind in "OUS"]
         maps = [t.name for t in (*graph.inputs, *graph.outputs) if _holds_map(t)]
