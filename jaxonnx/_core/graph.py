@@ -34,7 +34,6 @@ independently.
 from __future__ import annotations
 
 import dataclasses
-import secrets
 from collections.abc import Mapping
 from typing import Any, cast
 
@@ -47,7 +46,7 @@ from jaxonnx._core import padding as padding_rules
 from jaxonnx._core.context import OpContext
 from jaxonnx._core.dtypes import onnx_type_name
 from jaxonnx._core.loading import canonical_domain, node_attributes, read_tensor, sparse_to_numpy, tensor_to_numpy
-from jaxonnx._core.registry import REGISTRY, OpContract, OpVersion, Registry, is_traced, trace_in_progress
+from jaxonnx._core.registry import REGISTRY, OpContract, OpVersion, Registry, is_traced
 from jaxonnx._core.types import ValueType, declared_values
 from jaxonnx._errors import (
     JaxOnnxError,
@@ -405,9 +404,6 @@ def run_node(
     ``graph_rng`` is the key of the node's graph, from which a computation cut out for
     Gradient draws as its nodes do in the graph."""
     padding = {} if padding is None else padding
-    if checks is None and _runs_compiled_alone(node, values, padding):
-        _run_compiled_alone(node, values, rng=rng, options=options)
-        return
     args = [values[name] if name else None for name in node.inputs]
     marks = [padding.get(name) if name else None for name in node.inputs]
     marked = any(m is not None for m in marks)
@@ -497,102 +493,6 @@ def run_node(
             padding.pop(name, None)
             if output_marks is not None and (marks_of_output := output_marks[index]) is not None:
                 padding[name] = marks_of_output
-
-
-#: The exceptions a trace raises where a node needs a value known, not traced: the node then
-#: runs on its concrete values instead (`_run_compiled_alone`).
-_NEEDS_KNOWN_VALUES = (
-    StaticValueError,
-    jax.errors.ConcretizationTypeError,
-    jax.errors.TracerArrayConversionError,
-    jax.errors.TracerIntegerConversionError,
-)
-
-
-def _runs_compiled_alone(node: Node, values: Mapping[str, Any], padding: Mapping[str, Any]) -> bool:
-    """Whether an eager call runs ``node`` as one compiled program of its own, kept on the
-    node: an op that runs bodies (a decoder in a search loop, Scan's body) and computes with
-    JAX only (``folds=False``: its outputs are JAX arrays whether or not it is compiled),
-    whose inputs are all known arrays, outside any trace, and that neither reads a value
-    known only at run time (``concrete``) nor pads to a size hint. Eagerly, such an op
-    traces its bodies into a fresh loop at every call and XLA compiles it again; compiled
-    alone, a call with the same static inputs and input shapes reuses the program. A node
-    whose trace needs a known value (a body that reads a value computed from the inputs to
-    decide a shape) runs eagerly from then on."""
-    op = node.op
-    if not isinstance(op, OpVersion) or not node.subgraphs or node.computation is not None:
-        return False
-    contract = op.contract
-    if contract.folds or contract.concrete or contract.size_hint or node.__dict__.get("_runs_eagerly"):
-        return False
-    read = [name for name in node.inputs if name]
-    read += sorted({name for body in node.subgraphs for name in body.outer_names if name in values})
-    if any(name in padding for name in read):
-        return False
-    arrays = [values[name] for name in read]
-    if not all(
-        isinstance(a, (np.ndarray, jax.Array)) and not is_traced(a) and a.dtype.kind not in "OUS" for a in arrays
-    ):
-        return False
-    return not trace_in_progress()
-
-
-#: The most programs a node compiled alone keeps (one per set of static values).
-_PROGRAMS_PER_NODE = 16
-#: A numpy value that a body reads from the enclosing graph, up to this many entries, is
-#: known to the trace (a shape its body computes with); a bigger one (a weight) is traced.
-_KNOWN_OUTER_ENTRIES = 1024
-
-
-def _run_compiled_alone(node: Node, values: dict[str, Any], *, rng, options) -> None:
-    """Runs ``node`` (see :func:`_runs_compiled_alone`) as a ``jax.jit`` of its own and
-    stores its outputs in ``values``. Known to the trace, and so picking the program: the
-    values of its static inputs, the small numpy values its bodies read from the enclosing
-    graph (as an eager run would know them) and the load-time options; jax's cache keeps one
-    executable per signature of the rest."""
-    if rng is None and node.op.contract.takes("rng"):
-        # Eagerly, a node that draws without a key draws anew, as the op does outside a trace
-        # (ops/_helpers/random.py): its program takes a fresh key, as a traced argument.
-        rng = jax.random.PRNGKey(secrets.randbits(32))
-    static = set(node.op.contract.static)
-    formals = node.op.formal_names(len(node.inputs))
-    outer = sorted({name for body in node.subgraphs for name in body.outer_names if name in values})
-    known = {name: np.asarray(values[name]) for name, formal in zip(node.inputs, formals) if name and formal in static}
-    for name in outer:
-        value = values[name]
-        if isinstance(value, np.ndarray) and value.size <= _KNOWN_OUTER_ENTRIES:
-            known[name] = value
-    traced_names = list(dict.fromkeys(name for name in (*node.inputs, *outer) if name and name not in known))
-    key = (
-        tuple((name, value.dtype.str, value.shape, value.tobytes()) for name, value in sorted(known.items())),
-        tuple(sorted((name, repr(value)) for name, value in (options or {}).items())),
-        rng is None,
-    )
-    programs = node.__dict__.setdefault("_compiled_alone", {})
-    program = programs.pop(key, None)
-    if program is None:
-
-        def run_alone(traced: dict[str, Any], node_rng) -> tuple:
-            scope = {**known, **traced}
-            run_node(node, scope, rng=node_rng, options=options)
-            return tuple(scope[name] for name in node.outputs if name)
-
-        program = jax.jit(run_alone)
-    programs[key] = program  # the most recently used last
-    while len(programs) > _PROGRAMS_PER_NODE:
-        programs.pop(next(iter(programs)))
-    try:
-        results = program({name: values[name] for name in traced_names}, rng)
-    except _NEEDS_KNOWN_VALUES:
-        # The trace needed a value known (raised before anything ran): run on the known values.
-        node.__dict__["_runs_eagerly"] = True
-        programs.clear()
-        run_node(node, values, rng=rng, options=options)
-        return
-    outputs = iter(results)
-    for name in node.outputs:
-        if name:
-            values[name] = next(outputs)
 
 
 def _trait(node: Node, name: str, default: Any) -> Any:
