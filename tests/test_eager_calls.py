@@ -828,22 +828,27 @@ def test_a_sampling_file_draws_anew_without_a_key_and_follows_a_key():
     np.testing.assert_array_equal(np.asarray(jitted(feed["input_ids"])), keyed)
 
 
-def test_a_graph_compiled_whole_that_draws_gets_a_fresh_key_per_eager_call():
-    """A RandomNormal without a seed, reading no input, leaves the graph compiled whole; an
-    eager call without a key draws anew (a fresh key for the call), one with a key repeats."""
+@pytest.mark.parametrize("inside", ["graph", "local function"])
+def test_a_graph_compiled_whole_that_draws_gets_a_fresh_key_per_eager_call(inside):
+    """A RandomNormal without a seed, reading no input, leaves the graph compiled whole, in
+    the graph or in a model-local function's body; an eager call without a key draws anew
+    (a fresh key for the call), one with a key repeats."""
     from onnx import TensorProto as T
     from onnx import helper
 
+    noise = helper.make_node("RandomNormal", [], ["noise"], shape=[3], dtype=T.FLOAT)
+    functions = []
+    if inside == "local function":
+        functions = [helper.make_function("local", "Noise", [], ["noise"], [noise], [helper.make_opsetid("", 17)])]
+        noise = helper.make_node("Noise", [], ["noise"], domain="local")
     graph = helper.make_graph(
-        [
-            helper.make_node("RandomNormal", [], ["noise"], shape=[3], dtype=T.FLOAT),
-            helper.make_node("Add", ["x", "noise"], ["y"]),
-        ],
+        [noise, helper.make_node("Add", ["x", "noise"], ["y"])],
         "noisy",
         [helper.make_tensor_value_info("x", T.FLOAT, [3])],
         [helper.make_tensor_value_info("y", T.FLOAT, [3])],
     )
-    model = jaxonnx.load(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
+    opsets = [helper.make_opsetid("", 17), helper.make_opsetid("local", 1)]
+    model = jaxonnx.load(helper.make_model(graph, opset_imports=opsets, functions=functions))
     assert model.eager_mode == "whole graph compiled per input signature"
     x = np.zeros(3, np.float32)
     first, second = (np.asarray(model(x)[0]) for _ in range(2))

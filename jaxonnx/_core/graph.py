@@ -942,6 +942,11 @@ class FunctionOp:
             return op
         return None
 
+    @property
+    def body(self) -> Graph | None:
+        """The prepared body; None for a context-dependent one, prepared per input signature."""
+        return self._body
+
     def __call__(self, *inputs, ctx: OpContext | None = None, **attributes):
         body = self._body
         if body is None:

@@ -67,7 +67,7 @@ class EagerPlan:
         self.run_positional = run_positional
         self.input_count = len(input_names)
         self.trainable = frozenset(trainable)
-        self.draws = any(isinstance(n.op, OpVersion) and n.op.contract.takes("rng") for n in graph.walk())
+        self.draws = _draws(graph)
         strings = [t.name for t in (*graph.inputs, *graph.outputs) if t.dtype is not None and t.dtype.kind in "OUS"]
         strings += [name for name, value in initializers.items() if value.dtype.kind in "OUS"]
         maps = [t.name for t in (*graph.inputs, *graph.outputs) if _holds_map(t)]
@@ -172,6 +172,18 @@ def checked_executable(run_graph: Callable[..., tuple], *args) -> Callable[..., 
         return outputs
 
     return call
+
+
+def _draws(graph: Graph) -> bool:
+    """Whether a node draws random values (its op takes ``rng``), at any depth: in subgraphs
+    and in the bodies of the model's local functions."""
+    for node in graph.walk():
+        if isinstance(node.op, OpVersion) and node.op.contract.takes("rng"):
+            return True
+        body = getattr(node.op, "body", None)  # a FunctionOp's prepared body
+        if isinstance(body, Graph) and _draws(body):
+            return True
+    return False
 
 
 def _holds_map(declared) -> bool:
