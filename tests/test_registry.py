@@ -502,3 +502,19 @@ def test_only_ops_with_a_size_hint_take_size_keywords():
     np.testing.assert_array_equal(jaxonnx.get_op("Slice", 13)(x, [0], [1], size=2), [0.0, 0.0])
     padded = jaxonnx.get_op("Compress", 11)(x, np.array([True]), size=2)
     np.testing.assert_array_equal(padded, [0.0, 0.0])
+
+
+def test_a_padding_rule_once_named_points_to_the_op_that_declares_it():
+    """Padding rules of one op live beside it (``padding=`` takes its function); a name that
+    was once a rule of the core (``"gather"``) is refused with the expression that hands
+    the op's rule on, and that expression registers."""
+    with pytest.raises(ValueError, match=r"got 'gather'\. That rule is Gather's own now") as refused:
+        jaxonnx.register("ScratchGather", 1, padding="gather")(lambda data, indices: data)
+    assert "ScratchGather" not in {op_type for _, op_type in _registry.REGISTRY._versions}
+    suggested = re.search(r"`padding=(.+?)`", str(refused.value)).group(1)
+    rule = eval(suggested, {"jaxonnx": jaxonnx})  # noqa: S307  (the message's own expression)
+    scratch = _registry.Registry()
+    scratch.register("Gather", 13, padding=rule)(lambda data, indices, *, axis=0: data)
+    assert scratch._versions["", "Gather"][13].contract.padding is rule
+    with pytest.raises(ValueError, match=r"got 'bogus'\.$"):
+        jaxonnx.register("ScratchOp", 1, padding="bogus")(lambda x: x)

@@ -12,6 +12,7 @@ import bisect
 import dataclasses
 import functools
 import inspect
+import re
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -179,6 +180,21 @@ class Registry:
     def copy(self) -> Registry:
         return Registry({key: dict(versions) for key, versions in self._versions.items()})
 
+    def _rule_named(self, name: Any) -> str:
+        """Where a padding rule that was once named (``"gather"``, ``"top_k"``) lives now: the
+        registered op of that name in snake case declares it, and its contract hands it on."""
+        if not isinstance(name, str):
+            return ""
+        for (domain, op_type), versions in self._versions.items():
+            newest = versions[max(versions)]
+            if _snake_case(op_type) == name and callable(newest.contract.padding):
+                where = f", {domain!r}" if domain else ""
+                return (
+                    f" That rule is {op_type}'s own now: pass "
+                    f"`padding=jaxonnx.get_op({op_type!r}, {newest.since_version}{where}).contract.padding`."
+                )
+        return ""
+
     def register(
         self,
         op_type: str,
@@ -200,7 +216,7 @@ class Registry:
         if not callable(padding) and padding not in PADDING_KINDS:
             raise ValueError(
                 f"{op_type}: `padding` is one of {', '.join(map(repr, PADDING_KINDS))} or a rule of the op's own "
-                f"(a function of a jaxonnx._core.padding.Call), got {padding!r}."
+                f"(a function of a jaxonnx._core.padding.Call), got {padding!r}.{self._rule_named(padding)}"
             )
         declared_contract = OpContract(**declared)
 
@@ -394,3 +410,8 @@ def supported_ops(domain: str = DEFAULT_DOMAIN) -> dict[str, tuple[int, ...]]:
         (1, 10, 11, 13)
     """
     return REGISTRY.supported_ops(domain)
+
+
+def _snake_case(op_type: str) -> str:
+    """``NonMaxSuppression`` -> ``non_max_suppression``, ``GatherND`` -> ``gather_nd``."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", op_type).lower()
