@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import ast
 import pathlib
-import re
 
 import jaxonnx
 import jaxonnx.ops  # noqa: F401  (registers every op)
-from jaxonnx._core.registry import REGISTRY
+from jaxonnx._core.registry import REGISTRY, _snake_case
 
 _PACKAGE = pathlib.Path(jaxonnx.__file__).parent
 _CORE_AND_CLI = sorted([*(_PACKAGE / "_core").glob("*.py"), *(_PACKAGE / "cli").glob("*.py")])
@@ -65,11 +64,6 @@ def test_the_scan_finds_an_op_name_where_one_is_written(tmp_path):
     source = tmp_path / "table.py"
     source.write_text('"""Relu and Add are fine here."""\n_UNARY = ("Relu", "Add")\n')
     assert _op_names_in(source, {"Relu", "Add"}) == [(2, "Relu"), (2, "Add")]
-
-
-def _snake_case(op_type: str) -> str:
-    """``NonMaxSuppression`` -> ``non_max_suppression``, ``GatherND`` -> ``gather_nd``."""
-    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", op_type).lower()
 
 
 def _snake_op_names_in(path: pathlib.Path, snake_names: set[str]) -> list[tuple[int, str]]:
